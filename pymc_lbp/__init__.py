@@ -1,0 +1,1 @@
+"""Locally balanced samplers for discrete variables in PyMC."""

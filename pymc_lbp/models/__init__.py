@@ -1,0 +1,1 @@
+"""Models: lattices, UAI networks and the benchmark targets of the papers."""
