@@ -1,0 +1,439 @@
+"""One-site neighbourhoods of a discrete block and compiled log-probability differences.
+
+The sampled block is the raveled concatenation ``x`` (int64) of one or more discrete value
+variables. Each site has a fixed number of *slots*, one per potential one-site move:
+
+============ ======================= ==================================================
+kind         slots per site          move of slot ``s``
+============ ======================= ==================================================
+binary       1                       ``x_i -> 1 - x_i`` (Bernoulli)
+categorical  K                       ``x_i -> c`` (slot ``c``; masked when ``c == x_i``)
+integer      2                       ``x_i -> x_i - 1`` and ``x_i -> x_i + 1``, masked
+                                     outside the variable's support
+============ ======================= ==================================================
+
+Slots are laid out site by site. A samplers' view of the model is one call
+``logp_x, deltas = differences(x)`` that returns the model logp at ``x`` (other variables held at
+their current, shared values) and ``Delta_s(x) = f(x^(s)) - f(x)`` for every slot (``-inf`` for
+masked slots and for zero-probability neighbours, never NaN):
+
+* :class:`ExactDifferences` evaluates the logp at all neighbours in one compiled, batched call
+  (the logp graph vectorised over a leading axis with ``vectorize_graph``; chunked for large
+  blocks). Cost: one logp evaluation per slot.
+* :class:`GradientDifferences` uses the first-order estimate of Grathwohl et al. from the gradient
+  of the relaxed logp (:mod:`pymc_lbp.relax`). Cost: one logp and one gradient evaluation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.pytensorf import compile as pm_compile
+from pytensor.graph.basic import Variable
+from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.tensor.random.basic import (
+    BernoulliRV,
+    BetaBinomialRV,
+    BinomialRV,
+    CategoricalRV,
+    GeometricRV,
+    HyperGeometricRV,
+    NegBinomialRV,
+    PoissonRV,
+)
+
+from pymc_lbp.relax import LOG_FLOOR, relaxed_logp
+
+BINARY, CATEGORICAL, INTEGER = 0, 1, 2
+KIND_CODES = {"binary": BINARY, "categorical": CATEGORICAL, "integer": INTEGER}
+
+SUPPORTED = (
+    "Bernoulli, Categorical (incl. OrderedLogistic/OrderedProbit), and integer-valued Poisson, "
+    "Binomial, BetaBinomial, Geometric, NegativeBinomial, HyperGeometric, DiscreteUniform, "
+    "DiscreteWeibull"
+)
+
+
+def _integer_bounds(op, params) -> tuple[Variable | float, Variable | float] | None:
+    """Support ``[lower, upper]`` of an integer-valued RV as graphs of its parameters."""
+    from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
+
+    name = type(op).__name__
+    if isinstance(op, PoissonRV | NegBinomialRV) or isinstance(op, DiscreteWeibullRV):
+        return 0.0, np.inf
+    if isinstance(op, GeometricRV):
+        return 1.0, np.inf
+    if isinstance(op, BinomialRV | BetaBinomialRV):
+        return 0.0, params[0]
+    if isinstance(op, DiscreteUniformRV):
+        return params[0], params[1]
+    if isinstance(op, HyperGeometricRV):
+        N, k, n = params
+        return pt.maximum(0, n - N + k), pt.minimum(k, n)
+    del name
+    return None
+
+
+@dataclass(frozen=True)
+class VariableSpec:
+    """One discrete variable of a block.
+
+    Attributes
+    ----------
+    name : str
+        The value variable's name.
+    value_var : Variable
+        The model's value variable.
+    shape : tuple of int
+        Its shape at the initial point.
+    offset : int
+        Position of its first site in the raveled block.
+    kind : str
+        ``"binary"``, ``"categorical"`` or ``"integer"``.
+    n_categories : int or None
+        K for categorical variables.
+    bounds : tuple or None
+        Integer variables: ``(lower, upper)`` support graphs (or numbers) in terms of value
+        variables; ``None`` otherwise.
+    """
+
+    name: str
+    value_var: Any
+    shape: tuple
+    offset: int
+    kind: str
+    n_categories: int | None = None
+    bounds: tuple | None = None
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=int))
+
+
+def _is_discrete_rv(rv) -> bool:
+    return rv.dtype.startswith(("int", "uint", "bool"))
+
+
+def describe_block(model, value_vars, initial_point) -> list[VariableSpec]:
+    """Classify the block's variables and check that each is supported.
+
+    Raises
+    ------
+    ValueError
+        Naming the variable, for continuous variables and unsupported distributions.
+    """
+    specs = []
+    offset = 0
+    for value_var in value_vars:
+        rv = model.values_to_rvs[value_var]
+        name = value_var.name
+        if not _is_discrete_rv(rv) or value_var.dtype.startswith("float"):
+            raise ValueError(
+                f"Variable {rv.name!r} is continuous (dtype {value_var.dtype}); pymc_lbp samplers "
+                f"only take discrete variables ({SUPPORTED}). Give continuous variables to NUTS, "
+                "e.g. pm.sample(step=[ThisStep([discrete vars])])."
+            )
+        op = rv.owner.op
+        shape = tuple(np.shape(initial_point[name]))
+        if isinstance(op, BernoulliRV):
+            spec = VariableSpec(name, value_var, shape, offset, "binary")
+        elif isinstance(op, CategoricalRV):
+            (p,) = op.dist_params(rv.owner)
+            k_graph = model.replace_rvs_by_values([p.shape[-1]])[0]
+            k = pytensor.function(
+                model.value_vars, k_graph, on_unused_input="ignore", mode="FAST_COMPILE"
+            )(**{v.name: initial_point[v.name] for v in model.value_vars})
+            spec = VariableSpec(name, value_var, shape, offset, "categorical", int(k))
+        else:
+            bounds = None
+            if hasattr(op, "dist_params"):
+                params = model.replace_rvs_by_values(list(op.dist_params(rv.owner)))
+                bounds = _integer_bounds(op, params)
+            if bounds is None:
+                raise ValueError(
+                    f"Variable {rv.name!r} has distribution {type(op).__name__}, which pymc_lbp "
+                    f"does not support. Supported discrete distributions: {SUPPORTED}."
+                )
+            spec = VariableSpec(name, value_var, shape, offset, "integer", bounds=bounds)
+        specs.append(spec)
+        offset += spec.size
+    return specs
+
+
+class BlockLayout:
+    """Slot layout of a raveled block: which move each slot makes, and its reverse."""
+
+    def __init__(self, specs: list[VariableSpec]):
+        kinds, ncat = [], []
+        for spec in specs:
+            kinds.append(np.full(spec.size, KIND_CODES[spec.kind], dtype=np.int8))
+            ncat.append(np.full(spec.size, spec.n_categories or 0, dtype=np.int64))
+        self.site_kind = np.concatenate(kinds) if kinds else np.zeros(0, np.int8)
+        self.site_ncat = np.concatenate(ncat) if ncat else np.zeros(0, np.int64)
+        self.n_sites = self.site_kind.size
+        per_site = np.where(
+            self.site_kind == BINARY, 1, np.where(self.site_kind == CATEGORICAL, self.site_ncat, 2)
+        )
+        self.site_offset = np.concatenate(([0], np.cumsum(per_site)[:-1])).astype(np.int64)
+        self.n_slots = int(per_site.sum())
+        self.slot_site = np.repeat(np.arange(self.n_sites), per_site)
+        within = np.arange(self.n_slots) - self.site_offset[self.slot_site]
+        self.slot_kind = self.site_kind[self.slot_site]
+        # categorical: the category; integer: -1 / +1; binary: unused
+        self.slot_arg = np.where(
+            self.slot_kind == CATEGORICAL,
+            within,
+            np.where(self.slot_kind == INTEGER, 2 * within - 1, 0),
+        ).astype(np.int64)
+        self.lower = np.full(self.n_sites, -np.inf)
+        self.upper = np.full(self.n_sites, np.inf)
+        self.all_binary = bool(np.all(self.site_kind == BINARY))
+
+    def set_bounds(self, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Set the support of integer sites (ignored for other sites)."""
+        self.lower = np.asarray(lower, dtype=float)
+        self.upper = np.asarray(upper, dtype=float)
+
+    def candidates(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """New value and validity of every slot's move from state ``x``."""
+        xs = x[self.slot_site]
+        if self.all_binary:
+            return 1 - xs, np.ones(self.n_slots, dtype=bool)
+        new = np.where(
+            self.slot_kind == BINARY,
+            1 - xs,
+            np.where(self.slot_kind == CATEGORICAL, self.slot_arg, xs + self.slot_arg),
+        )
+        site_lo, site_hi = self.lower[self.slot_site], self.upper[self.slot_site]
+        valid = np.where(
+            self.slot_kind == CATEGORICAL,
+            self.slot_arg != xs,
+            np.where(self.slot_kind == INTEGER, (new >= site_lo) & (new <= site_hi), True),
+        )
+        return new, valid
+
+    def site_valid_mask(self, x: np.ndarray) -> np.ndarray:
+        """Validity of every slot at ``x``."""
+        return self.candidates(x)[1]
+
+    def new_value(self, x: np.ndarray, slot: int) -> int:
+        """Value that slot ``slot`` gives its site from state ``x``."""
+        site = self.slot_site[slot]
+        kind = self.slot_kind[slot]
+        if kind == BINARY:
+            return int(1 - x[site])
+        if kind == CATEGORICAL:
+            return int(self.slot_arg[slot])
+        return int(x[site] + self.slot_arg[slot])
+
+    def reverse_slot(self, slot: int, old_value: int) -> int:
+        """The slot that moves the site back to ``old_value`` after ``slot`` was applied."""
+        site = self.slot_site[slot]
+        kind = self.slot_kind[slot]
+        if kind == BINARY:
+            return int(slot)
+        if kind == CATEGORICAL:
+            return int(self.site_offset[site] + old_value)
+        return int(2 * self.site_offset[site] + 1 - slot)
+
+    def slot_of(self, site: int, new_value: int, old_value: int) -> int:
+        """The slot that moves ``site`` from ``old_value`` to ``new_value``."""
+        kind = self.site_kind[site]
+        off = int(self.site_offset[site])
+        if kind == BINARY:
+            return off
+        if kind == CATEGORICAL:
+            return off + int(new_value)
+        return off + (1 if new_value > old_value else 0)
+
+
+def block_state_graph(specs: list[VariableSpec], x: Variable) -> dict[Variable, Variable]:
+    """Replacement of each block value variable by its slice of the raveled int vector ``x``."""
+    replace = {}
+    for spec in specs:
+        piece = x[spec.offset : spec.offset + spec.size].reshape(spec.shape)
+        replace[spec.value_var] = pt.cast(piece, spec.value_var.dtype)
+    return replace
+
+
+class Differences:
+    """Base class: ``(logp_x, deltas) = differences(x)`` with masked slots at ``-inf``.
+
+    Attributes
+    ----------
+    layout : BlockLayout
+    kind : str
+        ``"exact"`` or ``"gradient"``.
+    logp_evals_per_call, grad_evals_per_call : int
+        Model logp and gradient evaluations that one call costs.
+    """
+
+    kind = ""
+    logp_evals_per_call = 1
+    grad_evals_per_call = 0
+
+    def __init__(self, model, specs, layout, shared, compile_kwargs=None):
+        self.layout = layout
+        self.specs = specs
+        self._compile_kwargs = dict(compile_kwargs or {})
+        x = pt.vector("x_block", dtype="int64")
+        self._x = x
+        self._replace = {**block_state_graph(specs, x), **shared}
+        self._bounds_fn = self._compile_bounds(model)
+
+    def _compile_bounds(self, model):
+        if all(s.kind != "integer" for s in self.specs):
+            return None
+        lows, highs = [], []
+        for s in self.specs:
+            if s.kind == "integer":
+                lo, hi = s.bounds
+            else:
+                lo, hi = -np.inf, np.inf
+            lows.append(pt.broadcast_to(pt.cast(lo, "float64"), s.shape).ravel())
+            highs.append(pt.broadcast_to(pt.cast(hi, "float64"), s.shape).ravel())
+        out = [pt.concatenate(lows), pt.concatenate(highs)]
+        out = clone_replace(out, replace=self._replace)
+        return pm_compile([self._x], out, on_unused_input="ignore", **self._compile_kwargs)
+
+    def refresh_bounds(self, x: np.ndarray) -> None:
+        """Recompute integer supports (their parameters may have moved)."""
+        if self._bounds_fn is not None:
+            lo, hi = self._bounds_fn(x)
+            self.layout.set_bounds(lo, hi)
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        raise NotImplementedError
+
+
+class ExactDifferences(Differences):
+    """Exact differences from the model logp evaluated at all neighbours in one batched call.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    specs : list of VariableSpec
+    layout : BlockLayout
+    shared : dict
+        Shared replacements for the model's other value variables.
+    compile_kwargs : dict, optional
+    max_batch_elements : int
+        Neighbour states are evaluated in chunks of at most this many sites in total
+        (``chunk rows * block size``), to bound memory on large blocks.
+    """
+
+    kind = "exact"
+
+    def __init__(
+        self, model, specs, layout, shared, compile_kwargs=None, max_batch_elements=4_000_000
+    ):
+        super().__init__(model, specs, layout, shared, compile_kwargs)
+        self.logp_evals_per_call = layout.n_slots + 1
+        logp = clone_replace(model.logp(), replace=self._replace)
+        sites = pt.vector("sites", dtype="int64")
+        values = pt.vector("values", dtype="int64")
+        batch = pt.repeat(self._x[None, :], sites.shape[0], axis=0)
+        batch = pt.set_subtensor(batch[pt.arange(sites.shape[0]), sites], values)
+        X = pt.matrix("X", dtype="int64")
+        logp_batch = vectorize_graph(logp, replace={self._x: X})
+        logp_batch = clone_replace(logp_batch, replace={X: batch})
+        self._fn = pm_compile(
+            [self._x, sites, values],
+            [logp, logp_batch],
+            on_unused_input="ignore",
+            **self._compile_kwargs,
+        )
+        self._fn.trust_input = True
+        self._chunk = max(1, int(max_batch_elements // max(layout.n_sites, 1)))
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        layout = self.layout
+        new, valid = layout.candidates(x)
+        values = np.where(valid, new, x[layout.slot_site]).astype(np.int64)
+        sites = layout.slot_site
+        if layout.n_slots <= self._chunk:
+            logp_x, logp_nb = self._fn(x, sites, values)
+        else:
+            parts = []
+            for start in range(0, layout.n_slots, self._chunk):
+                stop = start + self._chunk
+                logp_x, part = self._fn(x, sites[start:stop], values[start:stop])
+                parts.append(part)
+            logp_nb = np.concatenate(parts)
+        logp_x = float(logp_x)
+        with np.errstate(invalid="ignore"):
+            deltas = logp_nb - logp_x
+        deltas[~valid | np.isnan(deltas)] = -np.inf
+        return logp_x, deltas
+
+    def logp(self, x: np.ndarray) -> float:
+        """Model logp at ``x``."""
+        return float(self._fn(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
+
+
+class GradientDifferences(Differences):
+    """First-order differences (Grathwohl et al. 2021) from the relaxed logp's gradient.
+
+    binary: ``(1 - 2 x_i) df~/dv_i``; categorical: ``df~/dO_{i,c} - df~/dO_{i,x_i}``;
+    integer: ``-+ df~/dv_i``. Exact for logps that are multilinear in the block (Ising, Potts,
+    pairwise MRFs, factor tables, mixtures).
+
+    Raises
+    ------
+    NotRelaxableError
+        If the model's logp has no differentiable extension (see :mod:`pymc_lbp.relax`).
+    """
+
+    kind = "gradient"
+    grad_evals_per_call = 1
+
+    def __init__(self, model, specs, layout, shared, compile_kwargs=None):
+        super().__init__(model, specs, layout, shared, compile_kwargs)
+        relaxed = relaxed_logp(model, specs)
+        self.piecewise = relaxed.piecewise
+        grads = pt.grad(relaxed.logp, relaxed.inputs)
+        pieces = []
+        replace = {}
+        state = block_state_graph(specs, self._x)
+        for spec, leaf, g in zip(specs, relaxed.inputs, grads, strict=True):
+            xv = pt.cast(state[spec.value_var], "int64")
+            if spec.kind == "binary":
+                replace[leaf] = pt.cast(xv, "float64")
+                pieces.append(((1 - 2 * xv) * g).ravel())
+            elif spec.kind == "categorical":
+                K = spec.n_categories
+                onehot = pt.cast(pt.eq(xv[..., None], pt.arange(K)), "float64")
+                replace[leaf] = onehot
+                g_cur = pt.take_along_axis(g, xv[..., None], axis=-1)
+                pieces.append((g - g_cur).ravel())
+            else:
+                replace[leaf] = pt.cast(xv, "float64")
+                pieces.append(pt.stack([-g, g], axis=-1).ravel())
+        deltas = pt.concatenate(pieces) if len(pieces) > 1 else pieces[0]
+        true_logp = model.logp()
+        outs = clone_replace([true_logp, deltas], replace={**replace, **self._replace})
+        self._fn = pm_compile([self._x], outs, on_unused_input="ignore", **self._compile_kwargs)
+        self._fn.trust_input = True
+        relaxed_fn_out = clone_replace([relaxed.logp], replace={**replace, **self._replace})
+        self._relaxed_fn = None
+        self._relaxed_graph = relaxed_fn_out[0]
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        logp_x, deltas = self._fn(x)
+        valid = self.layout.site_valid_mask(x) if not self.layout.all_binary else None
+        deltas = np.array(deltas, dtype=float)
+        if valid is not None:
+            deltas[~valid] = -np.inf
+        # NaN, and floored log 0 (see pymc_lbp.relax), mean "never propose"
+        deltas[np.isnan(deltas) | (deltas < 0.5 * LOG_FLOOR)] = -np.inf
+        return float(logp_x), deltas
+
+    def relaxed_logp_at(self, x: np.ndarray) -> float:
+        """The relaxed logp at the discrete point ``x`` (equals the logp where it is finite)."""
+        if self._relaxed_fn is None:
+            self._relaxed_fn = pm_compile([self._x], self._relaxed_graph, on_unused_input="ignore")
+        return float(self._relaxed_fn(x))

@@ -1,0 +1,56 @@
+"""Opt-in registration of a pymc_lbp sampler as PyMC's automatic choice for discrete variables.
+
+Importing :mod:`pymc_lbp` changes nothing in PyMC. :func:`register` puts one of our step classes
+at the front of ``pymc.STEP_METHODS`` and makes its competence IDEAL for the discrete variables it
+supports, so ``pm.sample()`` assigns it (PyMC takes the first method of highest competence).
+:func:`unregister` undoes this.
+"""
+
+from __future__ import annotations
+
+import pymc as pm
+
+from pymc_lbp.step_methods.base import DiscreteStep
+
+
+def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]:
+    """Make ``pm.sample()`` auto-assign ``step_class`` to supported discrete variables.
+
+    Parameters
+    ----------
+    step_class : subclass of DiscreteStep, optional
+        Defaults to :class:`pymc_lbp.LocallyBalanced`. Any previously registered class is
+        unregistered first.
+
+    Returns
+    -------
+    type
+        The registered class.
+    """
+    if step_class is None:
+        from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+
+        step_class = LocallyBalanced
+    if not (isinstance(step_class, type) and issubclass(step_class, DiscreteStep)):
+        raise TypeError(f"register() takes a pymc_lbp step class, got {step_class!r}")
+    unregister()
+    pm.STEP_METHODS.insert(0, step_class)
+    step_class._registered = True
+    return step_class
+
+
+def unregister() -> None:
+    """Undo :func:`register`: PyMC's own step assignment is restored."""
+    for method in list(pm.STEP_METHODS):
+        if isinstance(method, type) and issubclass(method, DiscreteStep):
+            pm.STEP_METHODS.remove(method)
+            if "_registered" in vars(method):
+                del method._registered
+
+
+def registered() -> type[DiscreteStep] | None:
+    """The currently registered class, or ``None``."""
+    for method in pm.STEP_METHODS:
+        if isinstance(method, type) and issubclass(method, DiscreteStep):
+            return method
+    return None

@@ -1,0 +1,7 @@
+"""The pymc_lbp step methods."""
+
+from pymc_lbp.step_methods.base import DiscreteStep
+from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
+from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+
+__all__ = ["DiscreteStep", "GibbsWithGradients", "LocallyBalanced"]
