@@ -1,0 +1,220 @@
+"""Pure math of the path auxiliary proposal (Sun et al. 2021; Sun, Dai, Schuurmans 2022).
+
+A path proposal changes ``R`` distinct sites of the block in one Metropolis-Hastings step. From
+state ``x`` with neighbour differences ``Delta_s(x)`` (one per slot, see
+:mod:`pymc_lbp.neighbours`), every slot gets the locally balanced log-weight
+``w_s = log g(e^{Delta_s})`` (``-inf`` where ``Delta_s = -inf``: masked or zero-probability
+moves are never proposed). A *site* gets the weight ``W_i = logsumexp_{s in i} w_s`` (binary sites
+have one slot, so ``W_i = w_i``), and the path is
+
+1. an ordered sample ``i_1, ..., i_R`` of distinct sites drawn without replacement, each pick
+   proportional to ``exp(W)`` among the sites not yet picked (Gumbel top-k);
+2. for each picked site, one of its slots (its new value) from the within-site softmax
+   ``exp(w_s - W_i)`` (categorical: the current value is masked; integer: -1 or +1).
+
+Its log-probability is ``sum_r [W_{i_r} - log sum_{k not in i_1..i_{r-1}} exp(W_k)] +
+sum_r (w_{s_r} - W_{i_r})``. The reverse path from ``y`` visits the same sites in the reversed
+order, each moved back to its old value, and is scored with the weights at ``y``. Accepting with
+``min{1, pi(y) q_rev / (pi(x) q_fwd)}`` leaves ``pi`` invariant: ``(x, path) -> (y, reversed
+path)`` is an involution of the extended space, and the MH ratio is that of the extended target.
+
+The remaining mass before each pick is computed as (mass of the sites not on the path) + (mass of
+the path sites not yet picked), a sum of positive terms, so long paths that take almost all of
+the mass stay accurate (``1 - cumsum`` would cancel catastrophically).
+
+Everything here is a function of arrays (and an rng where it draws); the step class
+:class:`pymc_lbp.step_methods.path_auxiliary.PathAuxiliaryLBP` is a thin shell around them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pymc_lbp.balancing import LogBalancing
+from pymc_lbp.neighbours import BINARY, CATEGORICAL, BlockLayout
+
+
+@dataclass(frozen=True)
+class PathWeights:
+    """Locally balanced weights of one state, as the path proposal uses them.
+
+    Attributes
+    ----------
+    site : ndarray, shape (n_sites,)
+        Unnormalised site log-weights ``W_i`` (``-inf``: the site cannot move).
+    within : ndarray or None, shape (n_slots,)
+        Within-site log-probabilities ``w_s - W_{site(s)}`` of every slot; ``None`` when every
+        site has a single slot (all binary), where they are all 0.
+    n_movable : int
+        Number of sites with positive weight (the longest possible path).
+    """
+
+    site: np.ndarray
+    within: np.ndarray | None
+    n_movable: int
+
+
+def slot_log_weights(deltas: np.ndarray, log_g: LogBalancing) -> np.ndarray:
+    """Locally balanced log-weights ``log g(e^{Delta})`` of every slot.
+
+    Slots with ``Delta = -inf`` (masked moves, zero-probability neighbours) get ``-inf`` whatever
+    ``g(0)`` is (``max(1, t)`` has ``g(0) = 1``): such moves are never proposed, in either
+    direction, so the proposal stays a proper, reversible auxiliary-path proposal.
+    """
+    deltas = np.asarray(deltas, dtype=float)
+    w = np.asarray(log_g(deltas), dtype=float)
+    dead = deltas == -np.inf
+    if dead.any():
+        w = np.where(dead, -np.inf, w)
+    return w
+
+
+def path_weights(deltas: np.ndarray, log_g: LogBalancing, layout: BlockLayout) -> PathWeights:
+    """Site weights and within-site slot probabilities from the neighbour differences.
+
+    Parameters
+    ----------
+    deltas : ndarray, shape (n_slots,)
+        ``log pi(x^(s)) - log pi(x)`` for every slot (``-inf`` for masked slots).
+    log_g : callable
+        Balancing function in log space.
+    layout : BlockLayout
+        Slot layout of the block.
+
+    Returns
+    -------
+    PathWeights
+    """
+    w = slot_log_weights(deltas, log_g)
+    if layout.n_slots == layout.n_sites:  # one slot per site (binary): sites are slots
+        site = w
+        within = None
+    else:
+        off = layout.site_offset
+        top = np.maximum.reduceat(w, off)
+        safe_top = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):
+            site = np.log(np.add.reduceat(np.exp(w - safe_top[layout.slot_site]), off)) + safe_top
+        site = np.where(np.isfinite(top), site, -np.inf)
+        with np.errstate(invalid="ignore"):
+            within = w - site[layout.slot_site]
+        within[~np.isfinite(w)] = -np.inf
+    n_movable = int(np.count_nonzero(site > -np.inf))
+    return PathWeights(site, within, n_movable)
+
+
+def draw_sites(site_log_w: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Ordered sample of ``size`` distinct sites, successive picks proportional to ``exp(W)``.
+
+    Gumbel top-k: the indices of the ``size`` largest ``W + G`` (``G`` standard Gumbel, drawn as
+    ``-log E`` with ``E`` standard exponential), in decreasing order, are distributed exactly as
+    successive draws without replacement. ``-inf`` sites are never picked; the caller must make
+    sure at least ``size`` sites have a finite weight.
+    """
+    keys = site_log_w - np.log(rng.standard_exponential(site_log_w.shape[0]))
+    if size == 1:
+        return np.array([int(np.argmax(keys))])
+    if size >= keys.shape[0]:
+        return np.argsort(-keys, kind="stable")[:size]
+    top = np.argpartition(-keys, size - 1)[:size]
+    return top[np.argsort(-keys[top], kind="stable")]
+
+
+def draw_slots(
+    sites: np.ndarray, within: np.ndarray | None, layout: BlockLayout, rng: np.random.Generator
+) -> np.ndarray:
+    """For each picked site, one of its slots from the within-site softmax (Gumbel-max)."""
+    if within is None:
+        return layout.site_offset[sites]
+    starts = layout.site_offset[sites]
+    stops = np.append(layout.site_offset, layout.n_slots)[sites + 1]
+    counts = stops - starts
+    # slot indices of all picked sites, concatenated site by site
+    seg_start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    idx = np.repeat(starts - seg_start, counts) + np.arange(int(counts.sum()))
+    keys = within[idx] - np.log(rng.standard_exponential(idx.shape[0]))
+    best = np.maximum.reduceat(keys, seg_start)
+    # first slot of each segment that attains the segment maximum
+    hit = keys == np.repeat(best, counts)
+    first = np.minimum.reduceat(np.where(hit, np.arange(idx.shape[0]), idx.shape[0]), seg_start)
+    return idx[first]
+
+
+def log_prob_sites(site_log_w: np.ndarray, sites: np.ndarray) -> float:
+    """Log-probability of drawing ``sites`` in this order without replacement from ``exp(W)``.
+
+    ``sum_r [W_{i_r} - log(sum of exp(W) over the sites not yet picked)]``, with the remaining
+    mass computed as unpicked-mass + suffix sums of the path's weights (no cancellation).
+    Returns ``-inf`` if a site has zero weight.
+    """
+    picked = site_log_w[sites]
+    if not np.all(np.isfinite(picked)):
+        return -np.inf
+    rest = site_log_w.copy()
+    rest[sites] = -np.inf
+    top = float(np.max(rest))
+    if np.isfinite(top):
+        log_rest = top + np.log(np.sum(np.exp(rest - top)))
+    else:
+        log_rest = -np.inf
+    # suffix log-sums of the path weights: remaining mass before pick r includes picks r..R
+    suffix = np.logaddexp.accumulate(picked[::-1])[::-1]
+    remaining = np.logaddexp(log_rest, suffix)
+    return float(np.sum(picked - remaining))
+
+
+def log_prob_path(weights: PathWeights, sites: np.ndarray, slots: np.ndarray) -> float:
+    """Log-probability of the path ``(sites, slots)`` under ``weights``: order and values."""
+    lp = log_prob_sites(weights.site, sites)
+    if weights.within is not None and np.isfinite(lp):
+        lp += float(np.sum(weights.within[slots]))
+    return lp
+
+
+def slot_values(layout: BlockLayout, x: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """New values that ``slots`` give their sites, from state ``x`` (vectorised)."""
+    sites = layout.slot_site[slots]
+    xs = x[sites]
+    if layout.all_binary:
+        return 1 - xs
+    kind = layout.slot_kind[slots]
+    arg = layout.slot_arg[slots]
+    return np.where(kind == BINARY, 1 - xs, np.where(kind == CATEGORICAL, arg, xs + arg))
+
+
+def reverse_slots(layout: BlockLayout, slots: np.ndarray, old_values: np.ndarray) -> np.ndarray:
+    """The slots that move each site back to ``old_values`` after ``slots`` were applied."""
+    if layout.all_binary:
+        return slots
+    sites = layout.slot_site[slots]
+    off = layout.site_offset[sites]
+    kind = layout.slot_kind[slots]
+    return np.where(
+        kind == BINARY, slots, np.where(kind == CATEGORICAL, off + old_values, 2 * off + 1 - slots)
+    )
+
+
+def stochastic_round(u: float, rng: np.random.Generator) -> int:
+    """Unbiased rounding: ``ceil(u)`` with probability ``frac(u)``, else ``floor(u)``.
+
+    ``E[stochastic_round(u)] = u``. (Public reference code has this reversed, which biases the
+    path length towards the wrong integer.)
+    """
+    lo = int(np.floor(u))
+    return lo + int(rng.random() < u - lo)
+
+
+__all__ = [
+    "PathWeights",
+    "draw_sites",
+    "draw_slots",
+    "log_prob_path",
+    "log_prob_sites",
+    "path_weights",
+    "reverse_slots",
+    "slot_log_weights",
+    "slot_values",
+    "stochastic_round",
+]

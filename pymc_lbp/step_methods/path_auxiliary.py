@@ -1,0 +1,267 @@
+"""PathAuxiliaryLBP: locally balanced path proposals that change many sites per step."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar
+
+import numpy as np
+from pymc.step_methods.state import dataclass_state
+
+from pymc_lbp.adaptation import PathLengthAdaptation, check_target_accept
+from pymc_lbp.balancing import LogBalancing, resolve_balancing
+from pymc_lbp.path_proposals import (
+    PathWeights,
+    draw_sites,
+    draw_slots,
+    log_prob_path,
+    path_weights,
+    reverse_slots,
+    slot_values,
+    stochastic_round,
+)
+from pymc_lbp.proposals import mh_accept, mh_log_ratio
+from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, StepResult
+
+_log = logging.getLogger("pymc_lbp")
+
+
+@dataclass_state
+class PathAuxiliaryState(DiscreteStepState):
+    path_log_u: float
+    path_log_u_bar: float
+    path_adapt_count: int
+    path_length: int
+
+
+class PathAuxiliaryLBP(DiscreteStep):
+    """Path auxiliary locally balanced proposals: ``R`` distinct sites change per MH step.
+
+    From state ``x`` an ordered sequence of ``R`` distinct sites is drawn without replacement
+    from the locally balanced distribution at ``x`` (site weights
+    ``sum_{moves s of site i} g(pi(x^(s)) / pi(x))``), each picked site gets a new value from
+    its within-site distribution (categorical: the other categories; integer: +-1 within the
+    support), all ``R`` changes are applied at once and the result ``y`` is accepted with
+    ``min{1, pi(y) q(reversed path | y) / (pi(x) q(path | x))}`` (Sun et al. 2021). The proposal
+    probabilities are those of the ordered path, exactly, on both sides (see
+    :mod:`pymc_lbp.path_proposals`). ``R = 1`` is the single-site :class:`LocallyBalanced`.
+
+    With ``path_length=None`` the path length is tuned during ``tune`` by Robbins-Monro so that
+    the mean acceptance probability approaches ``target_accept`` (0.574, the asymptotically
+    optimal rate for locally balanced proposals; Sun, Dai, Schuurmans 2022), each step using an
+    unbiased stochastic rounding of the continuous scale; at the end of tuning ``R`` is frozen
+    (see :mod:`pymc_lbp.adaptation`). Each step costs one differences evaluation at the proposal,
+    whatever ``R`` is.
+
+    Parameters
+    ----------
+    vars : list of variables, optional
+        Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
+    path_length : int, optional
+        Fixed number of sites changed per step, in ``[1, number of sites]``. ``None`` (default)
+        tunes it.
+    target_accept : float, default 0.574
+        Target mean acceptance probability of the tuning, in (0, 1). For comparison, 0.234 is
+        the optimal rate of random-walk Metropolis.
+    balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
+        The balancing function ``g`` (see :mod:`pymc_lbp.balancing`).
+    differences : {"auto", "gradient", "exact"}, default "auto"
+        Neighbour differences: first-order from the relaxed logp's gradient (one evaluation per
+        step; exact on logps multilinear in the block), exact (one logp evaluation per
+        neighbour, batched), or "auto": gradient when the model relaxes, exact otherwise (with a
+        warning). The choice is in :attr:`differences_kind`, logged, and in the stat
+        ``exact_differences``.
+    initial_path_length : float, default 1.0
+        Starting value of the tuned scale ``U`` (only with ``path_length=None``).
+    steps_per_draw : int, default 1
+        MH steps per recorded draw.
+    model, rng, initial_point, compile_kwargs, blocked
+        As in PyMC's step methods.
+
+    Raises
+    ------
+    ValueError
+        For ``target_accept`` outside (0, 1), a ``path_length`` that is not an int in
+        ``[1, number of sites]``, or an ``initial_path_length`` outside ``[1, number of sites]``.
+
+    Notes
+    -----
+    Sampler statistics (one scalar per draw; per-step values are averaged over the draw):
+
+    ``accept`` (float)
+        Mean MH acceptance probability of the draw's steps.
+    ``accepted`` (bool)
+        Whether any of the draw's steps was accepted.
+    ``n_accepted`` (int)
+        Number of accepted steps in the draw.
+    ``path_length`` (float)
+        Mean number ``R`` of sites a step proposed to change (an integer when
+        ``steps_per_draw == 1``).
+    ``path_scale`` (float)
+        The continuous path scale ``U`` after the draw (constant after tuning, and equal to the
+        fixed ``path_length`` when that is given).
+    ``jump_distance`` (int)
+        Number of sites that differ between the previous and the new draw.
+    ``exact_differences`` (bool)
+        True when exact neighbour differences are used, False for first-order ones.
+    ``logp_evals``, ``grad_evals`` (int)
+        Model logp and relaxed-gradient evaluations made for the draw.
+    """
+
+    name = "path_auxiliary_lbp"
+    stats_dtypes_shapes: ClassVar[dict] = {
+        **DiscreteStep.stats_dtypes_shapes,
+        "path_length": (np.float64, []),
+        "path_scale": (np.float64, []),
+        "exact_differences": (bool, []),
+    }
+    _state_class = PathAuxiliaryState
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        path_length: int | None = None,
+        target_accept: float = 0.574,
+        balancing: str | LogBalancing = "sqrt",
+        differences: str = "auto",
+        initial_path_length: float = 1.0,
+        steps_per_draw: int = 1,
+        model=None,
+        rng=None,
+        initial_point: dict | None = None,
+        compile_kwargs: dict | None = None,
+        blocked: bool = True,
+    ):
+        self.target_accept = check_target_accept(target_accept)
+        if path_length is not None:
+            if isinstance(path_length, bool) or not isinstance(path_length, int | np.integer):
+                raise ValueError(f"path_length must be None or a positive int, got {path_length!r}")
+            if path_length < 1:
+                raise ValueError(f"path_length must be >= 1, got {path_length}")
+        if isinstance(initial_path_length, bool) or not isinstance(
+            initial_path_length, int | float | np.integer | np.floating
+        ):
+            raise ValueError(
+                f"initial_path_length must be a number >= 1, got {initial_path_length!r}"
+            )
+        if not initial_path_length >= 1:
+            raise ValueError(f"initial_path_length must be >= 1, got {initial_path_length}")
+        self.fixed_path_length = None if path_length is None else int(path_length)
+        self.initial_path_length = float(initial_path_length)
+        self.adaptive = path_length is None
+        self.balancing, self.log_g = resolve_balancing(balancing)
+        super().__init__(
+            vars,
+            steps_per_draw=steps_per_draw,
+            differences=differences,
+            model=model,
+            rng=rng,
+            initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
+            blocked=blocked,
+        )
+        self.adaptation = PathLengthAdaptation(self.target_accept, self.layout.n_sites)
+        self._weights_cache: tuple[np.ndarray, PathWeights] | None = None
+        self.reset_tuning()
+        _log.info(
+            "%s on %s: %s neighbour differences, %s",
+            type(self).__name__,
+            [s.name for s in self.specs],
+            "first-order (gradient)" if self.differences_kind == "gradient" else "exact",
+            f"path length fixed at {self.fixed_path_length}"
+            if not self.adaptive
+            else f"path length tuned toward acceptance {self.target_accept}",
+        )
+
+    def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs):
+        # validate against the block size before the (slow) compilation
+        n_sites = layout.n_sites
+        if self.fixed_path_length is not None and self.fixed_path_length > n_sites:
+            raise ValueError(
+                f"path_length={self.fixed_path_length} is larger than the block: it has "
+                f"{n_sites} site(s) ({[s.name for s in specs]}); a path changes distinct sites."
+            )
+        if self.adaptive and self.initial_path_length > n_sites:
+            raise ValueError(
+                f"initial_path_length={self.initial_path_length} is larger than the block "
+                f"({n_sites} site(s))."
+            )
+        return super()._make_differences(kind, model, specs, layout, shared, compile_kwargs)
+
+    # -- tuning ---------------------------------------------------------------------------------
+    def reset_tuning(self) -> None:
+        """Restore the untuned path length (a step reused for a new chain starts fresh)."""
+        super().reset_tuning()
+        start = self.fixed_path_length or self.initial_path_length
+        self.path_log_u = float(np.log(start))
+        self.path_log_u_bar = self.path_log_u
+        self.path_adapt_count = 0
+        self.path_length = self.fixed_path_length or int(np.rint(start))
+
+    def stop_tuning(self) -> None:
+        """End tuning: freeze the path length to the averaged tuned scale."""
+        if self.adaptive and self.tune:
+            self.path_length = self.adaptation.frozen_length(self.path_log_u_bar)
+            self.path_log_u = float(np.log(self.path_length))
+        super().stop_tuning()
+
+    # -- one MH step ----------------------------------------------------------------------------
+    def _weights(self, deltas: np.ndarray) -> PathWeights:
+        cache = self._weights_cache
+        if cache is not None and cache[0] is deltas:
+            return cache[1]
+        weights = path_weights(deltas, self.log_g, self.layout)
+        self._weights_cache = (deltas, weights)
+        return weights
+
+    def _draw_length(self) -> int:
+        if self.adaptive and self.tune:
+            u = float(np.exp(self.path_log_u))
+            return int(min(max(stochastic_round(u, self.rng), 1), self.layout.n_sites))
+        return self.path_length
+
+    def _adapt(self, accept: float) -> None:
+        if self.adaptive and self.tune:
+            self.path_log_u, self.path_log_u_bar, self.path_adapt_count = self.adaptation.update(
+                self.path_log_u, self.path_log_u_bar, self.path_adapt_count, accept
+            )
+
+    def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
+        length = self._draw_length()
+        wx = self._weights(deltas)
+        if wx.n_movable < length:
+            # fewer movable sites than the path needs: no proposal (q(x, .) = 0), stay put
+            self._adapt(0.0)
+            extra = self._extra(length)
+            return StepResult(x, logp, deltas, 0.0, False, evaluated=False, extra=extra)
+        layout = self.layout
+        sites = draw_sites(wx.site, length, self.rng)
+        slots = draw_slots(sites, wx.within, layout, self.rng)
+        old = x[sites]
+        y = x.copy()
+        y[sites] = slot_values(layout, x, slots)
+        logp_y, deltas_y = self.differences(y)
+        log_q_fwd = log_prob_path(wx, sites, slots)
+        if np.isfinite(logp_y):
+            wy = path_weights(deltas_y, self.log_g, layout)
+            back = reverse_slots(layout, slots, old)
+            log_q_rev = log_prob_path(wy, sites[::-1], back[::-1])
+        else:
+            wy, log_q_rev = None, -np.inf
+        prob, accepted = mh_accept(mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), self.rng)
+        self._adapt(prob)
+        if accepted:
+            self._weights_cache = (deltas_y, wy)
+            return StepResult(y, logp_y, deltas_y, prob, True, extra=self._extra(length))
+        return StepResult(x, logp, deltas, prob, False, extra=self._extra(length))
+
+    def _extra(self, length: int) -> dict[str, Any]:
+        return {"path_length": length}
+
+    def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
+        return {
+            "path_length": float(np.mean(extras["path_length"])),
+            "path_scale": float(np.exp(self.path_log_u)),
+            "exact_differences": self.differences_kind == "exact",
+        }

@@ -1,0 +1,386 @@
+"""Exact transition matrices of the path auxiliary kernel (R = 2, 3) by independent enumeration.
+
+The reference kernel is written here from the definition (DESIGN section 4), with plain Python
+loops over ordered site sequences (``itertools.permutations``) and over the new values of the
+picked sites; it never calls :mod:`pymc_lbp.path_proposals`. Three things are checked:
+
+1. the reference kernel is a stochastic matrix with ``pi T = pi`` (and detailed balance);
+2. the sampler's path log-probabilities equal the reference ones for every path from every state;
+3. the real ``PathAuxiliaryLBP.mh_step`` reproduces rows of the reference kernel (chi-square on
+   independent repeated steps from a fixed state; no autocorrelation, so the test is exact).
+
+Each check can fail: the reference kernel with the chosen value's probability dropped on the
+reverse side (a known pitfall of public code) breaks ``pi T = pi`` and is rejected by the
+chi-square test on the sampler's draws.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+
+from pymc_lbp import PathAuxiliaryLBP
+from pymc_lbp.balancing import log_sqrt
+from pymc_lbp.path_proposals import log_prob_path, path_weights
+
+ALPHA = 1e-4  # false-alarm rate of each chi-square test (fixed seeds: a failure is a real bug)
+
+
+# --------------------------------------------------------------------------- reference kernel
+def reference_kernel(states, logp, moves, deltas, R, log_g=lambda d: 0.5 * d, drop_rev_value=False):
+    """Transition matrix of the path auxiliary MH kernel, by brute-force enumeration.
+
+    Parameters
+    ----------
+    states : list of tuple
+        All states.
+    logp : callable
+        ``logp(x)`` of a state (unnormalised).
+    moves : callable
+        ``moves(x)`` -> list of ``(site, new_value)`` one-site moves.
+    deltas : callable
+        ``deltas(x)`` -> dict ``(site, new_value) -> Delta`` used by the proposal (exact or an
+        approximation; the MH correction makes the kernel exact either way).
+    R : int
+        Path length.
+    log_g : callable
+        Balancing function in log space (scalar).
+    drop_rev_value : bool
+        Reproduce the pitfall of omitting the new value's probability on the reverse side.
+    """
+    index = {s: k for k, s in enumerate(states)}
+    T = np.zeros((len(states), len(states)))
+
+    def weights(x):
+        d = deltas(x)
+        w = {m: (log_g(d[m]) if d[m] > -math.inf else -math.inf) for m in moves(x)}
+        site_w = {}
+        for (site, _), lw in w.items():
+            site_w[site] = site_w.get(site, 0.0) + math.exp(lw)
+        return w, site_w
+
+    def path_prob(w, site_w, order, values, with_values=True):
+        p = 1.0
+        remaining = sum(site_w.values())
+        for site, val in zip(order, values, strict=True):
+            p *= site_w[site] / remaining
+            remaining -= site_w[site]
+            if with_values:
+                p *= math.exp(w[(site, val)]) / site_w[site]
+        return p
+
+    for x in states:
+        w, site_w = weights(x)
+        movable = [s for s, v in site_w.items() if v > 0]
+        for order in itertools.permutations(movable, R):
+            options = [[v for (s, v) in w if s == site] for site in order]
+            for values in itertools.product(*options):
+                q_fwd = path_prob(w, site_w, order, values)
+                if q_fwd == 0.0:
+                    continue
+                y = list(x)
+                for site, val in zip(order, values, strict=True):
+                    y[site] = val
+                y = tuple(y)
+                wy, site_wy = weights(y)
+                back = [x[site] for site in order][::-1]
+                q_rev = path_prob(wy, site_wy, order[::-1], back, with_values=not drop_rev_value)
+                ratio = math.exp(logp(y) - logp(x)) * q_rev / q_fwd
+                T[index[x], index[y]] += q_fwd * min(1.0, ratio)
+        T[index[x], index[x]] += 1.0 - T[index[x]].sum()
+    return T
+
+
+def exact_pi(states, logp):
+    lp = np.array([logp(s) for s in states])
+    p = np.exp(lp - lp.max())
+    return p / p.sum()
+
+
+def assert_invariant(T, pi):
+    assert np.all(T >= -1e-15)
+    np.testing.assert_allclose(T.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(pi @ T, pi, atol=1e-12)
+    flow = pi[:, None] * T
+    np.testing.assert_allclose(flow, flow.T, atol=1e-12)
+
+
+def chi_square_pvalue(counts, probs):
+    """Chi-square goodness-of-fit p-value, pooling cells with expected count < 5."""
+    n = counts.sum()
+    expected = n * probs
+    small = expected < 5
+    obs = np.append(counts[~small], counts[small].sum())
+    exp = np.append(expected[~small], expected[small].sum())
+    keep = exp > 0
+    obs, exp = obs[keep], exp[keep]
+    if np.any((exp == 0) & (obs > 0)):
+        return 0.0
+    chi2 = float(np.sum((obs - exp) ** 2 / exp))
+    return float(stats.chi2.sf(chi2, df=len(obs) - 1))
+
+
+def sampler_rows(step, states, starts, n):
+    """Empirical transition counts of ``step.mh_step`` from each start (independent repeats)."""
+    index = {s: k for k, s in enumerate(states)}
+    rows = []
+    for x0 in starts:
+        x = np.array(x0, dtype=np.int64)
+        logp, deltas = step.differences(x)
+        counts = np.zeros(len(states))
+        for _ in range(n):
+            res = step.mh_step(x, logp, deltas)
+            counts[index[tuple(int(v) for v in res.x)]] += 1
+        rows.append(counts)
+    return rows
+
+
+# --------------------------------------------------------------------------- tiny models
+N_BIN = 5
+_rng = np.random.default_rng(20240611)
+H_BIN = _rng.normal(0, 1.0, N_BIN)
+J_BIN = np.triu(_rng.normal(0, 1.0, (N_BIN, N_BIN)), 1)
+
+K_CAT, N_CAT = 3, 3
+H_CAT = _rng.normal(0, 1.0, (N_CAT, K_CAT))
+J_CAT = {(0, 1): 1.3, (1, 2): -0.8, (0, 2): 0.6}
+
+P_INT, N_TRIALS = 0.4, 2
+C_INT = {(0, 1): 0.5, (1, 2): -0.3, (0, 2): 0.2}
+
+
+def logp_bin(x):
+    x = np.asarray(x, float)
+    return float(H_BIN @ x + x @ J_BIN @ x)
+
+
+def logp_cat(x):
+    return float(
+        sum(H_CAT[i, x[i]] for i in range(N_CAT))
+        + sum(c * (x[a] == x[b]) for (a, b), c in J_CAT.items())
+    )
+
+
+def logp_int(x):
+    lp, lq = math.log(P_INT), math.log(1 - P_INT)
+    prior = sum(math.log(math.comb(N_TRIALS, k)) + k * lp + (N_TRIALS - k) * lq for k in x)
+    return prior + sum(c * x[a] * x[b] for (a, b), c in C_INT.items())
+
+
+def moves_bin(x):
+    return [(i, 1 - x[i]) for i in range(len(x))]
+
+
+def moves_cat(x):
+    return [(i, c) for i in range(len(x)) for c in range(K_CAT) if c != x[i]]
+
+
+def moves_int(x):
+    return [(i, x[i] + s) for i in range(len(x)) for s in (-1, 1) if 0 <= x[i] + s <= N_TRIALS]
+
+
+def exact_deltas(logp, moves):
+    def fn(x):
+        out = {}
+        for site, val in moves(x):
+            y = list(x)
+            y[site] = val
+            out[(site, val)] = logp(tuple(y)) - logp(x)
+        return out
+
+    return fn
+
+
+def step_deltas(step, moves):
+    """The proposal's differences as the step computes them (e.g. first-order estimates)."""
+
+    def fn(x):
+        _, d = step.differences(np.array(x, dtype=np.int64))
+        return {(s, v): float(d[step.layout.slot_of(s, v, x[s])]) for s, v in moves(x)}
+
+    return fn
+
+
+def binary_model():
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=N_BIN)
+        xf = pt.cast(x, "float64")
+        pm.Potential("pot", pt.dot(H_BIN, xf) + pt.dot(xf, pt.dot(J_BIN, xf)))
+    return model
+
+
+def binary_nonlinear_model():
+    """Binary model whose logp is not multilinear: first-order differences are approximate."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=N_BIN)
+        s = pt.sum(x)
+        pm.Potential("pot", pt.dot(H_BIN, pt.cast(x, "float64")) - 0.6 * s**2 + 0.1 * s**3)
+    return model
+
+
+def logp_bin_nonlinear(x):
+    s = sum(x)
+    return float(H_BIN @ np.asarray(x, float) - 0.6 * s**2 + 0.1 * s**3)
+
+
+def categorical_model():
+    with pm.Model() as model:
+        x = pm.Categorical("x", p=np.ones(K_CAT) / K_CAT, shape=N_CAT)
+        h = pt.as_tensor(H_CAT)
+        pot = pt.sum(h[np.arange(N_CAT), x])
+        for (a, b), c in J_CAT.items():
+            pot = pot + c * pt.eq(x[a], x[b])
+        pm.Potential("pot", pot)
+    return model
+
+
+def integer_model():
+    with pm.Model() as model:
+        k = pm.Binomial("k", n=N_TRIALS, p=P_INT, shape=3)
+        pm.Potential("pot", sum(c * k[a] * k[b] for (a, b), c in C_INT.items()))
+    return model
+
+
+STATES_BIN = list(itertools.product(range(2), repeat=N_BIN))
+STATES_CAT = list(itertools.product(range(K_CAT), repeat=N_CAT))
+STATES_INT = list(itertools.product(range(N_TRIALS + 1), repeat=3))
+
+
+# --------------------------------------------------------------------------- 1. reference kernel
+@pytest.mark.parametrize("R", [2, 3])
+@pytest.mark.parametrize(
+    "states, logp, moves",
+    [
+        (STATES_BIN, logp_bin, moves_bin),
+        (STATES_CAT, logp_cat, moves_cat),
+        (STATES_INT, logp_int, moves_int),
+    ],
+    ids=["binary", "categorical", "integer"],
+)
+def test_reference_kernel_is_pi_invariant(states, logp, moves, R):
+    T = reference_kernel(states, logp, moves, exact_deltas(logp, moves), R)
+    assert_invariant(T, exact_pi(states, logp))
+    # it moves: a lazy kernel would pass trivially
+    assert np.mean(np.diag(T)) < 0.9
+
+
+def test_reference_kernel_detects_dropped_reverse_value():
+    """The invariance check has power: the known categorical pitfall breaks it."""
+    deltas = exact_deltas(logp_cat, moves_cat)
+    T = reference_kernel(STATES_CAT, logp_cat, moves_cat, deltas, 2, drop_rev_value=True)
+    pi = exact_pi(STATES_CAT, logp_cat)
+    assert np.max(np.abs(pi @ T - pi)) > 1e-3
+
+
+# --------------------------------------------------------------------------- 2. path probabilities
+def _check_path_probabilities(step, states, logp, moves, R):
+    """The sampler's log q of every path from every state equals the reference value."""
+    ref_deltas = step_deltas(step, moves)
+    layout = step.layout
+    n_checked = 0
+    for x in states[:: max(1, len(states) // 8)]:
+        xa = np.array(x, dtype=np.int64)
+        _, d = step.differences(xa)
+        weights = path_weights(d, log_sqrt, layout)
+        ref = ref_deltas(x)
+        site_w = {}
+        for (site, _), dv in ref.items():
+            site_w[site] = site_w.get(site, 0.0) + math.exp(0.5 * dv)
+        for order in itertools.permutations(sorted(site_w), R):
+            for values in itertools.product(*[[v for (s, v) in ref if s == i] for i in order]):
+                p, remaining = 1.0, sum(site_w.values())
+                for site, val in zip(order, values, strict=True):
+                    p *= math.exp(0.5 * ref[(site, val)]) / remaining
+                    remaining -= site_w[site]
+                slots = np.array(
+                    [layout.slot_of(s, v, x[s]) for s, v in zip(order, values, strict=True)]
+                )
+                got = log_prob_path(weights, np.array(order), slots)
+                assert got == pytest.approx(math.log(p), abs=1e-10)
+                n_checked += 1
+    assert n_checked > 0
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_path_probabilities_binary(R):
+    step = PathAuxiliaryLBP(model=binary_model(), path_length=R, differences="exact")
+    _check_path_probabilities(step, STATES_BIN, logp_bin, moves_bin, R)
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_path_probabilities_categorical(R):
+    step = PathAuxiliaryLBP(model=categorical_model(), path_length=R, differences="exact")
+    _check_path_probabilities(step, STATES_CAT, logp_cat, moves_cat, R)
+
+
+def test_path_probabilities_integer():
+    step = PathAuxiliaryLBP(model=integer_model(), path_length=2, differences="exact")
+    _check_path_probabilities(step, STATES_INT, logp_int, moves_int, 2)
+
+
+# --------------------------------------------------------------------------- 3. the real step
+N_ROW = 3000  # draws per row: detects row errors of ~0.03 in a cell of probability 0.2
+
+
+def _check_rows(step, states, logp, moves, R, starts, seed, approximate=False):
+    deltas = step_deltas(step, moves) if approximate else exact_deltas(logp, moves)
+    T = reference_kernel(states, logp, moves, deltas, R)
+    assert_invariant(T, exact_pi(states, logp))
+    step.set_rng(np.random.default_rng(seed))
+    step.tune = False
+    index = {s: k for k, s in enumerate(states)}
+    for x0, counts in zip(starts, sampler_rows(step, states, starts, N_ROW), strict=True):
+        p = chi_square_pvalue(counts, T[index[x0]])
+        assert p > ALPHA / len(starts), (x0, p)
+    return T
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_step_rows_binary(R):
+    step = PathAuxiliaryLBP(model=binary_model(), path_length=R)
+    assert step.differences_kind == "gradient"  # multilinear: first-order differences are exact
+    starts = [(0, 0, 0, 0, 0), (1, 0, 1, 1, 0)]
+    _check_rows(step, STATES_BIN, logp_bin, moves_bin, R, starts, seed=R)
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_step_rows_categorical(R):
+    step = PathAuxiliaryLBP(model=categorical_model(), path_length=R)
+    starts = [(0, 0, 0), (2, 1, 0)]
+    T = _check_rows(step, STATES_CAT, logp_cat, moves_cat, R, starts, seed=10 + R)
+    if R == 2:
+        # power: the same draws reject the kernel with the reverse value probability dropped
+        bad = reference_kernel(
+            STATES_CAT,
+            logp_cat,
+            moves_cat,
+            exact_deltas(logp_cat, moves_cat),
+            R,
+            drop_rev_value=True,
+        )
+        step.set_rng(np.random.default_rng(99))
+        (counts,) = sampler_rows(step, STATES_CAT, [(2, 1, 0)], N_ROW)
+        i = STATES_CAT.index((2, 1, 0))
+        assert not np.allclose(bad[i], T[i])
+        assert chi_square_pvalue(counts, bad[i]) < ALPHA
+
+
+def test_step_rows_integer_first_order():
+    """Binomial sites (+-1 moves), first-order differences (approximate here): still exact."""
+    step = PathAuxiliaryLBP(model=integer_model(), path_length=2, differences="gradient")
+    starts = [(0, 1, 2), (2, 2, 0)]
+    _check_rows(step, STATES_INT, logp_int, moves_int, 2, starts, seed=5, approximate=True)
+
+
+def test_step_rows_binary_nonlinear_first_order():
+    step = PathAuxiliaryLBP(model=binary_nonlinear_model(), path_length=3, differences="gradient")
+    starts = [(1, 1, 0, 0, 1)]
+    _check_rows(
+        step, STATES_BIN, logp_bin_nonlinear, moves_bin, 3, starts, seed=7, approximate=True
+    )
