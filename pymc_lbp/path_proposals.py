@@ -44,6 +44,12 @@ class PathWeights:
     ----------
     site : ndarray, shape (n_sites,)
         Unnormalised site log-weights ``W_i`` (``-inf``: the site cannot move).
+    lin : ndarray, shape (n_sites,)
+        ``exp(W - top)``: the site weights on a linear scale (``top = max W``).
+    top : float
+        ``max W`` (0 when no site can move).
+    total : float
+        ``sum(lin)``.
     within : ndarray or None, shape (n_slots,)
         Within-site log-probabilities ``w_s - W_{site(s)}`` of every slot; ``None`` when every
         site has a single slot (all binary), where they are all 0.
@@ -52,8 +58,24 @@ class PathWeights:
     """
 
     site: np.ndarray
+    lin: np.ndarray
+    top: float
+    total: float
     within: np.ndarray | None
     n_movable: int
+
+    @classmethod
+    def from_site_log_weights(
+        cls, site: np.ndarray, within: np.ndarray | None = None
+    ) -> PathWeights:
+        """Build from site log-weights (and within-site log-probabilities, if any)."""
+        site = np.asarray(site, dtype=float)
+        top = float(np.max(site)) if site.size else -np.inf
+        if not np.isfinite(top):
+            top = 0.0
+        lin = np.exp(site - top)
+        n_movable = int(np.count_nonzero(lin))
+        return cls(site, lin, top, float(np.sum(lin)), within, n_movable)
 
 
 def slot_log_weights(deltas: np.ndarray, log_g: LogBalancing) -> np.ndarray:
@@ -101,25 +123,34 @@ def path_weights(deltas: np.ndarray, log_g: LogBalancing, layout: BlockLayout) -
         with np.errstate(invalid="ignore"):
             within = w - site[layout.slot_site]
         within[~np.isfinite(w)] = -np.inf
-    n_movable = int(np.count_nonzero(site > -np.inf))
-    return PathWeights(site, within, n_movable)
+    return PathWeights.from_site_log_weights(site, within)
 
 
-def draw_sites(site_log_w: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Ordered sample of ``size`` distinct sites, successive picks proportional to ``exp(W)``.
+def draw_sites(lin: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Ordered sample of ``size`` distinct sites, successive picks proportional to ``lin``.
 
-    Gumbel top-k: the indices of the ``size`` largest ``W + G`` (``G`` standard Gumbel, drawn as
-    ``-log E`` with ``E`` standard exponential), in decreasing order, are distributed exactly as
-    successive draws without replacement. ``-inf`` sites are never picked; the caller must make
-    sure at least ``size`` sites have a finite weight.
+    Exponential race (the Gumbel top-k trick on a linear scale): with ``E_i`` standard
+    exponential, the sites with the ``size`` smallest ``E_i / lin_i``, in increasing order, are
+    distributed exactly as successive draws without replacement with probabilities proportional
+    to ``lin``. Zero-weight sites are never picked; the caller must make sure at least ``size``
+    sites have positive weight.
+
+    Parameters
+    ----------
+    lin : ndarray
+        Non-negative, unnormalised site weights (e.g. :attr:`PathWeights.lin`).
+    size : int
+        Number of sites.
+    rng : numpy.random.Generator
     """
-    keys = site_log_w - np.log(rng.standard_exponential(site_log_w.shape[0]))
+    with np.errstate(divide="ignore"):
+        keys = rng.standard_exponential(lin.shape[0]) / lin
     if size == 1:
-        return np.array([int(np.argmax(keys))])
+        return np.array([int(np.argmin(keys))])
     if size >= keys.shape[0]:
-        return np.argsort(-keys, kind="stable")[:size]
-    top = np.argpartition(-keys, size - 1)[:size]
-    return top[np.argsort(-keys[top], kind="stable")]
+        return np.argsort(keys, kind="stable")[:size]
+    top = np.argpartition(keys, size - 1)[:size]
+    return top[np.argsort(keys[top], kind="stable")]
 
 
 def draw_slots(
@@ -142,32 +173,40 @@ def draw_slots(
     return idx[first]
 
 
+_CANCEL = 1e-6  # below this fraction of the total, the unpicked mass is summed directly
+
+
+def _log_prob_sites(weights: PathWeights, sites: np.ndarray) -> float:
+    picked = weights.lin[sites]
+    if not np.all(picked > 0.0):
+        return -np.inf
+    # mass of the sites off the path: total - path mass, unless that would cancel
+    rest = weights.total - float(np.sum(picked))
+    if rest < _CANCEL * weights.total:
+        mask = np.ones(weights.lin.shape[0], dtype=bool)
+        mask[sites] = False
+        rest = float(np.sum(weights.lin[mask]))
+    # remaining mass before pick r = rest + (path mass of picks r..R): sums of positive terms
+    remaining = rest + np.cumsum(picked[::-1])[::-1]
+    return float(np.sum(weights.site[sites] - weights.top) - np.sum(np.log(remaining)))
+
+
 def log_prob_sites(site_log_w: np.ndarray, sites: np.ndarray) -> float:
     """Log-probability of drawing ``sites`` in this order without replacement from ``exp(W)``.
 
-    ``sum_r [W_{i_r} - log(sum of exp(W) over the sites not yet picked)]``, with the remaining
-    mass computed as unpicked-mass + suffix sums of the path's weights (no cancellation).
-    Returns ``-inf`` if a site has zero weight.
+    ``sum_r [W_{i_r} - log(sum of exp(W) over the sites not yet picked)]``. The remaining mass is
+    the mass off the path plus suffix sums of the path's weights (no ``1 - cumsum``
+    cancellation). Returns ``-inf`` if a site has zero weight.
     """
-    picked = site_log_w[sites]
-    if not np.all(np.isfinite(picked)):
-        return -np.inf
-    rest = site_log_w.copy()
-    rest[sites] = -np.inf
-    top = float(np.max(rest))
-    if np.isfinite(top):
-        log_rest = top + np.log(np.sum(np.exp(rest - top)))
-    else:
-        log_rest = -np.inf
-    # suffix log-sums of the path weights: remaining mass before pick r includes picks r..R
-    suffix = np.logaddexp.accumulate(picked[::-1])[::-1]
-    remaining = np.logaddexp(log_rest, suffix)
-    return float(np.sum(picked - remaining))
+    return _log_prob_sites(PathWeights.from_site_log_weights(site_log_w), np.asarray(sites))
 
 
 def log_prob_path(weights: PathWeights, sites: np.ndarray, slots: np.ndarray) -> float:
-    """Log-probability of the path ``(sites, slots)`` under ``weights``: order and values."""
-    lp = log_prob_sites(weights.site, sites)
+    """Log-probability of the path ``(sites, slots)`` under ``weights``: order and values.
+
+    Costs O(R) given the weights (O(n) only when the path holds almost all the mass).
+    """
+    lp = _log_prob_sites(weights, sites)
     if weights.within is not None and np.isfinite(lp):
         lp += float(np.sum(weights.within[slots]))
     return lp

@@ -58,7 +58,7 @@ def test_ordered_sample_law_and_normalisation():
     index = {p: k for k, p in enumerate(perms)}
     counts = np.zeros(len(perms))
     for _ in range(30000):
-        counts[index[tuple(draw_sites(log_w, 3, rng))]] += 1
+        counts[index[tuple(draw_sites(np.exp(log_w), 3, rng))]] += 1
     small = probs * counts.sum() < 5
     assert probs[small].sum() * counts.sum() >= 5 or not small.any()
     if small.any():

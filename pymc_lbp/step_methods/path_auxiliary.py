@@ -236,7 +236,7 @@ class PathAuxiliaryLBP(DiscreteStep):
             extra = self._extra(length)
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False, extra=extra)
         layout = self.layout
-        sites = draw_sites(wx.site, length, self.rng)
+        sites = draw_sites(wx.lin, length, self.rng)
         slots = draw_slots(sites, wx.within, layout, self.rng)
         old = x[sites]
         y = x.copy()
