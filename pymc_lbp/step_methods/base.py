@@ -200,15 +200,16 @@ class DiscreteStep(ArrayStepShared):
         x0 = np.asarray(q0.data, dtype=np.int64)
         x = x0.copy()
         self.differences.refresh_bounds(x)
-        logp, deltas = self.differences(x)
+        reused = self._reusable_state(x)
+        logp, deltas = reused if reused is not None else self.differences(x)
         if not np.isfinite(logp):
             raise pm.exceptions.SamplingError(
                 f"{type(self).__name__}: the current state of {self.var_names} has "
                 f"log-probability {logp}; the discrete block cannot move from a state of zero "
                 "probability. Check the start point and the other steps' variables."
             )
-        evals = self.differences.logp_evals_per_call
-        grads = self.differences.grad_evals_per_call
+        evals = 0 if reused is not None else self.differences.logp_evals_per_call
+        grads = 0 if reused is not None else self.differences.grad_evals_per_call
         total_accept = 0.0
         n_accepted = 0
         extras: dict[str, list] = {}
@@ -231,7 +232,17 @@ class DiscreteStep(ArrayStepShared):
             "grad_evals": int(grads),
         }
         stats.update(self.summarize_extras(extras))
+        # the block's logp and differences depend on nothing else when it has no shared inputs
+        self._last_state = None if self.shared else (x.copy(), logp, deltas)
         return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
+
+    def _reusable_state(self, x: np.ndarray) -> tuple[float, np.ndarray] | None:
+        """``(logp, deltas)`` at ``x`` left by the previous draw, when still valid (the block
+        has no other inputs and ``x`` is where the previous draw ended); else None."""
+        last = getattr(self, "_last_state", None)
+        if last is None or self.shared or not np.array_equal(last[0], x):
+            return None
+        return last[1], last[2]
 
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         """Reduce per-step extra stats to per-draw scalars (default: the mean)."""
