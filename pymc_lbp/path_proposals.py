@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp.balancing import LogBalancing
+from pymc_lbp.balancing import LogBalancing, balanced_log_weights
 from pymc_lbp.neighbours import BINARY, CATEGORICAL, BlockLayout
 
 
@@ -78,21 +78,6 @@ class PathWeights:
         return cls(site, lin, top, float(np.sum(lin)), within, n_movable)
 
 
-def slot_log_weights(deltas: np.ndarray, log_g: LogBalancing) -> np.ndarray:
-    """Locally balanced log-weights ``log g(e^{Delta})`` of every slot.
-
-    Slots with ``Delta = -inf`` (masked moves, zero-probability neighbours) get ``-inf`` whatever
-    ``g(0)`` is (``max(1, t)`` has ``g(0) = 1``): such moves are never proposed, in either
-    direction, so the proposal stays a proper, reversible auxiliary-path proposal.
-    """
-    deltas = np.asarray(deltas, dtype=float)
-    w = np.asarray(log_g(deltas), dtype=float)
-    dead = deltas == -np.inf
-    if dead.any():
-        w = np.where(dead, -np.inf, w)
-    return w
-
-
 def path_weights(deltas: np.ndarray, log_g: LogBalancing, layout: BlockLayout) -> PathWeights:
     """Site weights and within-site slot probabilities from the neighbour differences.
 
@@ -101,7 +86,9 @@ def path_weights(deltas: np.ndarray, log_g: LogBalancing, layout: BlockLayout) -
     deltas : ndarray, shape (n_slots,)
         ``log pi(x^(s)) - log pi(x)`` for every slot (``-inf`` for masked slots).
     log_g : callable
-        Balancing function in log space.
+        Balancing function in log space. Slots with ``Delta = -inf`` (masked moves,
+        zero-probability neighbours) get weight 0 whatever ``g(0)`` is: such moves are never
+        proposed, in either direction.
     layout : BlockLayout
         Slot layout of the block.
 
@@ -109,20 +96,23 @@ def path_weights(deltas: np.ndarray, log_g: LogBalancing, layout: BlockLayout) -
     -------
     PathWeights
     """
-    w = slot_log_weights(deltas, log_g)
+    return site_weights(balanced_log_weights(np.asarray(deltas, dtype=float), log_g), layout)
+
+
+def site_weights(log_w: np.ndarray, layout: BlockLayout) -> PathWeights:
+    """Site weights ``W_i = logsumexp_{s in i} w_s`` and within-site log-probabilities from the
+    slot log-weights ``w = log g(e^Delta)`` (``-inf`` for slots never proposed)."""
     if layout.n_slots == layout.n_sites:  # one slot per site (binary): sites are slots
-        site = w
-        within = None
-    else:
-        off = layout.site_offset
-        top = np.maximum.reduceat(w, off)
-        safe_top = np.where(np.isfinite(top), top, 0.0)
-        with np.errstate(divide="ignore"):
-            site = np.log(np.add.reduceat(np.exp(w - safe_top[layout.slot_site]), off)) + safe_top
-        site = np.where(np.isfinite(top), site, -np.inf)
-        with np.errstate(invalid="ignore"):
-            within = w - site[layout.slot_site]
-        within[~np.isfinite(w)] = -np.inf
+        return PathWeights.from_site_log_weights(log_w)
+    off = layout.site_offset
+    top = np.maximum.reduceat(log_w, off)
+    safe_top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        site = np.log(np.add.reduceat(np.exp(log_w - safe_top[layout.slot_site]), off)) + safe_top
+    site = np.where(np.isfinite(top), site, -np.inf)
+    with np.errstate(invalid="ignore"):
+        within = log_w - site[layout.slot_site]
+    within[~np.isfinite(log_w)] = -np.inf
     return PathWeights.from_site_log_weights(site, within)
 
 
@@ -253,7 +243,7 @@ __all__ = [
     "log_prob_sites",
     "path_weights",
     "reverse_slots",
-    "slot_log_weights",
+    "site_weights",
     "slot_values",
     "stochastic_round",
 ]

@@ -17,6 +17,7 @@ from pymc_lbp.path_proposals import (
     log_prob_path,
     path_weights,
     reverse_slots,
+    site_weights,
     slot_values,
     stochastic_round,
 )
@@ -241,10 +242,11 @@ class PathAuxiliaryLBP(DiscreteStep):
         old = x[sites]
         y = x.copy()
         y[sites] = slot_values(layout, x, slots)
-        logp_y, deltas_y = self.differences(y)
+        # one compiled call: logp, differences and (fused, for gradients) balanced weights at y
+        logp_y, deltas_y, prep_y = self.differences.evaluate(y)
         log_q_fwd = log_prob_path(wx, sites, slots)
-        if np.isfinite(logp_y):
-            wy = path_weights(deltas_y, self.log_g, layout)
+        if np.isfinite(logp_y) and prep_y is not None:
+            wy = site_weights(prep_y[0], layout)
             back = reverse_slots(layout, slots, old)
             log_q_rev = log_prob_path(wy, sites[::-1], back[::-1])
         else:
