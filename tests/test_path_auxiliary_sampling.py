@@ -223,7 +223,9 @@ def test_adaptation_reaches_target_and_freezes():
     mcse = float(az.mcse(accept)[0])
     assert abs(accept.mean() - 0.574) < 4 * mcse + 0.03, (accept.mean(), mcse)
     # EJD is the efficiency measure: far above single-site LBP's (<= 1 per step)
-    assert idata.sample_stats.jump_distance.values.mean() > 10
+    jumps = idata.sample_stats.jump_distance.values
+    assert jumps.mean() > 10
+    np.testing.assert_array_equal(idata.sample_stats.step_jump_distance.values, jumps)
 
 
 def test_lower_target_gives_longer_paths():

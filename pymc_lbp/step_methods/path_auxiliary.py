@@ -103,6 +103,10 @@ class PathAuxiliaryLBP(DiscreteStep):
         fixed ``path_length`` when that is given).
     ``jump_distance`` (int)
         Number of sites that differ between the previous and the new draw.
+    ``step_jump_distance`` (float)
+        Mean number of sites changed per MH step of the draw (``R`` if accepted, else 0): the
+        per-step jump distance whose expectation (EJD) the optimal-scaling theory is about
+        (equal to ``jump_distance`` when ``steps_per_draw == 1``).
     ``exact_differences`` (bool)
         True when exact neighbour differences are used, False for first-order ones.
     ``logp_evals``, ``grad_evals`` (int)
@@ -114,6 +118,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         **DiscreteStep.stats_dtypes_shapes,
         "path_length": (np.float64, []),
         "path_scale": (np.float64, []),
+        "step_jump_distance": (np.float64, []),
         "exact_differences": (bool, []),
     }
     _state_class = PathAuxiliaryState
@@ -234,7 +239,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         if wx.n_movable < length:
             # fewer movable sites than the path needs: no proposal (q(x, .) = 0), stay put
             self._adapt(0.0)
-            extra = self._extra(length)
+            extra = self._extra(length, False)
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False, extra=extra)
         layout = self.layout
         sites = draw_sites(wx.lin, length, self.rng)
@@ -255,15 +260,16 @@ class PathAuxiliaryLBP(DiscreteStep):
         self._adapt(prob)
         if accepted:
             self._weights_cache = (deltas_y, wy)
-            return StepResult(y, logp_y, deltas_y, prob, True, extra=self._extra(length))
-        return StepResult(x, logp, deltas, prob, False, extra=self._extra(length))
+            return StepResult(y, logp_y, deltas_y, prob, True, extra=self._extra(length, True))
+        return StepResult(x, logp, deltas, prob, False, extra=self._extra(length, False))
 
-    def _extra(self, length: int) -> dict[str, Any]:
-        return {"path_length": length}
+    def _extra(self, length: int, accepted: bool) -> dict[str, Any]:
+        return {"path_length": length, "step_jump_distance": length if accepted else 0}
 
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         return {
             "path_length": float(np.mean(extras["path_length"])),
+            "step_jump_distance": float(np.mean(extras["step_jump_distance"])),
             "path_scale": float(np.exp(self.path_log_u)),
             "exact_differences": self.differences_kind == "exact",
         }

@@ -1,0 +1,196 @@
+"""Measurement harness of the path auxiliary benchmarks (run through ``pm.sample``).
+
+Every sampler runs through ``pm.sample`` (sequential chains, ``cores=1``) on the same model. A
+callback records, after every draw, the Hamming distance of the state to a fixed random
+reference state (the ESS statistic of the ALBP/DISCS protocols), the Hamming distance to the
+previous draw (the jump distance) and a timestamp. The time of the post-tuning draws is the
+wall-clock time between the last tuning draw and the last draw, less the time spent in the
+callback itself; it includes everything ``pm.sample`` does per draw (step dispatch, trace
+recording), for our samplers and PyMC's alike. Compilation (step construction) is timed
+separately. ESS is ArviZ's bulk ESS of the Hamming statistic over the post-tuning draws of all
+chains.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+
+
+@dataclass
+class RunResult:
+    """Measurements of one sampler on one model (post-tuning draws)."""
+
+    label: str
+    sampler: str
+    chains: int
+    tune: int
+    draws: int
+    steps_per_draw: int
+    construct_s: float
+    time_s: float
+    accept: float | None
+    path_length: float | None
+    ejd_per_step: float
+    ess: float
+    ess_per_step: float
+    ess_per_sec: float
+    sec_per_step: float
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class _Recorder:
+    def __init__(self, name: str, ref: np.ndarray, chains: int, draws: int, tune: int):
+        self.name = name
+        self.ref = ref
+        n = tune + draws
+        self.hamming = np.zeros((chains, n))
+        self.jump = np.zeros((chains, n))
+        self.stamp = np.zeros((chains, n))
+        self.overhead = np.zeros((chains, n))
+        self.prev: dict[int, np.ndarray] = {}
+
+    def __call__(self, trace, draw) -> None:
+        t0 = time.perf_counter()
+        c, i = draw.chain, draw.draw_idx
+        x = np.asarray(draw.point[self.name]).ravel()
+        self.hamming[c, i] = np.count_nonzero(x != self.ref)
+        prev = self.prev.get(c)
+        self.jump[c, i] = np.count_nonzero(x != prev) if prev is not None else 0
+        self.prev[c] = x.copy()
+        self.stamp[c, i] = t0
+        self.overhead[c, i] = time.perf_counter() - t0
+
+
+def hamming_reference(n_sites: int, seed: int = 12345) -> np.ndarray:
+    """The fixed random reference state of the Hamming statistic."""
+    return np.random.default_rng(seed).integers(0, 2, size=n_sites)
+
+
+def run_sampler(
+    model: pm.Model,
+    make_step: Callable[[], object],
+    *,
+    label: str,
+    draws: int,
+    tune: int,
+    chains: int = 2,
+    seed: int = 0,
+    var_name: str = "x",
+    ref: np.ndarray | None = None,
+    steps_per_draw: int = 1,
+) -> RunResult:
+    """Run one sampler through ``pm.sample`` and measure it.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model whose only free variable is the binary block ``var_name``.
+    make_step : callable
+        Builds the step inside the model context (its construction is timed as compilation).
+    label : str
+        Name in the results.
+    draws, tune, chains, seed
+        As in ``pm.sample``; chains run sequentially.
+    ref : ndarray, optional
+        Reference state of the Hamming statistic (default: :func:`hamming_reference`).
+    steps_per_draw : int
+        MH steps per draw of the step (for per-step normalisation); PyMC's samplers count one
+        step per draw (a Gibbs sweep is one step).
+    """
+    n_sites = int(np.prod(model.initial_point()[var_name].shape))
+    ref = hamming_reference(n_sites) if ref is None else ref
+    if "hamming" not in model.named_vars:
+        with model:
+            pm.Deterministic("hamming", pt.sum(pt.neq(model[var_name].ravel(), ref)))
+    with model:
+        t0 = time.perf_counter()
+        step = make_step()
+        construct = time.perf_counter() - t0
+        rec = _Recorder(var_name, ref, chains, draws, tune)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            idata = pm.sample(
+                draws=draws,
+                tune=tune,
+                step=step,
+                chains=chains,
+                cores=1,
+                random_seed=seed,
+                progressbar=False,
+                compute_convergence_checks=False,
+                var_names=["hamming"],
+                callback=rec,
+            )
+    # time of the post-tuning draws: last draw minus last tuning draw, less recording overhead
+    post = slice(tune, tune + draws)
+    if tune > 0:
+        spans = rec.stamp[:, -1] - rec.stamp[:, tune - 1]
+    else:  # no tuning draw: extrapolate the first draw's share
+        spans = (rec.stamp[:, -1] - rec.stamp[:, 0]) * draws / max(draws - 1, 1)
+    time_s = float(np.sum(spans - rec.overhead[:, post].sum(axis=1)))
+    ham = rec.hamming[:, post]
+    ess = float(az.ess(ham)) if np.ptp(ham) > 0 else 0.0
+    stats = getattr(idata, "sample_stats", {})  # BinaryGibbsMetropolis records no stats
+    accept = float(stats["accept"].mean()) if "accept" in stats else None
+    path_length = float(stats["path_length"].mean()) if "path_length" in stats else None
+    if "step_jump_distance" in stats:
+        ejd = float(stats["step_jump_distance"].mean())
+    else:
+        ejd = float(rec.jump[:, post].mean()) / steps_per_draw
+    steps = chains * draws * steps_per_draw
+    sampler = type(step).__name__
+    return RunResult(
+        label=label,
+        sampler=sampler,
+        chains=chains,
+        tune=tune,
+        draws=draws,
+        steps_per_draw=steps_per_draw,
+        construct_s=construct,
+        time_s=time_s,
+        accept=accept,
+        path_length=path_length,
+        ejd_per_step=ejd,
+        ess=ess,
+        ess_per_step=ess / steps,
+        ess_per_sec=ess / time_s if time_s > 0 else float("nan"),
+        sec_per_step=time_s / steps,
+    )
+
+
+def fmt(x: float | None, digits: int = 3) -> str:
+    """Compact number formatting for markdown tables."""
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "-"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000 or abs(x) < 10 ** -(digits - 1):
+        return f"{x:.{digits - 1}e}"
+    return f"{x:.{digits}g}"
+
+
+def markdown_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
+    """A markdown table of ``rows`` with ``columns`` = [(key, header), ...]."""
+    head = "| " + " | ".join(h for _, h in columns) + " |"
+    sep = "|" + "|".join("---" for _ in columns) + "|"
+    lines = [head, sep]
+    for row in rows:
+        cells = []
+        for key, _ in columns:
+            v = row.get(key)
+            cells.append(
+                fmt(v) if isinstance(v, float | int) and not isinstance(v, bool) else str(v)
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
