@@ -50,7 +50,7 @@ CASES = {
     "Ising 50x50 (C2)": lambda q: scaling_ising_model(10 if q else 50, config=2, seed=0),
 }
 
-FULL = dict(repeats=3, pas=dict(tune=300, draws=1500, spd=4), gibbs=dict(tune=30, draws=200))
+FULL = dict(repeats=3, pas=dict(tune=150, draws=600, spd=10), gibbs=dict(tune=30, draws=200))
 QUICK = dict(repeats=1, pas=dict(tune=50, draws=100, spd=2), gibbs=dict(tune=5, draws=20))
 
 
@@ -224,6 +224,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--repeats", type=int, default=None, help="override the repeats")
     parser.add_argument("--out", default="docs/results")
     parser.add_argument("--seed", type=int, default=777)
     args = parser.parse_args(argv)
@@ -231,6 +232,8 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     suffix = "_quick" if args.quick else ""
     results = []
+    if args.repeats is not None:
+        (QUICK if args.quick else FULL)["repeats"] = args.repeats
     for name in args.cases:
         print(f"[{name}]", flush=True)
         results.append(run_case(name, args.quick, args.seed))

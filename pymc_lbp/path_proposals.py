@@ -28,6 +28,7 @@ Everything here is a function of arrays (and an rng where it draws); the step cl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,12 +71,12 @@ class PathWeights:
     ) -> PathWeights:
         """Build from site log-weights (and within-site log-probabilities, if any)."""
         site = np.asarray(site, dtype=float)
-        top = float(np.max(site)) if site.size else -np.inf
-        if not np.isfinite(top):
+        top = float(site.max()) if site.size else -np.inf
+        if not math.isfinite(top):
             top = 0.0
         lin = np.exp(site - top)
         n_movable = int(np.count_nonzero(lin))
-        return cls(site, lin, top, float(np.sum(lin)), within, n_movable)
+        return cls(site, lin, top, float(lin.sum()), within, n_movable)
 
 
 def path_weights(deltas: np.ndarray, log_g: LogBalancing, layout: BlockLayout) -> PathWeights:
@@ -133,8 +134,12 @@ def draw_sites(lin: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarr
         Number of sites.
     rng : numpy.random.Generator
     """
-    with np.errstate(divide="ignore"):
-        keys = rng.standard_exponential(lin.shape[0]) / lin
+    noise = rng.standard_exponential(lin.shape[0])
+    if lin.min() > 0.0:
+        keys = noise / lin
+    else:
+        with np.errstate(divide="ignore"):
+            keys = noise / lin
     if size == 1:
         return np.array([int(np.argmin(keys))])
     if size >= keys.shape[0]:
@@ -168,17 +173,21 @@ _CANCEL = 1e-6  # below this fraction of the total, the unpicked mass is summed 
 
 def _log_prob_sites(weights: PathWeights, sites: np.ndarray) -> float:
     picked = weights.lin[sites]
-    if not np.all(picked > 0.0):
+    if not picked.min() > 0.0:
         return -np.inf
-    # mass of the sites off the path: total - path mass, unless that would cancel
-    rest = weights.total - float(np.sum(picked))
-    if rest < _CANCEL * weights.total:
+    total = weights.total
+    # remaining mass before pick r = (mass off the path) + (path mass of picks r..R)
+    rest = total - float(picked.sum())
+    if rest >= _CANCEL * total:
+        # total - (mass of picks before r): its rounding error is ~eps * total <= ~1e-10 of it
+        remaining = total - np.cumsum(picked) + picked
+    else:
+        # the path holds almost all the mass: sum the rest directly, suffix sums of the path
         mask = np.ones(weights.lin.shape[0], dtype=bool)
         mask[sites] = False
-        rest = float(np.sum(weights.lin[mask]))
-    # remaining mass before pick r = rest + (path mass of picks r..R): sums of positive terms
-    remaining = rest + np.cumsum(picked[::-1])[::-1]
-    return float(np.sum(weights.site[sites] - weights.top) - np.sum(np.log(remaining)))
+        rest = float(weights.lin[mask].sum())
+        remaining = rest + np.cumsum(picked[::-1])[::-1]
+    return float(np.log(picked / remaining).sum())
 
 
 def log_prob_sites(site_log_w: np.ndarray, sites: np.ndarray) -> float:

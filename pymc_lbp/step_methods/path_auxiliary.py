@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,10 +22,21 @@ from pymc_lbp.path_proposals import (
     slot_values,
     stochastic_round,
 )
-from pymc_lbp.proposals import mh_accept, mh_log_ratio
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, StepResult
 
 _log = logging.getLogger("pymc_lbp")
+
+
+def _accept(
+    logp_x: float, logp_y: float, log_q_fwd: float, log_q_rev: float, rng: np.random.Generator
+) -> tuple[float, bool]:
+    """MH acceptance ``min{1, exp(f(y) - f(x) + log q_rev - log q_fwd)}`` and its coin flip
+    (scalar math: this runs once per step; -inf/NaN-free inputs give probability 0)."""
+    if not (math.isfinite(logp_y) and math.isfinite(log_q_rev) and math.isfinite(log_q_fwd)):
+        return 0.0, False
+    log_ratio = logp_y - logp_x + log_q_rev - log_q_fwd
+    prob = 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
+    return prob, bool(rng.random() < prob)
 
 
 @dataclass_state
@@ -256,7 +268,7 @@ class PathAuxiliaryLBP(DiscreteStep):
             log_q_rev = log_prob_path(wy, sites[::-1], back[::-1])
         else:
             wy, log_q_rev = None, -np.inf
-        prob, accepted = mh_accept(mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), self.rng)
+        prob, accepted = _accept(logp, logp_y, log_q_fwd, log_q_rev, self.rng)
         self._adapt(prob)
         if accepted:
             self._weights_cache = (deltas_y, wy)
