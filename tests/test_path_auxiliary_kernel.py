@@ -29,6 +29,9 @@ from pymc_lbp import PathAuxiliaryLBP
 from pymc_lbp.balancing import log_sqrt
 from pymc_lbp.path_proposals import log_prob_path, path_weights
 
+# kernel-level checks use fixed (also even) path lengths on purpose: exactness holds for each R
+pytestmark = pytest.mark.filterwarnings("ignore:path_length=:UserWarning")
+
 ALPHA = 1e-4  # false-alarm rate of each chi-square test (fixed seeds: a failure is a real bug)
 
 
@@ -384,3 +387,38 @@ def test_step_rows_binary_nonlinear_first_order():
     _check_rows(
         step, STATES_BIN, logp_bin_nonlinear, moves_bin, 3, starts, seed=7, approximate=True
     )
+
+
+# --------------------------------------------------------------------------- 4. irreducibility
+def _irreducible(T):
+    reach = np.linalg.matrix_power(np.eye(len(T)) + T, len(T))
+    return bool(np.all(reach > 0))
+
+
+def test_fixed_even_length_is_reducible_two_lengths_are_not():
+    """On a binary block a path of fixed even length keeps the parity of the number of ones,
+    so T_2 splits the states in two classes; the stochastically rounded length (R in {2, 3})
+    mixes pi-invariant kernels into an irreducible one."""
+    deltas = exact_deltas(logp_bin, moves_bin)
+    T2 = reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 2)
+    T3 = reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 3)
+    parity = np.array([sum(s) % 2 for s in STATES_BIN])
+    assert np.all(T2[parity[:, None] != parity[None, :]] == 0)
+    assert not _irreducible(T2)
+    mix = 0.5 * T2 + 0.5 * T3
+    assert _irreducible(mix)
+    assert_invariant(mix, exact_pi(STATES_BIN, logp_bin))
+
+
+def test_step_rows_stochastic_length():
+    """path_length=2.5: the real step's rows follow 0.5 T_2 + 0.5 T_3."""
+    step = PathAuxiliaryLBP(model=binary_model(), path_length=2.5)
+    deltas = exact_deltas(logp_bin, moves_bin)
+    T = 0.5 * reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 2)
+    T += 0.5 * reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 3)
+    step.set_rng(np.random.default_rng(21))
+    step.tune = False
+    starts = [(0, 1, 0, 0, 1), (1, 1, 1, 1, 1)]
+    index = {s: k for k, s in enumerate(STATES_BIN)}
+    for x0, counts in zip(starts, sampler_rows(step, STATES_BIN, starts, N_ROW), strict=True):
+        assert chi_square_pvalue(counts, T[index[x0]]) > ALPHA / len(starts)

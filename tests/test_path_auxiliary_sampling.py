@@ -39,6 +39,15 @@ def z_scores(samples: np.ndarray, exact: np.ndarray) -> np.ndarray:
     return (means - exact) / mcse
 
 
+def assert_frozen_scale(idata):
+    """After tuning the scale U is constant (per chain: each chain tunes its own) and every
+    step's R is floor(U) or ceil(U)."""
+    u = idata.sample_stats.path_scale.values
+    r = idata.sample_stats.path_length.values
+    assert np.all(u == u[:, :1]) and u.min() >= 1
+    assert np.all((r == np.floor(u)) | (r == np.ceil(u)))
+
+
 def sample(model, step, *, draws, tune, seed, chains=2, **kwargs):
     with model, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -86,8 +95,7 @@ def test_visit_frequencies_binary_adaptive():
     step = PathAuxiliaryLBP([x], model=model)
     idata = sample(model, step, draws=3000, tune=600, seed=11)
     assert step.differences_kind == "gradient"
-    r = idata.sample_stats.path_length.values
-    assert np.all(r == r[:, :1]) and r.min() >= 1  # frozen after tune (each chain tunes its own)
+    assert_frozen_scale(idata)
     draws = idata.posterior["x"].values.astype(float)
     samples = binary_stats(draws)
     states, p = binary_logp_table(J_B)
@@ -134,8 +142,7 @@ def test_visit_frequencies_potts_adaptive():
         pm.Potential("pot", pot)
     step = PathAuxiliaryLBP([z], model=model)
     idata = sample(model, step, draws=3000, tune=600, seed=12)
-    r = idata.sample_stats.path_length.values
-    assert np.all(r == r[:, :1])
+    assert_frozen_scale(idata)
     samples = potts_stats(idata.posterior["z"].values)
     states, p = potts_table(beta)
     exact = p @ potts_stats(states)
@@ -214,11 +221,17 @@ def test_adaptation_reaches_target_and_freezes():
     model = product_model(400)
     step = PathAuxiliaryLBP(model=model, target_accept=0.574)
     idata = sample(model, step, draws=800, tune=1500, seed=3, discard_tuned_samples=False)
-    warm = idata.warmup_sample_stats.path_length.values
-    post = idata.sample_stats.path_length.values
-    assert warm[:, 0].max() <= 2  # starts at U = 1
+    warm = idata.warmup_sample_stats.path_scale.values
+    assert warm[:, 0].max() <= 2  # starts at U = 1 (then doubles)
     assert len(np.unique(warm)) > 10  # moves during tune
-    assert np.all(post == post[:, :1]) and post.min() > 10  # frozen after, per chain
+    assert_frozen_scale(idata)
+    u = idata.sample_stats.path_scale.values[:, 0]
+    assert u.min() > 10
+    # unbiased rounding in the draws: mean R per chain = U within 4 binomial SEs
+    r = idata.sample_stats.path_length.values
+    frac = u - np.floor(u)
+    se = np.sqrt(frac * (1 - frac) / r.shape[1])
+    assert np.all(np.abs(r.mean(axis=1) - u) <= 4 * se)
     accept = idata.sample_stats.accept.values
     mcse = float(az.mcse(accept)[0])
     assert abs(accept.mean() - 0.574) < 4 * mcse + 0.03, (accept.mean(), mcse)
@@ -234,7 +247,7 @@ def test_lower_target_gives_longer_paths():
     for target in (0.8, 0.3):
         step = PathAuxiliaryLBP(model=model, target_accept=target)
         idata = sample(model, step, draws=50, tune=800, seed=4, chains=1)
-        lengths.append(float(idata.sample_stats.path_length.values[0, 0]))
+        lengths.append(float(idata.sample_stats.path_scale.values[0, 0]))
     assert lengths[1] > 1.5 * lengths[0]
 
 
@@ -244,6 +257,7 @@ def test_unbiased_rounding_in_steps():
     step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(0))
     step.adaptation = PathLengthAdaptation(0.574, 50, gamma0=0.0)
     step.path_log_u = float(np.log(3.3))
+    step.path_doubling = False
     x = np.zeros(50, dtype=np.int64)
     logp, deltas = step.differences(x)
     lengths = []
@@ -262,16 +276,16 @@ def test_reset_tuning_and_sampling_state_round_trip():
     step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(1))
     fresh = step.sampling_state
     sample(model, step, draws=20, tune=200, seed=5, chains=1)
-    assert step.path_length > 1 and not step.tune
+    assert step.path_scale > 1 and not step.tune and not step.path_doubling
     tuned = step.sampling_state
-    assert tuned.path_length == step.path_length
+    assert tuned.path_log_u == step.path_log_u
     step.reset_tuning()
-    assert step.tune and step.path_length == 1 and step.path_adapt_count == 0
-    assert step.path_log_u == fresh.path_log_u
+    assert step.tune and step.path_scale == 1 and step.path_adapt_count == 0
+    assert step.path_doubling and step.path_log_u == fresh.path_log_u
     step.sampling_state = tuned
-    assert step.path_length == tuned.path_length and not step.tune
+    assert step.path_log_u == tuned.path_log_u and not step.tune
     clone = cloudpickle.loads(cloudpickle.dumps(step))
-    assert clone.path_length == step.path_length
+    assert clone.path_scale == step.path_scale
 
 
 def test_fixed_path_length_is_constant_and_reported():
@@ -293,14 +307,34 @@ def test_fewer_movable_sites_than_path_stays_put():
     with pm.Model() as model:
         x = pm.Bernoulli("x", 0.5, shape=3, initval=np.zeros(3, dtype=int))
         pm.Potential("forbid", pt.switch(pt.gt(x[0], 0), -np.inf, 0.0))
-    step = PathAuxiliaryLBP([x], model=model, path_length=3, differences="exact")
+    with pytest.warns(UserWarning, match="whole block"):
+        step = PathAuxiliaryLBP([x], model=model, path_length=3, differences="exact")
     idata = sample(model, step, draws=20, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
     assert np.all(idata.sample_stats.accept.values == 0)
-    step2 = PathAuxiliaryLBP([x], model=model, path_length=2)  # first-order, floored log 0
+    with pytest.warns(UserWarning, match="even length"):
+        step2 = PathAuxiliaryLBP([x], model=model, path_length=2)  # first-order, floored log 0
     idata = sample(model, step2, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
     assert idata.sample_stats.accepted.values.mean() > 0.3
+
+
+def test_parity_even_fixed_length_is_reducible_tuned_length_is_not():
+    """A fixed even R keeps the parity of the number of ones (with a warning); the tuned
+    sampler draws R from two consecutive integers and gets P(sum even) right."""
+    p = np.array([0.2, 0.7, 0.4, 0.9, 0.3, 0.6, 0.5, 0.8])
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", p=p, shape=p.size, initval=np.zeros(p.size, dtype=int))
+    with pytest.warns(UserWarning, match="not irreducible"):
+        fixed = PathAuxiliaryLBP([x], model=model, path_length=2)
+    idata = sample(model, fixed, draws=300, tune=0, seed=2, chains=1)
+    assert np.all(idata.posterior["x"].values.sum(axis=-1) % 2 == 0)
+    tuned = PathAuxiliaryLBP([x], model=model)
+    idata = sample(model, tuned, draws=3000, tune=500, seed=3)
+    even = (idata.posterior["x"].values.sum(axis=-1) % 2 == 0).astype(float)
+    exact = 0.5 * (1 + np.prod(1 - 2 * p))
+    z = (even.mean() - exact) / float(az.mcse(even)[0])
+    assert abs(z) < z_threshold(1)
 
 
 def test_bad_inputs():
@@ -308,9 +342,11 @@ def test_bad_inputs():
     for bad in (0.0, 1.0, -0.2, 1.5, "high", True):
         with pytest.raises(ValueError, match="target_accept"):
             PathAuxiliaryLBP(model=model, target_accept=bad)
-    for bad in (0, -3, 2.5, True):
+    for bad in (0, -3, 0.5, "2", True):
         with pytest.raises(ValueError, match="path_length"):
             PathAuxiliaryLBP(model=model, path_length=bad)
+    with pytest.raises(ValueError, match="larger than the block"):
+        PathAuxiliaryLBP(model=model, path_length=5.5)
     with pytest.raises(ValueError, match="larger than the block"):
         PathAuxiliaryLBP(model=model, path_length=6)
     with pytest.raises(ValueError, match="initial_path_length"):
@@ -337,8 +373,8 @@ def test_registered_auto_assignment_and_options():
                 progressbar=False,
                 compute_convergence_checks=False,
                 random_seed=1,
-                path_auxiliary_lbp={"path_length": 4},
+                path_auxiliary_lbp={"path_length": 5},
             )
     finally:
         pymc_lbp.unregister()
-    assert np.all(idata.sample_stats.path_length.values == 4)
+    assert np.all(idata.sample_stats.path_length.values == 5)

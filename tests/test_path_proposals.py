@@ -120,17 +120,41 @@ def test_adaptation_update_and_freeze():
     ad = PathLengthAdaptation(0.574, max_length=100)
     log_u, bar, n = 0.0, 0.0, 0
     for _ in range(50):
-        log_u, bar, n = ad.update(log_u, bar, n, accept=1.0)
+        log_u, bar, n, _ = ad.update(log_u, bar, n, accept=1.0)
     assert n == 50 and log_u > 1.0 and 0 < bar <= log_u
     for _ in range(5000):
-        log_u, bar, n = ad.update(log_u, bar, n, accept=1.0)
+        log_u, bar, n, _ = ad.update(log_u, bar, n, accept=1.0)
     assert log_u == pytest.approx(math.log(100))  # clipped at the block size
-    assert ad.frozen_length(math.log(100)) == 100
     for _ in range(200):
-        log_u, bar, n = ad.update(log_u, bar, n, accept=0.0)
+        log_u, bar, n, _ = ad.update(log_u, bar, n, accept=0.0)
     assert log_u >= 0.0
-    assert ad.frozen_length(-3.0) == 1
+    # the frozen scale: within [1, D - 1/2], fractional part in [0.1, 0.9], 1 stays 1
+    assert ad.frozen_scale(math.log(100)) == pytest.approx(99.5)
+    assert ad.frozen_scale(-3.0) == 1.0
+    assert ad.frozen_scale(0.0) == 1.0
+    assert ad.frozen_scale(math.log(37.02)) == pytest.approx(37.1)
+    assert ad.frozen_scale(math.log(37.97)) == pytest.approx(37.9)
+    assert ad.frozen_scale(math.log(5.5)) == pytest.approx(5.5)
     assert ad.gain(0) > ad.gain(1000) > 0
+
+
+def test_adaptation_doubling_phase():
+    """U doubles while steps accept at least the target; the first step below ends the phase
+    and the Robbins-Monro recursion starts with fresh gains."""
+    ad = PathLengthAdaptation(0.574, max_length=1000)
+    state = (0.0, 0.0, 0, True)
+    for k in range(1, 6):
+        state = ad.update(*state[:3], accept=0.9, doubling=state[3])
+        assert state[0] == pytest.approx(k * math.log(2)) and state[2] == 0 and state[3]
+    log_u, bar, n, doubling = ad.update(*state[:3], accept=0.1, doubling=True)
+    assert not doubling and n == 1
+    assert log_u == pytest.approx(5 * math.log(2) + ad.gain(0) * (0.1 - 0.574))
+    # capped at the block size, where doubling stops
+    ad_small = PathLengthAdaptation(0.574, max_length=4)
+    state = (0.0, 0.0, 0, True)
+    for _ in range(5):
+        state = ad_small.update(*state[:3], accept=1.0, doubling=state[3])
+    assert state[0] == pytest.approx(math.log(4)) and not state[3]
 
 
 @pytest.mark.parametrize("bad", [0, 1, -0.1, 1.01, float("nan"), "x", None])

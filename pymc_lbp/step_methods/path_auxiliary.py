@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -11,6 +12,7 @@ from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.balancing import LogBalancing, resolve_balancing
+from pymc_lbp.neighbours import BINARY, CATEGORICAL, INTEGER, BlockLayout
 from pymc_lbp.path_proposals import (
     PathWeights,
     draw_sites,
@@ -44,7 +46,17 @@ class PathAuxiliaryState(DiscreteStepState):
     path_log_u: float
     path_log_u_bar: float
     path_adapt_count: int
-    path_length: int
+    path_doubling: bool
+
+
+def _parity_bound(layout: BlockLayout) -> bool:
+    """Whether every move of the block changes a site's value by one "parity unit": binary
+    flips, +-1 integer steps, two-category sites. A path of fixed even length then preserves
+    the parity of the sum of the block, and a fixed length equal to the block size maps a
+    binary state to its complement: such chains are not irreducible."""
+    kinds = layout.site_kind
+    two_cats = (kinds == CATEGORICAL) & (layout.site_ncat == 2)
+    return bool(np.all((kinds == BINARY) | (kinds == INTEGER) | two_cats))
 
 
 class PathAuxiliaryLBP(DiscreteStep):
@@ -58,21 +70,28 @@ class PathAuxiliaryLBP(DiscreteStep):
     ``min{1, pi(y) q(reversed path | y) / (pi(x) q(path | x))}`` (Sun et al. 2021). The proposal
     probabilities are those of the ordered path, exactly, on both sides (see
     :mod:`pymc_lbp.path_proposals`). ``R = 1`` is the single-site :class:`LocallyBalanced`.
+    Each step costs one differences evaluation at the proposal, whatever ``R`` is.
 
-    With ``path_length=None`` the path length is tuned during ``tune`` by Robbins-Monro so that
-    the mean acceptance probability approaches ``target_accept`` (0.574, the asymptotically
-    optimal rate for locally balanced proposals; Sun, Dai, Schuurmans 2022), each step using an
-    unbiased stochastic rounding of the continuous scale; at the end of tuning ``R`` is frozen
-    (see :mod:`pymc_lbp.adaptation`). Each step costs one differences evaluation at the proposal,
-    whatever ``R`` is.
+    The path length of a step is ``R = ceil(U)`` with probability ``frac(U)`` and ``floor(U)``
+    otherwise (unbiased stochastic rounding of the scale ``U``, ``E[R] = U``). With
+    ``path_length=None`` the scale is tuned during ``tune`` so that the mean acceptance
+    probability approaches ``target_accept`` (0.574, the asymptotically optimal rate for locally
+    balanced proposals; Sun, Dai, Schuurmans 2022): a doubling phase (``U = 1, 2, 4, ...`` while
+    steps accept at least the target), then Robbins-Monro on ``log U``. At the end of tuning
+    ``U`` is frozen (see :mod:`pymc_lbp.adaptation`), kept at least 0.1 away from an integer:
+    on binary (and +-1 integer) blocks a path of fixed even length never changes the parity of
+    the number of ones, so a single fixed ``R >= 2`` is not an irreducible chain; drawing ``R``
+    from two consecutive integers is.
 
     Parameters
     ----------
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
-    path_length : int, optional
-        Fixed number of sites changed per step, in ``[1, number of sites]``. ``None`` (default)
-        tunes it.
+    path_length : int or float, optional
+        ``None`` (default): tuned. An int fixes ``R`` exactly (warns when that chain is not
+        irreducible: even ``R``, or ``R`` = block size, on a binary/integer block). A float fixes
+        the scale ``U``, each step drawing ``R`` by stochastic rounding. Within
+        ``[1, number of sites]``.
     target_accept : float, default 0.574
         Target mean acceptance probability of the tuning, in (0, 1). For comparison, 0.234 is
         the optimal rate of random-walk Metropolis.
@@ -94,7 +113,7 @@ class PathAuxiliaryLBP(DiscreteStep):
     Raises
     ------
     ValueError
-        For ``target_accept`` outside (0, 1), a ``path_length`` that is not an int in
+        For ``target_accept`` outside (0, 1), a ``path_length`` that is not a number in
         ``[1, number of sites]``, or an ``initial_path_length`` outside ``[1, number of sites]``.
 
     Notes
@@ -111,8 +130,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         Mean number ``R`` of sites a step proposed to change (an integer when
         ``steps_per_draw == 1``).
     ``path_scale`` (float)
-        The continuous path scale ``U`` after the draw (constant after tuning, and equal to the
-        fixed ``path_length`` when that is given).
+        The scale ``U`` after the draw (``E[R] = U``): moves during tuning, constant after.
     ``jump_distance`` (int)
         Number of sites that differ between the previous and the new draw.
     ``step_jump_distance`` (float)
@@ -139,7 +157,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         self,
         vars=None,
         *,
-        path_length: int | None = None,
+        path_length: int | float | None = None,
         target_accept: float = 0.574,
         balancing: str | LogBalancing = "sqrt",
         differences: str = "auto",
@@ -152,11 +170,20 @@ class PathAuxiliaryLBP(DiscreteStep):
         blocked: bool = True,
     ):
         self.target_accept = check_target_accept(target_accept)
+        self.fixed_path_length = self.fixed_path_scale = None
         if path_length is not None:
-            if isinstance(path_length, bool) or not isinstance(path_length, int | np.integer):
-                raise ValueError(f"path_length must be None or a positive int, got {path_length!r}")
-            if path_length < 1:
+            if isinstance(path_length, bool) or not isinstance(
+                path_length, int | float | np.integer | np.floating
+            ):
+                raise ValueError(
+                    f"path_length must be None, an int or a float >= 1, got {path_length!r}"
+                )
+            if not path_length >= 1:
                 raise ValueError(f"path_length must be >= 1, got {path_length}")
+            if isinstance(path_length, int | np.integer):
+                self.fixed_path_length = int(path_length)
+            else:
+                self.fixed_path_scale = float(path_length)
         if isinstance(initial_path_length, bool) or not isinstance(
             initial_path_length, int | float | np.integer | np.floating
         ):
@@ -165,7 +192,6 @@ class PathAuxiliaryLBP(DiscreteStep):
             )
         if not initial_path_length >= 1:
             raise ValueError(f"initial_path_length must be >= 1, got {initial_path_length}")
-        self.fixed_path_length = None if path_length is None else int(path_length)
         self.initial_path_length = float(initial_path_length)
         self.adaptive = path_length is None
         self.balancing, self.log_g = resolve_balancing(balancing)
@@ -187,41 +213,59 @@ class PathAuxiliaryLBP(DiscreteStep):
             type(self).__name__,
             [s.name for s in self.specs],
             "first-order (gradient)" if self.differences_kind == "gradient" else "exact",
-            f"path length fixed at {self.fixed_path_length}"
-            if not self.adaptive
-            else f"path length tuned toward acceptance {self.target_accept}",
+            f"path length tuned toward acceptance {self.target_accept}"
+            if self.adaptive
+            else f"path length {path_length}",
         )
 
     def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs):
         # validate against the block size before the (slow) compilation
         n_sites = layout.n_sites
-        if self.fixed_path_length is not None and self.fixed_path_length > n_sites:
+        given = self.fixed_path_length or self.fixed_path_scale
+        if given is not None and given > n_sites:
             raise ValueError(
-                f"path_length={self.fixed_path_length} is larger than the block: it has "
-                f"{n_sites} site(s) ({[s.name for s in specs]}); a path changes distinct sites."
+                f"path_length={given} is larger than the block: it has {n_sites} site(s) "
+                f"({[s.name for s in specs]}); a path changes distinct sites."
             )
         if self.adaptive and self.initial_path_length > n_sites:
             raise ValueError(
                 f"initial_path_length={self.initial_path_length} is larger than the block "
                 f"({n_sites} site(s))."
             )
+        R = self.fixed_path_length
+        if R is not None and R > 1 and _parity_bound(layout) and (R % 2 == 0 or R == n_sites):
+            why = "an even length" if R % 2 == 0 else "the whole block"
+            warnings.warn(
+                f"path_length={R} is {why}: on this block (binary / +-1 integer sites) such a "
+                "path cannot change the parity of the sum of the block"
+                + ("" if R % 2 == 0 else " or reach anything but the complement")
+                + ", so the chain is not irreducible and will not sample the whole target. "
+                "Use path_length=None (tuned), a float (e.g. "
+                f"{R - 0.5}: R drawn from {{{R - 1}, {R}}}) or an odd R < the block size.",
+                UserWarning,
+                stacklevel=4,
+            )
         return super()._make_differences(kind, model, specs, layout, shared, compile_kwargs)
 
     # -- tuning ---------------------------------------------------------------------------------
+    @property
+    def path_scale(self) -> float:
+        """The current scale ``U`` of the path length (``E[R] = U``)."""
+        return float(np.exp(self.path_log_u))
+
     def reset_tuning(self) -> None:
         """Restore the untuned path length (a step reused for a new chain starts fresh)."""
         super().reset_tuning()
-        start = self.fixed_path_length or self.initial_path_length
+        start = self.fixed_path_length or self.fixed_path_scale or self.initial_path_length
         self.path_log_u = float(np.log(start))
         self.path_log_u_bar = self.path_log_u
         self.path_adapt_count = 0
-        self.path_length = self.fixed_path_length or int(np.rint(start))
+        self.path_doubling = self.adaptive
 
     def stop_tuning(self) -> None:
-        """End tuning: freeze the path length to the averaged tuned scale."""
+        """End tuning: freeze the scale at the averaged tuned value (see the class docs)."""
         if self.adaptive and self.tune:
-            self.path_length = self.adaptation.frozen_length(self.path_log_u_bar)
-            self.path_log_u = float(np.log(self.path_length))
+            self.path_log_u = float(np.log(self.adaptation.frozen_scale(self.path_log_u_bar)))
         super().stop_tuning()
 
     # -- one MH step ----------------------------------------------------------------------------
@@ -234,15 +278,24 @@ class PathAuxiliaryLBP(DiscreteStep):
         return weights
 
     def _draw_length(self) -> int:
-        if self.adaptive and self.tune:
-            u = float(np.exp(self.path_log_u))
-            return int(min(max(stochastic_round(u, self.rng), 1), self.layout.n_sites))
-        return self.path_length
+        if self.fixed_path_length is not None:
+            return self.fixed_path_length
+        R = stochastic_round(math.exp(self.path_log_u), self.rng)
+        return min(max(R, 1), self.layout.n_sites)
 
     def _adapt(self, accept: float) -> None:
         if self.adaptive and self.tune:
-            self.path_log_u, self.path_log_u_bar, self.path_adapt_count = self.adaptation.update(
-                self.path_log_u, self.path_log_u_bar, self.path_adapt_count, accept
+            (
+                self.path_log_u,
+                self.path_log_u_bar,
+                self.path_adapt_count,
+                self.path_doubling,
+            ) = self.adaptation.update(
+                self.path_log_u,
+                self.path_log_u_bar,
+                self.path_adapt_count,
+                accept,
+                self.path_doubling,
             )
 
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
@@ -282,6 +335,6 @@ class PathAuxiliaryLBP(DiscreteStep):
         return {
             "path_length": float(np.mean(extras["path_length"])),
             "step_jump_distance": float(np.mean(extras["step_jump_distance"])),
-            "path_scale": float(np.exp(self.path_log_u)),
+            "path_scale": self.path_scale,
             "exact_differences": self.differences_kind == "exact",
         }
