@@ -42,7 +42,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
-from pytensor.tensor.basic import Join
+from pytensor.tensor.basic import Join, ScalarFromTensor, TensorFromScalar
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 from pytensor.tensor.shape import Reshape
@@ -333,7 +333,9 @@ class _Relaxer:
                 raise self._fail(
                     node, "a discrete value indexes a tensor that depends on the block"
                 )
-            return self._index_by_discrete(node, idx_reps)
+            if isinstance(node.op, Subtensor):
+                return self._subtensor_by_discrete(node)
+            return self._index_by_discrete(node, node.inputs[0], node.inputs[1:], idx_reps)
         # the indexed tensor depends on the block, the indices do not
         if x_rep.table is not None and x_rep.value is None:
             rep = self._index_table(node, x_rep.table)
@@ -366,9 +368,22 @@ class _Relaxer:
         G = table.G[tuple(head) + (slice(None),) * table.n_k + tuple(tail)]
         return _Rep(table=_Table(G, table.W, table.n_batch, table.n_k, table.key))
 
-    def _index_by_discrete(self, node, idx_reps) -> _Rep:
-        A = node.inputs[0]
-        idx = list(node.inputs[1:])
+    def _subtensor_by_discrete(self, node) -> _Rep:
+        """Basic indexing ``A[z, ...]`` by scalar discrete values: as index arrays of ndim 0."""
+        indices = indices_from_subtensor(node.inputs[1:], node.op.idx_list)
+        lead = []
+        for i in indices:
+            if isinstance(i, slice):
+                break
+            lead.append(pt.as_tensor_variable(i))
+        rest = indices[len(lead) :]
+        if any(not (isinstance(i, slice) and i == slice(None)) for i in rest):
+            raise self._fail(node, "discrete indices must come first, followed only by full slices")
+        reps = [self.relax(i) for i in lead]
+        return self._index_by_discrete(node, node.inputs[0], lead, reps)
+
+    def _index_by_discrete(self, node, A, idx, idx_reps) -> _Rep:
+        idx = list(idx)
         reps = list(idx_reps)
         # normalise to: tensor index arrays first, then only full slices
         n_arrays = 0
@@ -448,6 +463,9 @@ class _Relaxer:
     # -- everything else -----------------------------------------------------------------------
     def _generic(self, node, reps) -> list[_Rep]:
         op = node.op
+        if isinstance(op, ScalarFromTensor | TensorFromScalar) and reps[0].onehot is not None:
+            # tensor <-> scalar conversions of a category index keep its one-hot
+            return [_Rep(value=op(reps[0].get_value()), onehot=reps[0].onehot)]
         inputs = [self.value(inp) for inp in node.inputs]
         if isinstance(op, CAReduce) and not node.outputs[0].dtype.startswith("float"):
             if not isinstance(op.scalar_op, ps.Add | ps.Mul):

@@ -82,7 +82,21 @@ def switch_and_eq():
     return m, ["x", "z"]
 
 
-MULTILINEAR = [ising_chain, potts_mixture, bayes_net_with_zeros, switch_and_eq]
+def scalar_categorical_index():
+    with pm.Model() as m:
+        z = pm.Categorical("z", p=[0.2, 0.5, 0.3])
+        y = pm.Normal("y", mu=pm.math.constant(np.array([-2.0, 0.5, 3.0]))[z], sigma=1.5)
+        pm.Normal("obs", mu=y, sigma=1.0, observed=1.2)
+    return m, ["z"]
+
+
+MULTILINEAR = [
+    ising_chain,
+    potts_mixture,
+    bayes_net_with_zeros,
+    switch_and_eq,
+    scalar_categorical_index,
+]
 
 
 @pytest.mark.parametrize("factory", MULTILINEAR, ids=lambda f: f.__name__)
