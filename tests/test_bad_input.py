@@ -71,7 +71,7 @@ def test_start_point_with_minus_inf_logp():
 
 def test_minus_inf_neighbours_are_never_visited():
     """Category 2 has probability zero; with balancing 'max' (g(0) = 1) it must not be proposed."""
-    with pm.Model() as model:
+    with pm.Model():
         z = pm.Categorical("z", p=[0.3, 0.7, 0.0], shape=3)
         pm.Potential("c", 0.5 * pt.sum(pt.eq(z[:-1], z[1:])))
         step = LocallyBalanced([z], balancing="max", steps_per_draw=2)
@@ -91,7 +91,7 @@ def test_minus_inf_neighbours_are_never_visited():
 
 
 def test_huge_logits_no_nan():
-    with pm.Model() as model:
+    with pm.Model():
         x = pm.Bernoulli("x", logit_p=np.array([800.0, -800.0, 0.3]), shape=3)
         pm.Potential("c", 0.4 * (2 * x[1] - 1) * (2 * x[2] - 1))
         step = GibbsWithGradients([x], steps_per_draw=2)

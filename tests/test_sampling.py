@@ -77,7 +77,7 @@ def test_mixed_model_with_nuts_matches_closed_form():
     w = np.array([0.2, 0.5, 0.3])
     m = np.array([-2.0, 0.5, 3.0])
     s, obs = 1.5, 1.2
-    with pm.Model() as model:
+    with pm.Model():
         z = pm.Categorical("z", p=w)
         y = pm.Normal("y", mu=pm.math.constant(m)[z], sigma=s)
         pm.Normal("obs", mu=y, sigma=1.0, observed=obs)
