@@ -15,6 +15,7 @@ number of the offending field.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -214,19 +215,84 @@ def parse_network(text: str, source: str = "<string>", path: PathLike | None = N
     n = cur.int("number of variables", low=1)
     cards = cur.ints(n, "variable cardinalities", low=1)
     m = cur.int("number of factors", low=0)
+    parsed = _factors_fast(cur, m, cards.tolist())
+    if parsed is None:  # something is wrong: the careful walk finds and reports it
+        parsed = _factors_checked(cur, m, cards)
+    network = UAINetwork(kind, cards, *parsed, path=Path(path) if path else None)
+    if kind == "BAYES":
+        try:
+            network.cpt_children()
+        except ValueError as exc:
+            raise UAIFormatError(f"{source}: {exc}") from None
+    return network
+
+
+def _factors_fast(
+    cur: _Cursor, m: int, cards: list[int]
+) -> tuple[list[tuple[int, ...]], list[np.ndarray]] | None:
+    """Scopes and tables with bulk checks; None if any check fails (no error message)."""
+    values = cur.values
+    vl = values.tolist()
+    size = len(vl)
+    n = len(cards)
+    p = cur.pos - cur.start
+    first = p
+    raw_scopes = []
+    for _ in range(m):
+        k = vl[p] if p < size else -1.0
+        if not (k >= 0 and k == int(k)):
+            return None
+        k = int(k)
+        raw_scopes.append(vl[p + 1 : p + 1 + k])
+        p += 1 + k
+    if p > size:
+        return None
+    region = values[first:p]
+    if not (np.all(region >= 0) and np.all(region == np.floor(region))):
+        return None
+    scopes = []
+    for sc in raw_scopes:
+        scope = tuple(int(v) for v in sc)
+        if scope and (max(scope) >= n or len(set(scope)) != len(scope)):
+            return None
+        scopes.append(scope)
+    first = p
+    spans = []
+    for scope in scopes:
+        shape = tuple(cards[v] for v in scope)
+        count = math.prod(shape)
+        if p >= size or vl[p] != count:
+            return None
+        spans.append((p + 1, shape, count))
+        p += 1 + count
+    if p != size:
+        return None
+    region = values[first:p]
+    if not (np.all(region >= 0) and np.all(np.isfinite(region))):
+        return None
+    tables = [values[a : a + count].reshape(shape) for a, shape, count in spans]
+    cur.pos = cur.start + p
+    return scopes, tables
+
+
+def _factors_checked(
+    cur: _Cursor, m: int, cards: np.ndarray
+) -> tuple[list[tuple[int, ...]], list[np.ndarray]]:
+    """Scopes and tables, one field at a time, raising a positioned error at the first fault."""
+    toks = cur.toks
+    n = cards.size
     scopes: list[tuple[int, ...]] = []
-    scope_pos: list[int] = []
     for f in range(m):
-        scope_pos.append(cur.pos)
+        scope_pos = cur.pos
         k = cur.int(f"scope size of factor {f}", low=0)
         scope = cur.ints(k, f"scope of factor {f}", low=0, high=n)
         if np.unique(scope).size != k:
-            raise toks.error(scope_pos[-1], f"scope of factor {f} repeats a variable: {scope}")
+            raise toks.error(scope_pos, f"scope of factor {f} repeats a variable: {scope}")
         scopes.append(tuple(int(v) for v in scope))
     tables: list[np.ndarray] = []
     for f, scope in enumerate(scopes):
         shape = tuple(int(c) for c in cards[list(scope)])
-        expected = int(np.prod(shape, dtype=np.int64))
+        expected = math.prod(shape)
         size_pos = cur.pos
         size = cur.int(f"table size of factor {f}", low=0)
         if size != expected:
@@ -237,13 +303,7 @@ def parse_network(text: str, source: str = "<string>", path: PathLike | None = N
             )
         tables.append(cur.reals(size, f"table of factor {f}").reshape(shape))
     cur.at_end(f"the last table (factor {m - 1})" if m else "the scopes")
-    network = UAINetwork(kind, cards, scopes, tables, path=Path(path) if path else None)
-    if kind == "BAYES":
-        try:
-            network.cpt_children()
-        except ValueError as exc:
-            raise UAIFormatError(f"{source}: {exc}") from None
-    return network
+    return scopes, tables
 
 
 def _fmt(x: float, digits: int) -> str:

@@ -58,17 +58,20 @@ class UAINetwork:
         object.__setattr__(self, "scopes", scopes)
         if len(self.tables) != len(scopes):
             raise ValueError(f"{len(scopes)} scopes but {len(self.tables)} tables")
+        card_list = cards.tolist()
+        n = len(card_list)
         tables = []
         for f, (scope, table) in enumerate(zip(scopes, self.tables, strict=True)):
             if len(set(scope)) != len(scope):
                 raise ValueError(f"factor {f}: repeated variable in scope {scope}")
-            if any(v < 0 or v >= cards.size for v in scope):
+            if scope and (min(scope) < 0 or max(scope) >= n):
                 raise ValueError(f"factor {f}: scope {scope} has a variable outside 0..n-1")
             table = np.asarray(table, dtype=np.float64)
-            if table.shape != tuple(cards[list(scope)]):
+            shape = tuple(card_list[v] for v in scope)
+            if table.shape != shape:
                 raise ValueError(
-                    f"factor {f}: table shape {table.shape} != cardinalities "
-                    f"{tuple(cards[list(scope)])} of scope {scope}"
+                    f"factor {f}: table shape {table.shape} != cardinalities {shape} of scope "
+                    f"{scope}"
                 )
             tables.append(table)
         object.__setattr__(self, "tables", tables)
