@@ -15,6 +15,8 @@ from pymc_lbp.models.uai import (
     ImpossibleEvidenceError,
     UAINetwork,
     exact_marginals,
+    forward_sample,
+    read_evidence,
     read_network,
     read_uai,
     sample_exact,
@@ -268,3 +270,27 @@ def test_shipped_models(uai_dir, name, with_evidence, kind):
     tol = 1e-5 if info.kind == "BAYES" else 1e-8
     assert lp[1] - lp[0] == pytest.approx(lf[1] - lf[0], abs=tol)
     assert lp[0] == pytest.approx(lf[0] + info.logp_offset, abs=tol * max(1, net.n_vars / 10))
+
+
+@pytest.mark.parametrize("name", ["Pedigree_11.uai", "Promedus_11.uai"])
+def test_start_search_without_map_file(uai_dir, name):
+    """Deterministic moralised BNs: a random state is infeasible; the repair walk finds one."""
+    path = uai_dir / "uai2014_mar" / name
+    net = read_network(path)
+    evidence = read_evidence(path.with_name(path.name + ".evid"), net)
+    bare = UAINetwork(net.kind, net.cards, net.scopes, net.tables)  # no path: no MAP file
+    state, source = find_feasible_state(bare, evidence, rng=1)
+    assert source == "greedy repair"
+    assert np.isfinite(net.log_factor_product(state))
+    assert all(state[v] == x for v, x in evidence.items())
+
+
+def test_forward_sample_likelihood_weights(tmp_path, tiny_bayes):
+    net = read_network(tiny_bayes.write(tmp_path, "tiny_bn.uai"))
+    evidence = {4: 1, 1: 0}
+    log_pe, _ = tiny_bayes.brute_force(evidence)
+    size = 4000
+    states, log_w = forward_sample(net, size, evidence=evidence, rng=5)
+    assert np.all(states[:, 4] == 1) and np.all(states[:, 1] == 0)
+    w = np.exp(log_w)
+    assert abs(w.mean() - math.exp(log_pe)) <= 5 * w.std() / math.sqrt(size)
