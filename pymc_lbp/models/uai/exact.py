@@ -386,6 +386,7 @@ class _BucketTree:
             cl = self.plan.clusters[s]
             acc = self.cluster_table(s, down[s])
             shift = float(acc.max())
+            shift = shift if np.isfinite(shift) else 0.0
             np.subtract(acc, shift, out=acc)
             np.exp(acc, out=acc)
             m = acc.reshape(acc.shape[0], -1).sum(axis=1)
