@@ -115,11 +115,17 @@ class _Rep:
     table: _Table | None = None  # lazy contraction (value is materialised on demand)
     indicator: bool = False  # value is a relaxed 0/1 indicator (from eq, lt, ...)
     piecewise: bool = False  # indicator kept piecewise constant (comparison of an integer)
+    join: tuple | None = None  # lazy join: (axis, parts), parts are _Rep or independent vars
 
     def get_value(self) -> Variable:
         if self.value is None:
-            assert self.table is not None
-            self.value = self.table.materialize()
+            if self.join is not None:
+                axis, parts = self.join
+                values = [p.get_value() if isinstance(p, _Rep) else p for p in parts]
+                self.value = pt.join(axis, *values)
+            else:
+                assert self.table is not None
+                self.value = self.table.materialize()
         return self.value
 
 
@@ -209,6 +215,15 @@ class _Relaxer:
                 return rep  # integer casts keep the relaxed value and its one-hot
             return _Rep(value=pt.cast(rep.get_value(), node.outputs[0].dtype), onehot=rep.onehot)
 
+        # A lazy join with scalar operands: apply the function to each joined part.
+        if (
+            len(dep) == 1
+            and reps[dep[0]].join is not None
+            and reps[dep[0]].value is None
+            and all(inp.ndim == 0 for k, inp in enumerate(node.inputs) if k != dep[0])
+        ):
+            return self._elemwise_on_join(node, dep[0], reps[dep[0]])
+
         # One lazy table with independent operands: apply the function to the table itself.
         tables = [reps[i].table for i in dep]
         if all(t is not None for t in tables) and len({t.key for t in tables}) == 1:
@@ -240,6 +255,21 @@ class _Relaxer:
                 piecewise = any(reps[i].piecewise for i in dep)
                 return _Rep(value=out, indicator=True, piecewise=piecewise)
         return _Rep(value=out)
+
+    def _elemwise_on_join(self, node, k: int, rep: _Rep) -> _Rep:
+        """``f(join(a, b), c) = join(f(a, c), f(b, c))`` for scalar ``c``: keeps parts lazy."""
+        axis, parts = rep.join
+        new_parts = []
+        for part in parts:
+            if isinstance(part, _Rep) and part.table is not None and part.value is None:
+                new_reps = [part if j == k else None for j in range(len(node.inputs))]
+                new_parts.append(self._elemwise_on_tables(node, new_reps, part.table))
+                continue
+            args = list(node.inputs)
+            args[k] = part.get_value() if isinstance(part, _Rep) else part
+            out = node.op(*args)
+            new_parts.append(_Rep(value=out) if isinstance(part, _Rep) else out)
+        return _Rep(join=(axis, new_parts))
 
     def _elemwise_on_tables(self, node, reps, table: _Table) -> _Rep:
         out_ndim = node.outputs[0].ndim
@@ -442,6 +472,17 @@ class _Relaxer:
     # -- structural ops (reshape, dimshuffle, join) --------------------------------------------
     def _structural(self, node, reps) -> _Rep:
         op = node.op
+        if (
+            isinstance(op, Join)
+            and reps[0] is None
+            and any(r is not None and r.table is not None and r.value is None for r in reps[1:])
+        ):
+            # keep lazy tables lazy through a join; materialised when needed
+            parts = [
+                r if r is not None else inp
+                for inp, r in zip(node.inputs[1:], reps[1:], strict=True)
+            ]
+            return _Rep(join=(node.inputs[0], parts))
         values = [self.value(inp) for inp in node.inputs]
         value = op(*values)
         onehot = None

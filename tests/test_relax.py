@@ -90,7 +90,21 @@ def scalar_categorical_index():
     return m, ["z"]
 
 
+def joined_cpts_with_zeros():
+    """Children whose CPT rows come from different parents, joined (as read_uai builds BAYES)."""
+    cpt_a = pt.as_tensor(np.array([[0.7, 0.3], [0.0, 1.0]]))
+    cpt_b = pt.as_tensor(np.array([[0.2, 0.8], [1.0, 0.0], [0.5, 0.5]]))
+    with pm.Model() as m:
+        a = pm.Bernoulli("a", p=0.4, shape=2)
+        b = pm.Categorical("b", p=[0.3, 0.3, 0.4], shape=1)
+        # P(c = 1 | parent) gathered from constant columns, then joined (read_uai's pattern)
+        p1 = pt.concatenate([cpt_a[:, 1][a], cpt_b[:, 1][b]], axis=0)
+        pm.Bernoulli("c", p=p1, shape=3)
+    return m, ["a", "b", "c"]
+
+
 MULTILINEAR = [
+    joined_cpts_with_zeros,
     ising_chain,
     potts_mixture,
     bayes_net_with_zeros,
