@@ -3,7 +3,8 @@
 pip-installed pytensor warns that it "could not link to a BLAS installation" and then computes
 dot products through NumPy's C API instead of calling a BLAS directly. This script times the
 compiled neighbour-difference calls of our samplers with and without a BLAS (``blas__ldflags``
-empty vs ``-lopenblas``), each configuration in its own subprocess with its own compile cache,
+empty vs ``-lopenblas``, the latter with OpenBLAS's default threads and with one thread), each
+configuration in its own subprocess with its own compile cache,
 alternating, on two models: the 30x30 Ising segmentation posterior (elementwise and shifts, no dot
 products) and an RBM marginal over 784 visible / 100 hidden units (matrix-vector products).
 
@@ -55,9 +56,12 @@ print(json.dumps(out))
 """
 
 
-def run_child(ldflags: str, compiledir: str) -> dict:
+def run_child(ldflags: str, compiledir: str, threads: str | None) -> dict:
     env = dict(os.environ)
     env["PYTENSOR_FLAGS"] = f"blas__ldflags={ldflags},compiledir={compiledir}"
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    if threads is not None:
+        env["OPENBLAS_NUM_THREADS"] = threads
     res = subprocess.run(
         [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, check=True
     )
@@ -68,13 +72,17 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
-    configs = {"no BLAS (pip default)": "", "OpenBLAS (-lopenblas)": "-lopenblas"}
+    configs = {
+        "no BLAS (pip default)": ("", None),
+        "OpenBLAS, default threads": ("-lopenblas", None),
+        "OpenBLAS, 1 thread": ("-lopenblas", "1"),
+    }
     results: dict[str, list[dict]] = {k: [] for k in configs}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.repeats):
-            for label, flags in configs.items():
-                cdir = str(Path(tmp) / label.split()[0].lower())
-                results[label].append(run_child(flags, cdir))
+            for label, (flags, threads) in configs.items():
+                cdir = str(Path(tmp) / ("blas" if flags else "noblas"))
+                results[label].append(run_child(flags, cdir, threads))
                 print(rep, label, results[label][-1], flush=True)
 
     import numpy as np

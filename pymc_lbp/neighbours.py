@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
 from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace, vectorize_graph
@@ -60,12 +61,12 @@ SUPPORTED = (
 )
 
 
-def _integer_bounds(op, params) -> tuple[Variable | float, Variable | float] | None:
-    """Support ``[lower, upper]`` of an integer-valued RV as graphs of its parameters."""
-    from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
+def integer_support(op, params) -> tuple[Variable | float, Variable | float] | None:
+    """Support ``[lower, upper]`` of an integer-valued RV as graphs of its parameters.
 
-    name = type(op).__name__
-    if isinstance(op, PoissonRV | NegBinomialRV) or isinstance(op, DiscreteWeibullRV):
+    Returns None for distributions pymc_lbp does not support.
+    """
+    if isinstance(op, PoissonRV | NegBinomialRV | DiscreteWeibullRV):
         return 0.0, np.inf
     if isinstance(op, GeometricRV):
         return 1.0, np.inf
@@ -76,7 +77,6 @@ def _integer_bounds(op, params) -> tuple[Variable | float, Variable | float] | N
     if isinstance(op, HyperGeometricRV):
         N, k, n = params
         return pt.maximum(0, n - N + k), pt.minimum(k, n)
-    del name
     return None
 
 
@@ -154,7 +154,7 @@ def describe_block(model, value_vars, initial_point) -> list[VariableSpec]:
             bounds = None
             if hasattr(op, "dist_params"):
                 params = model.replace_rvs_by_values(list(op.dist_params(rv.owner)))
-                bounds = _integer_bounds(op, params)
+                bounds = integer_support(op, params)
             if bounds is None:
                 raise ValueError(
                     f"Variable {rv.name!r} has distribution {type(op).__name__}, which pymc_lbp "
@@ -217,10 +217,6 @@ class BlockLayout:
             np.where(self.slot_kind == INTEGER, (new >= site_lo) & (new <= site_hi), True),
         )
         return new, valid
-
-    def site_valid_mask(self, x: np.ndarray) -> np.ndarray:
-        """Validity of every slot at ``x``."""
-        return self.candidates(x)[1]
 
     def new_value(self, x: np.ndarray, slot: int) -> int:
         """Value that slot ``slot`` gives its site from state ``x``."""
