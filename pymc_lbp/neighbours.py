@@ -258,6 +258,50 @@ def block_state_graph(specs: list[VariableSpec], x: Variable) -> dict[Variable, 
     return replace
 
 
+def _unblock_gathers(out: Variable) -> Variable:
+    """Replace batched gathers from unbatched tables by plain advanced indexing.
+
+    ``vectorize_graph`` wraps ``table[i, j]`` with batched index arrays in a ``Blockwise``, which
+    loops in Python over the batch. When the table itself has no batch dimension (its leading
+    axes are broadcastable) and every index is an array, NumPy's broadcasting of index arrays
+    does the batching: ``table[I, J]`` with ``I, J`` of shape ``(B, ...)`` is the batched gather.
+    """
+    from pytensor.graph.replace import graph_replace
+    from pytensor.graph.traversal import graph_inputs, io_toposort
+    from pytensor.tensor.blockwise import Blockwise
+    from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
+
+    replace = {}
+    for node in io_toposort(graph_inputs([out]), [out]):
+        op = node.op
+        if not (
+            isinstance(op, Blockwise)
+            and isinstance(op.core_op, AdvancedSubtensor | AdvancedSubtensor1)
+            and all(isinstance(i.type, pt.TensorType) for i in node.inputs)
+        ):
+            continue
+        table, *indices = node.inputs
+        n_batch = (
+            node.outputs[0].ndim
+            - op.core_op.make_node(
+                *[pt.tensor(dtype=i.dtype, shape=(None,) * (i.ndim - 1)) for i in node.inputs]
+            )
+            .outputs[0]
+            .ndim
+        )
+        if n_batch != 1 or table.type.shape[0] != 1 or any(i.ndim < 1 for i in indices):
+            continue
+        core_table = table[0]
+        # index arrays broadcast from the right: pad each after its batch axis to equal rank
+        rank = max(i.ndim for i in indices)
+        indices = [i.dimshuffle(0, *(["x"] * (rank - i.ndim)), *range(1, i.ndim)) for i in indices]
+        if isinstance(op.core_op, AdvancedSubtensor1):
+            replace[node.outputs[0]] = core_table[indices[0]]
+        else:
+            replace[node.outputs[0]] = core_table[tuple(indices)]
+    return graph_replace(out, replace) if replace else out
+
+
 class Differences:
     """Base class: ``(logp_x, deltas) = differences(x)`` with masked slots at ``-inf``.
 
@@ -356,7 +400,7 @@ class ExactDifferences(Differences):
         batch = pt.repeat(self._x[None, :], sites.shape[0], axis=0)
         batch = pt.set_subtensor(batch[pt.arange(sites.shape[0]), sites], values)
         X = pt.matrix("X", dtype="int64")
-        logp_batch = vectorize_graph(logp, replace={self._x: X})
+        logp_batch = _unblock_gathers(vectorize_graph(logp, replace={self._x: X}))
         logp_batch = clone_replace(logp_batch, replace={X: batch})
         self._fn = pm_compile(
             [self._x, sites, values],
