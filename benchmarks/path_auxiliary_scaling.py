@@ -291,7 +291,8 @@ def plot_fig2(result: dict, path: Path) -> None:
         ax.axvline(top["accept"], color="C3", ls=":", lw=1, label=f"peak at {top['accept']:.2f}")
         ax.set_xlabel("realised acceptance rate")
         ax.set_ylabel(ylabel)
-        ax.set_yscale("log")
+        if key != "ejd_per_step":  # EJD on a linear scale shows the shape of the peak
+            ax.set_yscale("log")
         ax.legend(fontsize=7)
     fig.suptitle(result["description"], fontsize=9)
     fig.tight_layout()
@@ -355,6 +356,9 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="smoke run: tiny models, few draws")
     parser.add_argument("--out", default="docs/results")
     parser.add_argument("--seed", type=int, default=20240611)
+    parser.add_argument(
+        "--replot", action="store_true", help="only redraw plots and markdown from the JSON"
+    )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -362,6 +366,10 @@ def main(argv=None) -> int:
     json_path = out / f"path_auxiliary_scaling{suffix}.json"
     results = json.loads(json_path.read_text()) if json_path.exists() else {}
     for name in args.targets:
+        if args.replot:
+            if name in results:
+                plot_fig2(results[name], out / f"path_auxiliary_fig2_{name}{suffix}.png")
+            continue
         print(f"[{name}]", flush=True)
         res = run_target(name, args.quick, args.seed)
         results[name] = res

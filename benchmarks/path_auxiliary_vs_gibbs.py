@@ -50,7 +50,7 @@ CASES = {
     "Ising 50x50 (C2)": lambda q: scaling_ising_model(10 if q else 50, config=2, seed=0),
 }
 
-FULL = dict(repeats=3, pas=dict(tune=150, draws=600, spd=10), gibbs=dict(tune=30, draws=200))
+FULL = dict(repeats=3, pas=dict(tune=150, draws=600, spd=10), gibbs=dict(tune=30, draws=250))
 QUICK = dict(repeats=1, pas=dict(tune=50, draws=100, spd=2), gibbs=dict(tune=5, draws=20))
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pymc_lbp import path_kernels as kernels
 from pymc_lbp.balancing import LogBalancing, balanced_log_weights
 from pymc_lbp.neighbours import BINARY, CATEGORICAL, BlockLayout
 
@@ -71,12 +72,20 @@ class PathWeights:
     ) -> PathWeights:
         """Build from site log-weights (and within-site log-probabilities, if any)."""
         site = np.asarray(site, dtype=float)
-        top = float(site.max()) if site.size else -np.inf
-        if not math.isfinite(top):
-            top = 0.0
-        lin = np.exp(site - top)
-        n_movable = int(np.count_nonzero(lin))
-        return cls(site, lin, top, float(lin.sum()), within, n_movable)
+        if kernels.ENABLED and site.size:
+            lin, top, total, n_movable = kernels.linear_weights(site)
+            return cls(site, lin, float(top), float(total), within, int(n_movable))
+        lin, top, total, n_movable = _linear_weights_numpy(site)
+        return cls(site, lin, top, total, within, n_movable)
+
+
+def _linear_weights_numpy(site: np.ndarray) -> tuple[np.ndarray, float, float, int]:
+    """Reference of :func:`pymc_lbp.path_kernels.linear_weights`."""
+    top = float(site.max()) if site.size else -np.inf
+    if not math.isfinite(top):
+        top = 0.0
+    lin = np.exp(site - top)
+    return lin, top, float(lin.sum()), int(np.count_nonzero(lin))
 
 
 def path_weights(deltas: np.ndarray, log_g: LogBalancing, layout: BlockLayout) -> PathWeights:
@@ -135,6 +144,13 @@ def draw_sites(lin: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarr
     rng : numpy.random.Generator
     """
     noise = rng.standard_exponential(lin.shape[0])
+    if kernels.ENABLED:
+        return kernels.race(lin, noise, size)
+    return _race_numpy(lin, noise, size)
+
+
+def _race_numpy(lin: np.ndarray, noise: np.ndarray, size: int) -> np.ndarray:
+    """Reference of :func:`pymc_lbp.path_kernels.race`."""
     if lin.min() > 0.0:
         keys = noise / lin
     else:
@@ -168,10 +184,17 @@ def draw_slots(
     return idx[first]
 
 
-_CANCEL = 1e-6  # below this fraction of the total, the unpicked mass is summed directly
+_CANCEL = kernels.CANCEL  # below this fraction of the total, the mass off the path is summed
 
 
 def _log_prob_sites(weights: PathWeights, sites: np.ndarray) -> float:
+    if kernels.ENABLED:
+        return float(kernels.log_prob_order(weights.lin, weights.total, sites))
+    return _log_prob_sites_numpy(weights, sites)
+
+
+def _log_prob_sites_numpy(weights: PathWeights, sites: np.ndarray) -> float:
+    """Reference of :func:`pymc_lbp.path_kernels.log_prob_order`."""
     picked = weights.lin[sites]
     if not picked.min() > 0.0:
         return -np.inf

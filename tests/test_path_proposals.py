@@ -9,10 +9,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from pymc_lbp import path_kernels as kernels
 from pymc_lbp.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.balancing import log_max, log_sqrt
 from pymc_lbp.neighbours import BlockLayout, VariableSpec
 from pymc_lbp.path_proposals import (
+    PathWeights,
+    _linear_weights_numpy,
+    _log_prob_sites_numpy,
+    _race_numpy,
     draw_sites,
     draw_slots,
     log_prob_sites,
@@ -161,3 +166,35 @@ def test_adaptation_doubling_phase():
 def test_check_target_accept(bad):
     with pytest.raises(ValueError, match="target_accept"):
         check_target_accept(bad)
+
+
+@pytest.mark.skipif(not kernels.ENABLED, reason="numba kernels disabled")
+def test_numba_kernels_match_numpy_reference():
+    rng = np.random.default_rng(5)
+    for n, size in ((1, 1), (7, 3), (50, 50), (900, 33), (2500, 400)):
+        site = rng.normal(0, 3, n)
+        site[rng.random(n) < 0.1] = -np.inf
+        if not np.isfinite(site).any():
+            site[0] = 0.0
+        lin, top, total, n_pos = kernels.linear_weights(site)
+        ref = _linear_weights_numpy(site)
+        np.testing.assert_allclose(lin, ref[0], rtol=1e-15)
+        assert top == ref[1] and total == pytest.approx(ref[2], rel=1e-13) and n_pos == ref[3]
+        size = min(size, n_pos)
+        noise = rng.standard_exponential(n)
+        sites = kernels.race(lin, noise, size)
+        np.testing.assert_array_equal(sites, _race_numpy(lin, noise, size))
+        w = PathWeights(site, lin, top, total, None, n_pos)
+        for order in (sites, sites[::-1]):
+            got = kernels.log_prob_order(lin, total, order)
+            assert got == pytest.approx(_log_prob_sites_numpy(w, order), rel=1e-11, abs=1e-11)
+    # the cancellation branch: a path holding almost all the mass
+    site = np.full(30, -40.0)
+    site[0] = 0.0
+    lin, top, total, n_pos = kernels.linear_weights(site)
+    order = np.arange(30)
+    expected = -math.log1p(29 * math.exp(-40.0)) - math.lgamma(30)
+    assert kernels.log_prob_order(lin, total, order) == pytest.approx(expected, rel=1e-12)
+    assert kernels.log_prob_order(lin, total, np.array([0, 29, 3])) < 0
+    lin[3] = 0.0
+    assert kernels.log_prob_order(lin, total, np.array([0, 3])) == -np.inf

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 from pymc.step_methods.state import dataclass_state
 
+from pymc_lbp import path_kernels
 from pymc_lbp.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.balancing import LogBalancing, resolve_balancing
 from pymc_lbp.neighbours import BINARY, CATEGORICAL, INTEGER, BlockLayout
@@ -206,6 +207,7 @@ class PathAuxiliaryLBP(DiscreteStep):
             blocked=blocked,
         )
         self.adaptation = PathLengthAdaptation(self.target_accept, self.layout.n_sites)
+        path_kernels.warm_up()  # compile (or load the cached) numba kernels now, not mid-draw
         self._weights_cache: tuple[np.ndarray, PathWeights] | None = None
         self.reset_tuning()
         _log.info(
