@@ -54,8 +54,9 @@ FULL = dict(repeats=3, pas=dict(tune=150, draws=600, spd=10), gibbs=dict(tune=30
 QUICK = dict(repeats=1, pas=dict(tune=50, draws=100, spd=2), gibbs=dict(tune=5, draws=20))
 
 
-def run_case(name: str, quick: bool, seed: int) -> dict:
+def run_case(name: str, quick: bool, seed: int, mode: str | None = None) -> dict:
     cfg = QUICK if quick else FULL
+    ck = {"mode": mode} if mode else None
     model = CASES[name](quick)
     n_sites = int(np.prod(model.initial_point()["x"].shape))
     reps = []
@@ -63,7 +64,9 @@ def run_case(name: str, quick: bool, seed: int) -> dict:
         p, g = cfg["pas"], cfg["gibbs"]
         pas = run_sampler(
             model,
-            lambda p=p: PathAuxiliaryLBP(model.value_vars, steps_per_draw=p["spd"]),
+            lambda p=p: PathAuxiliaryLBP(
+                model.value_vars, steps_per_draw=p["spd"], compile_kwargs=ck
+            ),
             label="PathAuxiliaryLBP",
             draws=p["draws"],
             tune=p["tune"],
@@ -72,7 +75,7 @@ def run_case(name: str, quick: bool, seed: int) -> dict:
         )
         gibbs = run_sampler(
             model,
-            lambda: pm.BinaryGibbsMetropolis(model.value_vars),
+            lambda: pm.BinaryGibbsMetropolis(model.value_vars, compile_kwargs=ck),
             label="BinaryGibbsMetropolis",
             draws=g["draws"],
             tune=g["tune"],
@@ -182,7 +185,9 @@ def plot(results: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def write_markdown(results: list[dict], prof: dict | None, path: Path, suffix: str) -> None:
+def write_markdown(
+    results: list[dict], prof: dict | None, path: Path, suffix: str, mode: str | None = None
+) -> None:
     cols = [
         ("case", "case"),
         ("n_sites", "sites"),
@@ -207,6 +212,8 @@ def write_markdown(results: list[dict], prof: dict | None, path: Path, suffix: s
         "the post-tuning part of `pm.sample` (the machine is shared; the wall-clock ratio is "
         "given too).",
         "",
+        f"pytensor mode of both samplers' compiled functions: {mode or 'default (C)'}.",
+        "",
         markdown_table(results, cols),
         "",
         f"![ESS/s](path_auxiliary_vs_gibbs{suffix}.png)",
@@ -225,23 +232,26 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--repeats", type=int, default=None, help="override the repeats")
+    parser.add_argument(
+        "--mode", default=None, help="pytensor mode for both samplers' compiled functions (NUMBA)"
+    )
     parser.add_argument("--out", default="docs/results")
     parser.add_argument("--seed", type=int, default=777)
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    suffix = "_quick" if args.quick else ""
+    suffix = ("_quick" if args.quick else "") + (f"_{args.mode.lower()}" if args.mode else "")
     results = []
     if args.repeats is not None:
         (QUICK if args.quick else FULL)["repeats"] = args.repeats
     for name in args.cases:
         print(f"[{name}]", flush=True)
-        results.append(run_case(name, args.quick, args.seed))
+        results.append(run_case(name, args.quick, args.seed, args.mode))
     prof = profile_pas(args.quick, args.seed) if args.profile else None
-    payload = {"quick": args.quick, "cases": results, "profile": prof}
+    payload = {"quick": args.quick, "mode": args.mode, "cases": results, "profile": prof}
     (out / f"path_auxiliary_vs_gibbs{suffix}.json").write_text(json.dumps(payload, indent=1))
     plot(results, out / f"path_auxiliary_vs_gibbs{suffix}.png")
-    write_markdown(results, prof, out / f"path_auxiliary_vs_gibbs{suffix}.md", suffix)
+    write_markdown(results, prof, out / f"path_auxiliary_vs_gibbs{suffix}.md", suffix, args.mode)
     return 0
 
 
