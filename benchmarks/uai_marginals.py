@@ -25,12 +25,13 @@ deterministic nodes (:func:`pymc_lbp.models.uai.grid_bn`, evidence sink = 1).
 Writes docs/results/uai_marginals.{json,md,png} (``--quick``: uai_marginals_quick.*).
 
 Usage: python benchmarks/uai_marginals.py [--quick] [--budget S] [--samplers NAME ...]
-       [--networks NAME ...] [--chains N] [--seed S] [--data DIR]
+       [--networks NAME ...] [--chains N] [--seed S] [--data DIR] [--tag SUFFIX] [--replot]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -354,6 +355,7 @@ def plot(runs: list[Run], targets: list[Target], path: Path) -> None:
         ax.set_yscale("log")
         ax.set_ylim(*ylim)
         ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(f"{t.name} ({len(t.evidence)} evidence)", fontsize=10)
         ax.set_xlabel("seconds (all chains)")
         ax.set_ylabel("mean |marginal error|")
@@ -378,12 +380,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data", type=Path, default=DATA, help="the shared UAI data folder")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
+    parser.add_argument(
+        "--replot", action="store_true", help="only redraw the PNG from the JSON of a past run"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.networks = ["DBN_11", "50-12-5"]
         args.budget = args.budget or 2.0
         args.draws_per_chain = 200
     args.budget = args.budget or 9.0
+    name = ("uai_marginals_quick" if args.quick else "uai_marginals") + args.tag
+    if args.replot:
+        payload = json.loads((RESULTS / f"{name}.json").read_text())
+        runs = [Run(**r) for r in payload["runs"]]
+        networks = list(dict.fromkeys(r.network for r in runs))
+        plot(runs, load_targets(networks, Path(payload["args"]["data"])), RESULTS / f"{name}.png")
+        return
 
     logging.getLogger("pymc").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message="(?s).*return_inferencedata")
@@ -409,7 +421,6 @@ def main(argv: list[str] | None = None) -> None:
                 flush=True,
             )
     md = markdown(runs, targets, args)
-    name = ("uai_marginals_quick" if args.quick else "uai_marginals") + args.tag
     payload = {
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "machine": machine_info(),
