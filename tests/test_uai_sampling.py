@@ -70,15 +70,15 @@ def test_small_network_matches_exact_marginals(uai_dir, make_step):
 
 @pytest.fixture(scope="module")
 def grid_run(uai_dir):
-    """GibbsWithGradients on 50-12-5 given its evidence (sink = 1): 2 chains x 300 draws."""
+    """GibbsWithGradients on 50-12-5 given its evidence (sink = 1): 2 chains x 200 draws."""
     network = read_network(uai_dir / GRID)
     evidence = read_evidence(uai_dir / f"{GRID}.evid", network)
     draws, info = _sample(
         network,
         evidence,
         lambda v, k: GibbsWithGradients(v, steps_per_draw=k),
-        draws=300,
-        tune=100,
+        draws=200,
+        tune=50,
         seed=5,
     )
     return network, evidence, draws, info
