@@ -8,6 +8,7 @@ from pymc_lbp.balancing import BALANCING_FUNCTIONS
 from pymc_lbp.registry import register, registered, unregister
 from pymc_lbp.relax import NotRelaxableError
 from pymc_lbp.step_methods import DiscreteStep, GibbsWithGradients, LocallyBalanced
+from pymc_lbp.step_methods.self_balancing import SelfBalancing
 
 __version__ = "0.1.0"
 
@@ -17,6 +18,7 @@ __all__ = [
     "GibbsWithGradients",
     "LocallyBalanced",
     "NotRelaxableError",
+    "SelfBalancing",
     "register",
     "registered",
     "unregister",

@@ -5,3 +5,7 @@ from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
 from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
 
 __all__ = ["DiscreteStep", "GibbsWithGradients", "LocallyBalanced"]
+
+from pymc_lbp.step_methods.self_balancing import SelfBalancing  # noqa: E402
+
+__all__ += ["SelfBalancing"]
