@@ -46,6 +46,30 @@ def log_max(d: np.ndarray) -> np.ndarray:
     return np.maximum(np.asarray(d, dtype=float), 0.0)
 
 
+def balanced_log_weights(deltas: np.ndarray, log_g: LogBalancing) -> np.ndarray:
+    """Proposal log-weights ``log g(e^Delta)``, with ``-inf`` wherever ``Delta = -inf``.
+
+    A neighbour of zero probability (or a masked slot) is never proposed, whatever ``g(0)`` is
+    (``g(t) = max(1, t)`` has ``g(0) = 1``). Forward and reverse proposals use the same rule, so
+    the MH correction stays exact.
+    """
+    log_w = log_g(deltas)
+    return np.where(deltas == -np.inf, -np.inf, log_w)
+
+
+def graph_log_balancing(name: str):
+    """The built-in balancing function ``name`` as a pytensor expression builder (or None)."""
+    import pytensor.tensor as pt
+
+    graphs = {
+        "sqrt": lambda d: 0.5 * d,
+        "barker": lambda d: -pt.softplus(-d),
+        "min": lambda d: pt.minimum(d, 0.0),
+        "max": lambda d: pt.maximum(d, 0.0),
+    }
+    return graphs.get(name)
+
+
 BALANCING_FUNCTIONS: dict[str, LogBalancing] = {
     "sqrt": log_sqrt,
     "barker": log_barker,

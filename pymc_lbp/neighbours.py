@@ -46,6 +46,8 @@ from pytensor.tensor.random.basic import (
     PoissonRV,
 )
 
+from pymc_lbp.balancing import balanced_log_weights, graph_log_balancing
+from pymc_lbp.proposals import prepare_weights
 from pymc_lbp.relax import LOG_FLOOR, relaxed_logp
 
 BINARY, CATEGORICAL, INTEGER = 0, 1, 2
@@ -276,29 +278,41 @@ class Differences:
     logp_evals_per_call = 1
     grad_evals_per_call = 0
 
-    def __init__(self, model, specs, layout, shared, compile_kwargs=None):
+    def __init__(self, model, specs, layout, shared, compile_kwargs=None, balancing=None):
         self.layout = layout
         self.specs = specs
         self._compile_kwargs = dict(compile_kwargs or {})
         x = pt.vector("x_block", dtype="int64")
         self._x = x
         self._replace = {**block_state_graph(specs, x), **shared}
-        self._bounds_fn = self._compile_bounds(model)
+        self._bounds = self._bounds_graph()
+        self._bounds_fn = None
+        if self._bounds is not None:
+            self._bounds_fn = pm_compile(
+                [self._x], list(self._bounds), on_unused_input="ignore", **self._compile_kwargs
+            )
+        self.balancing_name, self.log_g = balancing if balancing is not None else (None, None)
 
-    def _compile_bounds(self, model):
+    def _bounds_graph(self):
+        """Support of every site as graphs ``(lower, upper)`` of ``x``; None without integers."""
         if all(s.kind != "integer" for s in self.specs):
             return None
         lows, highs = [], []
         for s in self.specs:
-            if s.kind == "integer":
-                lo, hi = s.bounds
-            else:
-                lo, hi = -np.inf, np.inf
+            lo, hi = s.bounds if s.kind == "integer" else (-np.inf, np.inf)
             lows.append(pt.broadcast_to(pt.cast(lo, "float64"), s.shape).ravel())
             highs.append(pt.broadcast_to(pt.cast(hi, "float64"), s.shape).ravel())
-        out = [pt.concatenate(lows), pt.concatenate(highs)]
-        out = clone_replace(out, replace=self._replace)
-        return pm_compile([self._x], out, on_unused_input="ignore", **self._compile_kwargs)
+        return tuple(clone_replace([pt.concatenate(lows), pt.concatenate(highs)], self._replace))
+
+    def evaluate(self, x: np.ndarray) -> tuple[float, np.ndarray, tuple | None]:
+        """``(logp_x, deltas, prepared)`` with the balanced proposal weights prepared.
+
+        ``prepared`` is ``(log_w, cdf, log_z)`` as from
+        :func:`pymc_lbp.proposals.prepare_weights` (None when no slot can be proposed); it needs
+        the balancing function given at construction.
+        """
+        logp_x, deltas = self(x)
+        return logp_x, deltas, prepare_weights(balanced_log_weights(deltas, self.log_g))
 
     def refresh_bounds(self, x: np.ndarray) -> None:
         """Recompute integer supports (their parameters may have moved)."""
@@ -329,9 +343,16 @@ class ExactDifferences(Differences):
     kind = "exact"
 
     def __init__(
-        self, model, specs, layout, shared, compile_kwargs=None, max_batch_elements=4_000_000
+        self,
+        model,
+        specs,
+        layout,
+        shared,
+        compile_kwargs=None,
+        balancing=None,
+        max_batch_elements=4_000_000,
     ):
-        super().__init__(model, specs, layout, shared, compile_kwargs)
+        super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
         self.logp_evals_per_call = layout.n_slots + 1
         logp = clone_replace(model.logp(), replace=self._replace)
         sites = pt.vector("sites", dtype="int64")
@@ -391,8 +412,8 @@ class GradientDifferences(Differences):
     kind = "gradient"
     grad_evals_per_call = 1
 
-    def __init__(self, model, specs, layout, shared, compile_kwargs=None):
-        super().__init__(model, specs, layout, shared, compile_kwargs)
+    def __init__(self, model, specs, layout, shared, compile_kwargs=None, balancing=None):
+        super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
         relaxed = relaxed_logp(model, specs)
         self.piecewise = relaxed.piecewise
         grads = pt.grad(relaxed.logp, relaxed.inputs)
@@ -414,23 +435,50 @@ class GradientDifferences(Differences):
                 replace[leaf] = pt.cast(xv, "float64")
                 pieces.append(pt.stack([-g, g], axis=-1).ravel())
         deltas = pt.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-        true_logp = model.logp()
-        outs = clone_replace([true_logp, deltas], replace={**replace, **self._replace})
+        # NaN, floored log 0 (see pymc_lbp.relax) and masked slots mean "never propose"
+        keep = pt.ge(deltas, 0.5 * LOG_FLOOR)
+        if not layout.all_binary:
+            keep = keep & self._valid_graph()
+        deltas = pt.switch(keep, deltas, -np.inf)
+        outs = [model.logp(), deltas]
+        log_g_graph = graph_log_balancing(self.balancing_name) if self.log_g else None
+        self._fused = log_g_graph is not None
+        if self._fused:
+            log_w = pt.switch(pt.eq(deltas, -np.inf), -np.inf, log_g_graph(deltas))
+            top = pt.max(log_w)
+            cdf = pt.cumsum(pt.exp(log_w - top))
+            outs += [log_w, cdf, top + pt.log(cdf[-1])]
+        outs = clone_replace(outs, replace={**replace, **self._replace})
         self._fn = pm_compile([self._x], outs, on_unused_input="ignore", **self._compile_kwargs)
         self._fn.trust_input = True
-        relaxed_fn_out = clone_replace([relaxed.logp], replace={**replace, **self._replace})
+        (self._relaxed_graph,) = clone_replace([relaxed.logp], replace={**replace, **self._replace})
         self._relaxed_fn = None
-        self._relaxed_graph = relaxed_fn_out[0]
+
+    def _valid_graph(self):
+        """Validity of every slot at ``x`` as a graph (see :meth:`BlockLayout.candidates`)."""
+        lay = self.layout
+        xs = self._x[lay.slot_site]
+        kind = pt.as_tensor_variable(lay.slot_kind)
+        arg = pt.as_tensor_variable(lay.slot_arg)
+        valid = pt.or_(pt.neq(kind, CATEGORICAL), pt.neq(arg, xs))
+        if self._bounds is not None:
+            lo, hi = self._bounds
+            new = xs + arg
+            site = pt.as_tensor_variable(lay.slot_site)
+            inside = pt.ge(new, lo[site]) & pt.le(new, hi[site])
+            valid = pt.switch(pt.eq(kind, INTEGER), inside, valid)
+        return valid
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        logp_x, deltas = self._fn(x)
-        valid = self.layout.site_valid_mask(x) if not self.layout.all_binary else None
-        deltas = np.array(deltas, dtype=float)
-        if valid is not None:
-            deltas[~valid] = -np.inf
-        # NaN, and floored log 0 (see pymc_lbp.relax), mean "never propose"
-        deltas[np.isnan(deltas) | (deltas < 0.5 * LOG_FLOOR)] = -np.inf
-        return float(logp_x), deltas
+        out = self._fn(x)
+        return float(out[0]), out[1]
+
+    def evaluate(self, x: np.ndarray) -> tuple[float, np.ndarray, tuple | None]:
+        if not self._fused:
+            return super().evaluate(x)
+        logp_x, deltas, log_w, cdf, log_z = self._fn(x)
+        prepared = (log_w, cdf, float(log_z)) if np.isfinite(log_z) else None
+        return float(logp_x), deltas, prepared
 
     def relaxed_logp_at(self, x: np.ndarray) -> float:
         """The relaxed logp at the discrete point ``x`` (equals the logp where it is finite)."""

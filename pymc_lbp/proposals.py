@@ -46,6 +46,27 @@ def draw_categorical(log_p: np.ndarray, rng: np.random.Generator) -> int:
     return int(np.searchsorted(c, rng.random() * c[-1], side="right"))
 
 
+def prepare_weights(log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Precompute what drawing from ``exp(log_w)`` and scoring draws needs.
+
+    Returns
+    -------
+    (log_w, cdf, log_z) or None
+        ``cdf`` is the unnormalised cumulative sum of ``exp(log_w - max)``, ``log_z`` the
+        log-normaliser ``logsumexp(log_w)``; ``None`` when every weight is zero.
+    """
+    top = np.max(log_w)
+    if not np.isfinite(top):
+        return None
+    cdf = np.cumsum(np.exp(log_w - top))
+    return log_w, cdf, float(top + np.log(cdf[-1]))
+
+
+def draw_from_cdf(cdf: np.ndarray, rng: np.random.Generator) -> int:
+    """Draw an index from an unnormalised cumulative sum (see :func:`prepare_weights`)."""
+    return int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+
+
 def draw_ordered_without_replacement(
     log_p: np.ndarray, size: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -120,4 +141,6 @@ __all__ = [
     "logsumexp",
     "mh_accept",
     "mh_log_ratio",
+    "prepare_weights",
+    "draw_from_cdf",
 ]

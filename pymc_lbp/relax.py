@@ -227,7 +227,18 @@ class _Relaxer:
         inputs = [self.value(inp) for inp in node.inputs]
         out = node.op(*inputs)
         if not out.dtype.startswith("float"):
+            out = pt.cast(out, "float64") if out.dtype == "bool" else out
+        if not out.dtype.startswith("float"):
             raise self._fail(node, f"the relaxed value would have integer dtype {out.dtype}")
+        if isinstance(scalar_op, ps.Mul) and all(reps[i].indicator for i in dep):
+            # a product of indicators (and independent factors) is an indicator
+            independent_bool = all(
+                r is not None or inp.dtype == "bool"
+                for inp, r in zip(node.inputs, reps, strict=True)
+            )
+            if independent_bool:
+                piecewise = any(reps[i].piecewise for i in dep)
+                return _Rep(value=out, indicator=True, piecewise=piecewise)
         return _Rep(value=out)
 
     def _elemwise_on_tables(self, node, reps, table: _Table) -> _Rep:

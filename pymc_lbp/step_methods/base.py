@@ -139,11 +139,16 @@ class DiscreteStep(ArrayStepShared):
         self._check_start(initial_point)
 
     # -- construction helpers ------------------------------------------------------------------
+    def _balancing(self):
+        """``(name, log-space function)`` the differences should prepare weights with."""
+        return getattr(self, "balancing", None), getattr(self, "log_g", None)
+
     def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs) -> Differences:
+        bal = self._balancing()
         if kind == "exact":
-            return ExactDifferences(model, specs, layout, shared, compile_kwargs)
+            return ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
         try:
-            diffs = GradientDifferences(model, specs, layout, shared, compile_kwargs)
+            diffs = GradientDifferences(model, specs, layout, shared, compile_kwargs, bal)
         except NotRelaxableError as err:
             if kind == "gradient":
                 raise
@@ -152,7 +157,7 @@ class DiscreteStep(ArrayStepShared):
                 UserWarning,
                 stacklevel=3,
             )
-            return ExactDifferences(model, specs, layout, shared, compile_kwargs)
+            return ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
         if diffs.piecewise:
             warnings.warn(
                 f"{type(self).__name__}: first-order differences ignore the jumps of "

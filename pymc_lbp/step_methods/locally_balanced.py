@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.balancing import LogBalancing, resolve_balancing
-from pymc_lbp.proposals import draw_categorical, log_normalize, mh_accept, mh_log_ratio
+from pymc_lbp.balancing import LogBalancing, balanced_log_weights, resolve_balancing
+from pymc_lbp.proposals import (
+    draw_from_cdf,
+    mh_accept,
+    mh_log_ratio,
+    prepare_weights,
+)
 from pymc_lbp.step_methods.base import DiscreteStep, StepResult
-
-
-def locally_balanced_log_q(deltas: np.ndarray, log_g: LogBalancing) -> np.ndarray:
-    """Log proposal probabilities ``Q(s|x) = softmax_s(log g(e^{Delta_s}))`` over slots."""
-    return log_normalize(log_g(deltas))
 
 
 class LocallyBalanced(DiscreteStep):
@@ -71,6 +71,8 @@ class LocallyBalanced(DiscreteStep):
         blocked: bool = True,
     ):
         self.balancing, self.log_g = resolve_balancing(balancing)
+        self._cache_key: np.ndarray | None = None
+        self._cache = None
         super().__init__(
             vars,
             steps_per_draw=steps_per_draw,
@@ -82,20 +84,31 @@ class LocallyBalanced(DiscreteStep):
             blocked=blocked,
         )
 
+    def _prepared(self, deltas: np.ndarray):
+        """Proposal weights of the current state (cached between steps of a draw)."""
+        if self._cache_key is not deltas:
+            self._cache_key = deltas
+            self._cache = prepare_weights(balanced_log_weights(deltas, self.log_g))
+        return self._cache
+
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
-        log_q_x = locally_balanced_log_q(deltas, self.log_g)
-        if not np.isfinite(log_q_x).any():
+        prep = self._prepared(deltas)
+        if prep is None:  # no neighbour has positive probability
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False)
-        slot = draw_categorical(log_q_x, self.rng)
-        site = self.layout.slot_site[slot]
+        log_w, cdf, log_z = prep
+        slot = draw_from_cdf(cdf, self.rng)
+        layout = self.layout
+        site = layout.slot_site[slot]
         old = int(x[site])
         y = x.copy()
-        y[site] = self.layout.new_value(x, slot)
-        logp_y, deltas_y = self.differences(y)
-        reverse = self.layout.reverse_slot(slot, old)
-        log_q_y = locally_balanced_log_q(deltas_y, self.log_g)
-        log_ratio = mh_log_ratio(logp, logp_y, log_q_x[slot], log_q_y[reverse])
+        y[site] = layout.new_value(x, slot)
+        logp_y, deltas_y, prep_y = self.differences.evaluate(y)
+        log_q_rev = -np.inf
+        if prep_y is not None:
+            log_q_rev = prep_y[0][layout.reverse_slot(slot, old)] - prep_y[2]
+        log_ratio = mh_log_ratio(logp, logp_y, log_w[slot] - log_z, log_q_rev)
         prob, accepted = mh_accept(log_ratio, self.rng)
         if accepted:
+            self._cache_key, self._cache = deltas_y, prep_y
             return StepResult(y, logp_y, deltas_y, prob, True)
         return StepResult(x, logp, deltas, prob, False)

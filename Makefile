@@ -1,0 +1,33 @@
+# Set-up and entry points. Each target creates the virtual environment it needs (.venv).
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# pytensor links its C code against a BLAS; pip-installed pytensor cannot find one by itself.
+# We install Debian's OpenBLAS (scripts/ensure_blas.sh) and point pytensor at it.
+comma := ,
+export PYTENSOR_FLAGS := blas__ldflags=-lopenblas$(if $(PYTENSOR_FLAGS),$(comma)$(PYTENSOR_FLAGS),)
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml setup.cfg
+	bash scripts/ensure_blas.sh
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,plots]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/ising_segmentation.py
+
+test: $(STAMP)
+	$(BIN)/ruff check pymc_lbp tests examples benchmarks
+	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/ising_vs_gibbs.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info
