@@ -15,7 +15,13 @@ from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.learned_balancing import PARAMETRIZATIONS, make_parametrization
 from pymc_lbp.lsb_learning import AdamState, BalancingLearner, TransitionBatch
-from pymc_lbp.proposals import draw_categorical, log_normalize, mh_accept, mh_log_ratio
+from pymc_lbp.proposals import (
+    draw_from_cdf,
+    log_normalize,
+    mh_accept,
+    mh_log_ratio,
+    prepare_weights,
+)
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, StepResult
 
 PARTICLE_WEIGHTS = ("uniform", "target")
@@ -271,31 +277,38 @@ class SelfBalancing(DiscreteStep):
         self._reset_particles()
 
     # -- the chain --------------------------------------------------------------------------------
-    def _log_q(self, deltas: np.ndarray) -> np.ndarray:
+    def _prepared(self, deltas: np.ndarray):
+        """``(log_w, cdf, log_z)`` of the proposal at a state (None if nothing can be proposed).
+
+        Cached for the chain's last two states while the parameters are frozen.
+        """
         for entry in self._lq_cache:
             if entry[0] is deltas and entry[1] == self._version:
                 return entry[2]
-        return log_normalize(self.parametrization.log_g(deltas, self._adam.params))
+        return prepare_weights(self.parametrization.log_g(deltas, self._adam.params))
 
     def _transition(
         self, x: np.ndarray, logp: float, deltas: np.ndarray, cache: bool = False
     ) -> tuple[StepResult, _Transition | None]:
-        log_q_x = self._log_q(deltas)
-        if not np.isfinite(log_q_x).any():
+        prep = self._prepared(deltas)
+        if prep is None:  # no neighbour has positive probability
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False), None
-        slot = draw_categorical(log_q_x, self.rng)
-        site = self.layout.slot_site[slot]
+        log_w, cdf, log_z = prep
+        layout = self.layout
+        slot = draw_from_cdf(cdf, self.rng)
+        site = layout.slot_site[slot]
         old = int(x[site])
         y = x.copy()
-        y[site] = self.layout.new_value(x, slot)
+        y[site] = layout.new_value(x, slot)
         logp_y, deltas_y = self.differences(y)
-        reverse = self.layout.reverse_slot(slot, old)
-        log_q_y = self._log_q(deltas_y)
+        reverse = layout.reverse_slot(slot, old)
+        prep_y = self._prepared(deltas_y)
+        log_q_rev = -np.inf if prep_y is None else prep_y[0][reverse] - prep_y[2]
         if cache:
-            self._lq_cache = [(deltas, self._version, log_q_x), (deltas_y, self._version, log_q_y)]
-        log_ratio = mh_log_ratio(logp, logp_y, log_q_x[slot], log_q_y[reverse])
+            self._lq_cache = [(deltas, self._version, prep), (deltas_y, self._version, prep_y)]
+        log_ratio = mh_log_ratio(logp, logp_y, log_w[slot] - log_z, log_q_rev)
         prob, accepted = mh_accept(log_ratio, self.rng)
-        feasible = bool(np.isfinite(logp_y) and np.isfinite(log_q_y[reverse]))
+        feasible = bool(np.isfinite(logp_y) and np.isfinite(log_q_rev))
         record = _Transition(
             deltas,
             deltas_y if feasible else deltas,
@@ -327,7 +340,10 @@ class SelfBalancing(DiscreteStep):
         per_logp = self.differences.logp_evals_per_call
         per_grad = self.differences.grad_evals_per_call
         for i in range(self.n_particles):
-            res, rec = self._transition(self._p_x[i], self._p_logp[i], self._p_deltas[i])
+            # copies: the record keeps deltas_x, and the particle rows are overwritten in place
+            res, rec = self._transition(
+                self._p_x[i].copy(), self._p_logp[i], self._p_deltas[i].copy()
+            )
             if res.evaluated:
                 self._extra_logp_evals += per_logp
                 self._extra_grad_evals += per_grad
