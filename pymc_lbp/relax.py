@@ -42,7 +42,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
-from pytensor.tensor.basic import Join
+from pytensor.tensor.basic import Join, ScalarFromTensor, TensorFromScalar
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 from pytensor.tensor.shape import Reshape
@@ -115,11 +115,17 @@ class _Rep:
     table: _Table | None = None  # lazy contraction (value is materialised on demand)
     indicator: bool = False  # value is a relaxed 0/1 indicator (from eq, lt, ...)
     piecewise: bool = False  # indicator kept piecewise constant (comparison of an integer)
+    join: tuple | None = None  # lazy join: (axis, parts), parts are _Rep or independent vars
 
     def get_value(self) -> Variable:
         if self.value is None:
-            assert self.table is not None
-            self.value = self.table.materialize()
+            if self.join is not None:
+                axis, parts = self.join
+                values = [p.get_value() if isinstance(p, _Rep) else p for p in parts]
+                self.value = pt.join(axis, *values)
+            else:
+                assert self.table is not None
+                self.value = self.table.materialize()
         return self.value
 
 
@@ -209,6 +215,15 @@ class _Relaxer:
                 return rep  # integer casts keep the relaxed value and its one-hot
             return _Rep(value=pt.cast(rep.get_value(), node.outputs[0].dtype), onehot=rep.onehot)
 
+        # A lazy join with scalar operands: apply the function to each joined part.
+        if (
+            len(dep) == 1
+            and reps[dep[0]].join is not None
+            and reps[dep[0]].value is None
+            and all(inp.ndim == 0 for k, inp in enumerate(node.inputs) if k != dep[0])
+        ):
+            return self._elemwise_on_join(node, dep[0], reps[dep[0]])
+
         # One lazy table with independent operands: apply the function to the table itself.
         tables = [reps[i].table for i in dep]
         if all(t is not None for t in tables) and len({t.key for t in tables}) == 1:
@@ -240,6 +255,21 @@ class _Relaxer:
                 piecewise = any(reps[i].piecewise for i in dep)
                 return _Rep(value=out, indicator=True, piecewise=piecewise)
         return _Rep(value=out)
+
+    def _elemwise_on_join(self, node, k: int, rep: _Rep) -> _Rep:
+        """``f(join(a, b), c) = join(f(a, c), f(b, c))`` for scalar ``c``: keeps parts lazy."""
+        axis, parts = rep.join
+        new_parts = []
+        for part in parts:
+            if isinstance(part, _Rep) and part.table is not None and part.value is None:
+                new_reps = [part if j == k else None for j in range(len(node.inputs))]
+                new_parts.append(self._elemwise_on_tables(node, new_reps, part.table))
+                continue
+            args = list(node.inputs)
+            args[k] = part.get_value() if isinstance(part, _Rep) else part
+            out = node.op(*args)
+            new_parts.append(_Rep(value=out) if isinstance(part, _Rep) else out)
+        return _Rep(join=(axis, new_parts))
 
     def _elemwise_on_tables(self, node, reps, table: _Table) -> _Rep:
         out_ndim = node.outputs[0].ndim
@@ -333,7 +363,9 @@ class _Relaxer:
                 raise self._fail(
                     node, "a discrete value indexes a tensor that depends on the block"
                 )
-            return self._index_by_discrete(node, idx_reps)
+            if isinstance(node.op, Subtensor):
+                return self._subtensor_by_discrete(node)
+            return self._index_by_discrete(node, node.inputs[0], node.inputs[1:], idx_reps)
         # the indexed tensor depends on the block, the indices do not
         if x_rep.table is not None and x_rep.value is None:
             rep = self._index_table(node, x_rep.table)
@@ -366,9 +398,22 @@ class _Relaxer:
         G = table.G[tuple(head) + (slice(None),) * table.n_k + tuple(tail)]
         return _Rep(table=_Table(G, table.W, table.n_batch, table.n_k, table.key))
 
-    def _index_by_discrete(self, node, idx_reps) -> _Rep:
-        A = node.inputs[0]
-        idx = list(node.inputs[1:])
+    def _subtensor_by_discrete(self, node) -> _Rep:
+        """Basic indexing ``A[z, ...]`` by scalar discrete values: as index arrays of ndim 0."""
+        indices = indices_from_subtensor(node.inputs[1:], node.op.idx_list)
+        lead = []
+        for i in indices:
+            if isinstance(i, slice):
+                break
+            lead.append(pt.as_tensor_variable(i))
+        rest = indices[len(lead) :]
+        if any(not (isinstance(i, slice) and i == slice(None)) for i in rest):
+            raise self._fail(node, "discrete indices must come first, followed only by full slices")
+        reps = [self.relax(i) for i in lead]
+        return self._index_by_discrete(node, node.inputs[0], lead, reps)
+
+    def _index_by_discrete(self, node, A, idx, idx_reps) -> _Rep:
+        idx = list(idx)
         reps = list(idx_reps)
         # normalise to: tensor index arrays first, then only full slices
         n_arrays = 0
@@ -427,6 +472,17 @@ class _Relaxer:
     # -- structural ops (reshape, dimshuffle, join) --------------------------------------------
     def _structural(self, node, reps) -> _Rep:
         op = node.op
+        if (
+            isinstance(op, Join)
+            and reps[0] is None
+            and any(r is not None and r.table is not None and r.value is None for r in reps[1:])
+        ):
+            # keep lazy tables lazy through a join; materialised when needed
+            parts = [
+                r if r is not None else inp
+                for inp, r in zip(node.inputs[1:], reps[1:], strict=True)
+            ]
+            return _Rep(join=(node.inputs[0], parts))
         values = [self.value(inp) for inp in node.inputs]
         value = op(*values)
         onehot = None
@@ -448,6 +504,9 @@ class _Relaxer:
     # -- everything else -----------------------------------------------------------------------
     def _generic(self, node, reps) -> list[_Rep]:
         op = node.op
+        if isinstance(op, ScalarFromTensor | TensorFromScalar) and reps[0].onehot is not None:
+            # tensor <-> scalar conversions of a category index keep its one-hot
+            return [_Rep(value=op(reps[0].get_value()), onehot=reps[0].onehot)]
         inputs = [self.value(inp) for inp in node.inputs]
         if isinstance(op, CAReduce) and not node.outputs[0].dtype.startswith("float"):
             if not isinstance(op.scalar_op, ps.Add | ps.Mul):

@@ -1,19 +1,126 @@
-"""Shared test configuration."""
+"""Shared fixtures: the shipped UAI networks and tiny hand-written networks with brute force."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 
+UAI_DIR = Path(__file__).parents[1].parent / "shared" / "data" / "uai"
+
 
 @pytest.fixture(scope="session")
 def uai_dir() -> Path:
-    """The shared UAI networks (../shared/data/uai next to the repository)."""
-    path = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "uai"
-    if not path.is_dir():
-        pytest.skip(f"shared UAI data not found at {path}")
-    return path
+    """The shared folder of real UAI networks (``../shared/data/uai`` from the repository)."""
+    if not UAI_DIR.is_dir():
+        pytest.skip(f"shared UAI data not found at {UAI_DIR}")
+    return UAI_DIR
+
+
+@dataclass
+class TinyNet:
+    """A network written out by hand: ``tables[f]`` is the flat list as written in the file."""
+
+    kind: str
+    cards: list[int]
+    scopes: list[tuple[int, ...]]
+    tables: list[list[float]]
+
+    def text(self) -> str:
+        lines = [self.kind, str(len(self.cards)), " ".join(map(str, self.cards))]
+        lines.append(str(len(self.scopes)))
+        # tabs and odd spacing on purpose: only the token stream matters
+        lines += ["\t".join(map(str, (len(s), *s))) for s in self.scopes]
+        for table in self.tables:
+            lines.append("")
+            lines.append(str(len(table)))
+            # two numbers per line, like the UAI'06 files
+            lines += [" ".join(map(repr, table[i : i + 2])) for i in range(0, len(table), 2)]
+        return "\n".join(lines) + "\n"
+
+    def write(self, directory: Path, name: str) -> Path:
+        path = directory / name
+        path.write_text(self.text())
+        return path
+
+    def entry(self, f: int, state: tuple[int, ...]) -> float:
+        """Table entry of factor f at a full state, via explicit row-major strides."""
+        index = 0
+        for v in self.scopes[f]:
+            index = index * self.cards[v] + state[v]
+        return self.tables[f][index]
+
+    def weight(self, state: tuple[int, ...]) -> float:
+        return math.prod(self.entry(f, state) for f in range(len(self.scopes)))
+
+    def states(self, evidence: dict[int, int] | None = None):
+        evidence = evidence or {}
+        for state in itertools.product(*(range(k) for k in self.cards)):
+            if all(state[v] == x for v, x in evidence.items()):
+                yield state
+
+    def brute_force(self, evidence: dict[int, int] | None = None):
+        """(log Z, marginals) by enumeration."""
+        z = 0.0
+        marg = [np.zeros(k) for k in self.cards]
+        for state in self.states(evidence):
+            w = self.weight(state)
+            z += w
+            for v, x in enumerate(state):
+                marg[v][x] += w
+        return math.log(z), [m / z for m in marg]
+
+
+# Five variables with cardinalities 2, 3, 2, 2, 3; an unsorted 3-variable scope, zeros, an
+# empty-scope (constant) factor and a variable (0) that appears only in one factor's middle.
+TINY_MARKOV = TinyNet(
+    kind="MARKOV",
+    cards=[2, 3, 2, 2, 3],
+    scopes=[(3,), (2, 0, 1), (4, 3), (1, 4), (), (0, 3)],
+    tables=[
+        [0.5, 2.0],
+        [1.0, 0.5, 2.0, 0.0, 1.5, 3.0, 0.2, 1.1, 0.0, 2.5, 0.7, 1.3],
+        [1.0, 0.0, 2.0, 0.5, 0.0, 4.0],
+        [1.0, 2.0, 0.0, 0.3, 1.0, 1.0, 2.0, 0.0, 0.6],
+        [2.5],
+        [1.2, 0.8, 0.4, 3.0],
+    ],
+)
+
+# Five variables; CPTs listed out of topological order; unsorted parent scopes, deterministic
+# rows and zeros. Layers: 0 -> 0, 3 -> 0, 1 -> 1, 2 -> 2, 4 -> 2 (2 and 4 have parents from
+# different model variables, so their group is built from two stacked CPTs).
+TINY_BAYES = TinyNet(
+    kind="BAYES",
+    cards=[2, 3, 2, 3, 2],
+    scopes=[(3, 1, 4), (1, 0, 2), (0,), (0, 1), (3,)],
+    tables=[
+        # P(x4 | x3, x1): 3 x 3 rows of 2
+        [0.9, 0.1, 0.5, 0.5, 0.0, 1.0, 0.3, 0.7, 1.0, 0.0, 0.2, 0.8, 0.6, 0.4, 0.1, 0.9, 0.5, 0.5],
+        # P(x2 | x1, x0): 3 x 2 rows of 2
+        [1.0, 0.0, 0.25, 0.75, 0.4, 0.6, 0.0, 1.0, 0.5, 0.5, 0.8, 0.2],
+        # P(x0)
+        [0.3, 0.7],
+        # P(x1 | x0)
+        [0.2, 0.5, 0.3, 0.6, 0.0, 0.4],
+        # P(x3)
+        [0.25, 0.25, 0.5],
+    ],
+)
+
+
+@pytest.fixture
+def tiny_markov() -> TinyNet:
+    return TINY_MARKOV
+
+
+@pytest.fixture
+def tiny_bayes() -> TinyNet:
+    return TINY_BAYES

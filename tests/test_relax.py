@@ -82,7 +82,35 @@ def switch_and_eq():
     return m, ["x", "z"]
 
 
-MULTILINEAR = [ising_chain, potts_mixture, bayes_net_with_zeros, switch_and_eq]
+def scalar_categorical_index():
+    with pm.Model() as m:
+        z = pm.Categorical("z", p=[0.2, 0.5, 0.3])
+        y = pm.Normal("y", mu=pm.math.constant(np.array([-2.0, 0.5, 3.0]))[z], sigma=1.5)
+        pm.Normal("obs", mu=y, sigma=1.0, observed=1.2)
+    return m, ["z"]
+
+
+def joined_cpts_with_zeros():
+    """Children whose CPT rows come from different parents, joined (as read_uai builds BAYES)."""
+    cpt_a = pt.as_tensor(np.array([[0.7, 0.3], [0.0, 1.0]]))
+    cpt_b = pt.as_tensor(np.array([[0.2, 0.8], [1.0, 0.0], [0.5, 0.5]]))
+    with pm.Model() as m:
+        a = pm.Bernoulli("a", p=0.4, shape=2)
+        b = pm.Categorical("b", p=[0.3, 0.3, 0.4], shape=1)
+        # P(c = 1 | parent) gathered from constant columns, then joined (read_uai's pattern)
+        p1 = pt.concatenate([cpt_a[:, 1][a], cpt_b[:, 1][b]], axis=0)
+        pm.Bernoulli("c", p=p1, shape=3)
+    return m, ["a", "b", "c"]
+
+
+MULTILINEAR = [
+    joined_cpts_with_zeros,
+    ising_chain,
+    potts_mixture,
+    bayes_net_with_zeros,
+    switch_and_eq,
+    scalar_categorical_index,
+]
 
 
 @pytest.mark.parametrize("factory", MULTILINEAR, ids=lambda f: f.__name__)

@@ -1,4 +1,4 @@
-"""Models: Ising/Potts lattices, the LSB segmentation posterior, and the papers' targets."""
+"""Models: Ising/Potts lattices, the LSB segmentation posterior, UAI networks."""
 
 from pymc_lbp.models.lattice import (
     LSB_CASES,
@@ -10,14 +10,46 @@ from pymc_lbp.models.lattice import (
     segmentation_field,
     segmentation_model,
 )
+from pymc_lbp.models.uai import (
+    ImpossibleEvidenceError,
+    TreewidthTooLargeError,
+    UAIFormatError,
+    UAINetwork,
+    exact_marginals,
+    log_partition,
+    read_evidence,
+    read_mar,
+    read_network,
+    read_pr,
+    read_uai,
+    uai_marginals,
+    uai_state_from_point,
+    uai_variable_map,
+    write_mar,
+)
 
 __all__ = [
     "LSB_CASES",
+    "ImpossibleEvidenceError",
+    "TreewidthTooLargeError",
+    "UAIFormatError",
+    "UAINetwork",
+    "exact_marginals",
     "ising_log_density",
     "ising_model",
     "lattice_edges",
+    "log_partition",
     "magnetisation",
     "potts_model",
+    "read_evidence",
+    "read_mar",
+    "read_network",
+    "read_pr",
+    "read_uai",
     "segmentation_field",
     "segmentation_model",
+    "uai_marginals",
+    "uai_state_from_point",
+    "uai_variable_map",
+    "write_mar",
 ]

@@ -1,0 +1,175 @@
+"""Shared benchmark plumbing: run a step through pm.sample, measure, write JSON and markdown.
+
+Conventions (docs/benchmarks.md):
+
+* ESS is ArviZ's bulk ESS of the Hamming distance to a fixed random reference state, over the
+  draws after tuning (DESIGN section 5).
+* Seconds are the wall time of the whole ``pm.sample`` call (tuning and draws, all chains, one
+  core), measured around it, so no work is left out.
+* Work is counted in logp evaluations; a gradient evaluation of the relaxed logp counts as one
+  more. PyMC's BinaryGibbsMetropolis makes 1 + (number of proposals) evaluations per sweep; its
+  proposals are Bernoulli(transit_p) per site, so we use the expectation 1 + 0.8 D.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pymc as pm
+
+from pymc_lbp.diagnostics import ess, hamming_trace
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+@dataclass
+class Run:
+    """One sampler run and what it measured."""
+
+    target: str
+    sampler: str
+    repeat: int
+    seconds: float
+    draws: int
+    tune: int
+    chains: int
+    ess: float
+    evals: float  # logp (+ gradient) evaluations over the whole run
+    accept: float | None = None
+    jump_distance: float | None = None
+
+    @property
+    def ess_per_second(self) -> float:
+        return self.ess / self.seconds
+
+    @property
+    def ess_per_kilo_eval(self) -> float:
+        return 1000.0 * self.ess / self.evals if self.evals else float("nan")
+
+
+def run_step(
+    model,
+    names: list[str],
+    make_step,
+    *,
+    target: str,
+    sampler: str,
+    repeat: int,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    gibbs_evals_per_draw: float | None = None,
+) -> Run:
+    """Sample ``model`` with ``make_step(value_vars)`` and measure ESS, time and work."""
+    with model:
+        step = make_step([model[n] for n in names])
+        start = time.perf_counter()
+        idata = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=1,
+            step=[step],
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+        seconds = time.perf_counter() - start
+    e = ess(hamming_trace(idata, names, seed=12345))
+    stats = getattr(idata, "sample_stats", None)
+    if stats is not None and "logp_evals" in stats:
+        evals_draws = float(stats["logp_evals"].sum() + stats["grad_evals"].sum())
+        evals = evals_draws * (draws + tune) / draws  # tuning draws cost the same
+        accept = float(stats["accept"].mean())
+        jump = float(stats["jump_distance"].mean())
+    else:
+        evals = float(gibbs_evals_per_draw or 0.0) * (draws + tune) * chains
+        accept = jump = None
+    return Run(target, sampler, repeat, seconds, draws, tune, chains, e, evals, accept, jump)
+
+
+def summarize(runs: list[Run], baseline: str) -> list[dict]:
+    """Median over repeats per (target, sampler), with ratios to ``baseline`` on the same target."""
+    rows = []
+    keys = sorted({(r.target, r.sampler) for r in runs}, key=lambda k: (k[0], k[1]))
+    med = {}
+    for key in keys:
+        rs = [r for r in runs if (r.target, r.sampler) == key]
+        med[key] = {
+            "ess": float(np.median([r.ess for r in rs])),
+            "seconds": float(np.median([r.seconds for r in rs])),
+            "ess_per_second": float(np.median([r.ess_per_second for r in rs])),
+            "ess_per_kilo_eval": float(np.median([r.ess_per_kilo_eval for r in rs])),
+            "accept": None if rs[0].accept is None else float(np.median([r.accept for r in rs])),
+            "jump_distance": None
+            if rs[0].jump_distance is None
+            else float(np.median([r.jump_distance for r in rs])),
+            "repeats": len(rs),
+        }
+    for (target, sampler), m in med.items():
+        base = med.get((target, baseline))
+        row = {"target": target, "sampler": sampler, **m}
+        if base:
+            row["ess_per_second_ratio"] = m["ess_per_second"] / max(base["ess_per_second"], 1e-12)
+            row["ess_per_eval_ratio"] = m["ess_per_kilo_eval"] / max(
+                base["ess_per_kilo_eval"], 1e-12
+            )
+        rows.append(row)
+    return rows
+
+
+def _fmt(v, digits=2):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def markdown_table(rows: list[dict], columns: list[tuple[str, str]]) -> str:
+    """A markdown table of ``rows`` with ``columns`` = [(key, header), ...]."""
+    head = "| " + " | ".join(h for _, h in columns) + " |"
+    sep = "|" + "|".join("---" for _ in columns) + "|"
+    body = ["| " + " | ".join(_fmt(r.get(k)) for k, _ in columns) + " |" for r in rows]
+    return "\n".join([head, sep, *body])
+
+
+def machine_info() -> dict:
+    """Where a benchmark ran."""
+    import os
+
+    import pytensor
+
+    return {
+        "python": platform.python_version(),
+        "pymc": pm.__version__,
+        "pytensor": pytensor.__version__,
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "blas_ldflags": pytensor.config.blas__ldflags,
+        "date": time.strftime("%Y-%m-%d"),
+    }
+
+
+def write_results(name: str, payload: dict, markdown: str) -> tuple[Path, Path]:
+    """Write ``docs/results/<name>.json`` and ``.md``."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    json_path = RESULTS / f"{name}.json"
+    md_path = RESULTS / f"{name}.md"
+
+    def default(o):
+        if isinstance(o, Run):
+            return asdict(o)
+        if isinstance(o, np.generic):
+            return o.item()
+        raise TypeError(type(o))
+
+    json_path.write_text(json.dumps(payload, indent=2, default=default))
+    md_path.write_text(markdown)
+    return json_path, md_path

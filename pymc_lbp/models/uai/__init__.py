@@ -1,0 +1,81 @@
+"""UAI networks: reading and writing the file family, exact inference, PyMC models."""
+
+from pymc_lbp.models.uai.errors import (
+    ImpossibleEvidenceError,
+    TreewidthTooLargeError,
+    UAIFormatError,
+)
+from pymc_lbp.models.uai.exact import (
+    EliminationPlan,
+    ExactResult,
+    elimination_plan,
+    exact_inference,
+    exact_marginals,
+    log_partition,
+    sample_exact,
+)
+from pymc_lbp.models.uai.io import (
+    parse_network,
+    read_evidence,
+    read_map,
+    read_mar,
+    read_network,
+    read_pr,
+    write_evidence,
+    write_map,
+    write_mar,
+    write_network,
+    write_pr,
+)
+from pymc_lbp.models.uai.model import (
+    UAIModelInfo,
+    VariableLocation,
+    read_uai,
+    uai_marginals,
+    uai_point_from_state,
+    uai_state_from_point,
+    uai_variable_map,
+)
+from pymc_lbp.models.uai.network import UAINetwork
+from pymc_lbp.models.uai.start import (
+    check_evidence_locally,
+    find_feasible_state,
+    forward_sample,
+    greedy_repair,
+)
+
+__all__ = [
+    "EliminationPlan",
+    "ExactResult",
+    "ImpossibleEvidenceError",
+    "TreewidthTooLargeError",
+    "UAIFormatError",
+    "UAIModelInfo",
+    "UAINetwork",
+    "VariableLocation",
+    "elimination_plan",
+    "check_evidence_locally",
+    "exact_inference",
+    "exact_marginals",
+    "find_feasible_state",
+    "forward_sample",
+    "greedy_repair",
+    "log_partition",
+    "parse_network",
+    "read_evidence",
+    "read_map",
+    "read_mar",
+    "read_network",
+    "read_pr",
+    "read_uai",
+    "sample_exact",
+    "uai_marginals",
+    "uai_point_from_state",
+    "uai_state_from_point",
+    "uai_variable_map",
+    "write_evidence",
+    "write_map",
+    "write_mar",
+    "write_network",
+    "write_pr",
+]

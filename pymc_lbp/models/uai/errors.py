@@ -1,0 +1,46 @@
+"""Exceptions raised by the UAI subpackage."""
+
+from __future__ import annotations
+
+__all__ = ["ImpossibleEvidenceError", "TreewidthTooLargeError", "UAIFormatError"]
+
+
+class UAIFormatError(ValueError):
+    """A UAI-family file (network, evidence, MAR, PR, MAP) is malformed.
+
+    The message names the file and the position (line and 1-based token number) of the offending
+    field.
+    """
+
+
+class ImpossibleEvidenceError(ValueError):
+    """The evidence (or the network itself) has probability zero, or appears to.
+
+    Attributes
+    ----------
+    definitive : bool
+        True when P(evidence) = 0 was established exactly (a factor fully fixed by the evidence
+        is zero, or exact elimination gave Z = 0); False when only the search for a state with
+        non-zero probability failed.
+    """
+
+    def __init__(self, message: str, *, definitive: bool = True) -> None:
+        super().__init__(message)
+        self.definitive = definitive
+
+
+class TreewidthTooLargeError(MemoryError):
+    """Exact elimination would need a table larger than the allowed size.
+
+    Attributes
+    ----------
+    table_size : int
+        Number of entries of the largest cluster table of the chosen elimination order.
+    induced_width : int
+        Induced width of that order (largest cluster scope minus one).
+    """
+
+    def __init__(self, message: str, *, table_size: int, induced_width: int) -> None:
+        super().__init__(message)
+        self.table_size = table_size
+        self.induced_width = induced_width

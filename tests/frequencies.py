@@ -1,0 +1,49 @@
+"""Comparing MCMC visit frequencies with exact probabilities, with thresholds from the run.
+
+Each state's indicator series gives a visit frequency; its standard error uses the exact
+probability p and ArviZ's effective sample size of the indicator,
+``se = sqrt(p (1 - p) / ess)``. The largest |z| over states is compared with a Bonferroni bound at
+family-wise level ``alpha`` (default 1e-3), so the threshold comes from the sample, not tuning.
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+from scipy import stats
+
+
+def state_indices(draws: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """Index into ``states`` of every draw; ``draws`` has shape (chain, draw, n_sites)."""
+    lookup = {tuple(s): k for k, s in enumerate(states)}
+    flat = draws.reshape(-1, draws.shape[-1])
+    idx = np.array([lookup[tuple(row)] for row in flat])
+    return idx.reshape(draws.shape[:2])
+
+
+def max_z_score(draws: np.ndarray, states: np.ndarray, probs: np.ndarray) -> tuple[float, float]:
+    """``(max |z|, Bonferroni critical value at 1e-3)`` of visit frequencies vs ``probs``."""
+    idx = state_indices(draws, states)
+    n_total = idx.size
+    zs = []
+    for k, p in enumerate(probs):
+        ind = (idx == k).astype(float)
+        if p == 0:
+            assert ind.sum() == 0, f"state {states[k]} has probability 0 but was visited"
+            continue
+        ess = float(az.ess(ind)) if 0 < ind.mean() < 1 else float(n_total)
+        if not np.isfinite(ess) or ess <= 0:
+            ess = float(n_total)
+        se = np.sqrt(p * (1 - p) / min(ess, n_total))
+        zs.append(abs(ind.mean() - p) / se)
+    crit = stats.norm.isf(1e-3 / (2 * len(zs)))
+    return float(max(zs)), float(crit)
+
+
+def posterior_draws(idata, names: list[str]) -> np.ndarray:
+    """Block states (chain, draw, n_sites) from the posterior group, variables concatenated."""
+    parts = []
+    for n in names:
+        v = idata.posterior[n].values
+        parts.append(v.reshape(v.shape[0], v.shape[1], -1))
+    return np.concatenate(parts, axis=-1).astype(np.int64)

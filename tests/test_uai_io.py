@@ -1,0 +1,275 @@
+"""Reading and writing UAI network, evidence, MAR, PR and MAP files."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from pymc_lbp.models.uai import (
+    UAIFormatError,
+    UAINetwork,
+    parse_network,
+    read_evidence,
+    read_map,
+    read_mar,
+    read_network,
+    read_pr,
+    write_evidence,
+    write_map,
+    write_mar,
+    write_network,
+    write_pr,
+)
+
+SHIPPED = [
+    "uai2014_mar/DBN_11.small.uai",
+    "uai2014_mar/Grids_12.uai",
+    "uai2014_mar/CSP_12.uai",
+    "uai2014_mar/Pedigree_11.uai",
+    "uai2014_mar/Promedus_11.uai",
+    "uai2014_mar/Alchemy_11.uai",
+    "uai2006_bn/BN_0.uai",
+    "uai2006_bn/BN_1.uai",
+    "uai2008_grid_bn/50-12-5.uai",
+    "uai2008_grid_bn/75-16-5.uai",
+]
+
+
+def test_tiny_markov_tables_follow_file_order(tmp_path, tiny_markov):
+    net = read_network(tiny_markov.write(tmp_path, "tiny.uai"))
+    assert net.kind == "MARKOV"
+    assert net.cards.tolist() == tiny_markov.cards
+    assert net.scopes == tiny_markov.scopes
+    for f, table in enumerate(net.tables):
+        assert table.shape == tuple(tiny_markov.cards[v] for v in tiny_markov.scopes[f])
+    # every entry agrees with the explicit row-major lookup (last scope variable fastest)
+    for state in tiny_markov.states():
+        for f, scope in enumerate(net.scopes):
+            assert net.tables[f][tuple(state[v] for v in scope)] == tiny_markov.entry(f, state)
+    assert net.path.name == "tiny.uai"
+
+
+def test_tiny_bayes_structure(tmp_path, tiny_bayes):
+    net = read_network(tiny_bayes.write(tmp_path, "tiny_bn.uai"))
+    assert net.kind == "BAYES"
+    assert net.cpt_children().tolist() == [4, 2, 0, 1, 3]
+    assert net.parents()[4] == (3, 1)
+    assert net.topological_layers().tolist() == [0, 1, 2, 0, 2]
+
+
+def test_log_factor_product_matches_brute_force(tmp_path, tiny_markov):
+    net = read_network(tiny_markov.write(tmp_path, "tiny.uai"))
+    states = np.array(list(tiny_markov.states()))
+    with np.errstate(divide="ignore"):
+        expected = np.log([tiny_markov.weight(tuple(s)) for s in states])
+    np.testing.assert_allclose(net.log_factor_product(states), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_write_network_round_trips(tmp_path, tiny_bayes):
+    net = read_network(tiny_bayes.write(tmp_path, "a.uai"))
+    write_network(tmp_path / "b.uai", net)
+    again = read_network(tmp_path / "b.uai")
+    assert again.kind == net.kind and again.scopes == net.scopes
+    for a, b in zip(net.tables, again.tables, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_reads_every_shipped_network(uai_dir, name):
+    path = uai_dir / name
+    net = read_network(path)
+    assert net.n_vars == net.cards.size and net.n_factors == len(net.tables)
+    for scope, table in zip(net.scopes, net.tables, strict=True):
+        assert table.shape == tuple(net.cards[list(scope)])
+    evid = path.with_name(path.name + ".evid")
+    if evid.exists():
+        read_evidence(evid, net)
+    mar = read_mar(path.with_name(path.name + ".MAR"))
+    assert [m.size for m in mar] == net.cards.tolist()
+    map_path = path.with_name(path.name + ".MAP")
+    if map_path.exists():
+        state = read_map(map_path, net)
+        assert np.isfinite(net.log_factor_product(state))
+
+
+def test_grid_bn_is_child_last(uai_dir):
+    """In BAYES files each run of card(child) numbers is a distribution (rows sum to 1)."""
+    net = read_network(uai_dir / "uai2008_grid_bn" / "50-12-5.uai")
+    for table in net.tables:
+        np.testing.assert_allclose(table.sum(axis=-1), 1.0, atol=1e-5)
+
+
+def test_parse_is_fast_for_thousands_of_variables():
+    n = 5000
+    rng = np.random.default_rng(0)
+    edges = [(i, i + 1) for i in range(n - 1)]
+    parts = ["MARKOV", str(n), " ".join(["2"] * n), str(n + len(edges))]
+    parts += [f"1 {i}" for i in range(n)] + [f"2 {a} {b}" for a, b in edges]
+    for _ in range(n):
+        parts.append("2 " + " ".join(f"{x:.6g}" for x in rng.random(2)))
+    for _ in edges:
+        parts.append("4 " + " ".join(f"{x:.6e}" for x in rng.random(4)))
+    text = "\n".join(parts)
+    t0 = time.perf_counter()
+    net = parse_network(text)
+    elapsed = time.perf_counter() - t0
+    assert net.n_vars == n and net.n_factors == 2 * n - 1
+    assert elapsed < 5.0  # generous: shared CI machines; typically ~0.2 s
+
+
+# --------------------------------------------------------------------------- malformed input
+GOOD = "MARKOV\n3\n2 2 3\n2\n2 0 1\n1 2\n\n4\n1 2 3 4\n3\n0.5 0.5 1e-3\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("", "empty file"),
+        ("MARKOVV\n1\n2\n0\n", r"line 1, token 1 \('MARKOVV'\): unknown network type"),
+        (GOOD.replace("0.5 0.5 1e-3", "0.5 0.5"), "file ends inside table of factor 1"),
+        (
+            GOOD.replace("\n4\n1 2 3 4", "\n5\n1 2 3 4"),
+            r"line 8, token 12.*table size of factor 0 is 5",
+        ),
+        (GOOD.replace("2 2 3", "2 3 3"), r"needs 6 entries"),
+        (GOOD.replace("2 2 3", "2 0 3"), r"line 3, token 4.*cardinalities.*>= 1, got 0"),
+        (
+            GOOD.replace("1 2\n", "1 7\n"),
+            r"line 6, token 11.*scope of factor 1: 7 is out of range 0\.\.2",
+        ),
+        (GOOD.replace("0.5 0.5", "0.5 -0.5"), r"line 11, token 19.*negative entry"),
+        (
+            GOOD.replace("1 2 3 4", "1 2 x3 4"),
+            r"line 9, token 15 \('x3'\): non-numeric token in table of factor 0",
+        ),
+        (GOOD.replace("\n2\n2 0 1", "\n2.5\n2 0 1"), r"number of factors: expected an integer"),
+        (GOOD + "7\n", r"line 12, token 21.*extra tokens after the last table"),
+        (GOOD.replace("2 0 1", "2 1 1"), "repeats a variable"),
+        (GOOD.replace("1e-3", "nan"), "NaN in table of factor 1"),
+    ],
+)
+def test_malformed_network(tmp_path, text, pattern):
+    path = tmp_path / "bad.uai"
+    path.write_text(text)
+    with pytest.raises(UAIFormatError, match=pattern) as err:
+        read_network(path)
+    assert "bad.uai" in str(err.value)
+
+
+def test_bayes_with_two_cpts_for_one_child(tmp_path):
+    path = tmp_path / "bad_bn.uai"
+    path.write_text("BAYES\n2\n2 2\n2\n1 0\n1 0\n2\n0.5 0.5\n2\n0.1 0.9\n")
+    with pytest.raises(UAIFormatError, match=r"bad_bn.uai.*variable 0 is the last .* of 2"):
+        read_network(path)
+
+
+def test_bayes_with_cycle(tmp_path):
+    path = tmp_path / "cyc.uai"
+    path.write_text("BAYES\n2\n2 2\n2\n2 1 0\n2 0 1\n4\n.5 .5 .5 .5\n4\n.5 .5 .5 .5\n")
+    with pytest.raises(UAIFormatError, match="cycle"):
+        read_network(path)
+
+
+def test_network_constructor_validates():
+    with pytest.raises(ValueError, match="table shape"):
+        UAINetwork("MARKOV", [2, 2], [(0, 1)], [np.ones(3)])
+    with pytest.raises(ValueError, match="unknown network kind"):
+        UAINetwork("FOO", [2], [], [])
+
+
+# --------------------------------------------------------------------------- evidence
+@pytest.fixture
+def net3(tmp_path):
+    path = tmp_path / "net3.uai"
+    path.write_text(GOOD)
+    return read_network(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0", {}),  # single byte, no newline (UAI 2014 files)
+        ("", {}),
+        ("1\n2\t1\n", {2: 1}),  # UAI 2008 grid form with tabs
+        ("2 2 2 0 1", {0: 1, 2: 2}),
+        ("1 2 2 2 0 1", {0: 1, 2: 2}),  # leading sample count
+        ("1 0", {}),
+    ],
+)
+def test_evidence_forms(tmp_path, net3, text, expected):
+    path = tmp_path / "e.evid"
+    path.write_text(text)
+    assert read_evidence(path, net3) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "pattern"),
+    [
+        ("1 3 0", r"line 1, token 2.*evidence variable: 3 is out of range 0\.\.2"),
+        ("1 1 2", r"token 3.*value of evidence variable 1: 2 is out of range 0\.\.1"),
+        ("2 0 1", r"2 evidence variables need 4 numbers after the count, found 2"),
+        ("2 0 1 1 1 1", r"leading evidence-sample count must be 1"),
+        ("2 0 1 0 0", "variable 0 is given twice"),
+        ("1 a 1", "non-numeric token"),
+    ],
+)
+def test_malformed_evidence(tmp_path, net3, text, pattern):
+    path = tmp_path / "bad.evid"
+    path.write_text(text)
+    with pytest.raises(UAIFormatError, match=pattern) as err:
+        read_evidence(path, net3)
+    assert "bad.evid" in str(err.value)
+
+
+def test_evidence_mapping(net3):
+    assert read_evidence({2: 2, 0: 1}, net3) == {0: 1, 2: 2}
+    assert read_evidence(None, net3) == {}
+    with pytest.raises(ValueError, match="evidence variable 5"):
+        read_evidence({5: 0}, net3)
+    with pytest.raises(ValueError, match="value 2 of variable 0"):
+        read_evidence({0: 2}, net3)
+
+
+def test_write_evidence_round_trips(tmp_path, net3):
+    write_evidence(tmp_path / "e.evid", {2: 1, 0: 0})
+    assert read_evidence(tmp_path / "e.evid", net3) == {0: 0, 2: 1}
+
+
+# --------------------------------------------------------------------------- MAR, PR, MAP
+def test_mar_round_trip(tmp_path):
+    marginals = [np.array([0.25, 0.75]), np.array([1 / 3, 1 / 6, 0.5]), np.array([1.0])]
+    write_mar(tmp_path / "x.MAR", marginals)
+    text = (tmp_path / "x.MAR").read_text()
+    assert text.startswith("MAR\n3 2 0.25 0.75 3 ")
+    back = read_mar(tmp_path / "x.MAR")
+    for a, b in zip(marginals, back, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9)
+
+
+def test_mar_errors(tmp_path):
+    path = tmp_path / "bad.MAR"
+    path.write_text("MAR\n2 2 0.5 0.5 3 0.2 0.8\n")
+    with pytest.raises(UAIFormatError, match=r"bad.MAR.*marginal of variable 1"):
+        read_mar(path)
+    path.write_text("PR\n1.0\n")
+    with pytest.raises(UAIFormatError, match="expected the header 'MAR'"):
+        read_mar(path)
+
+
+def test_pr_and_map(tmp_path, net3):
+    write_pr(tmp_path / "x.PR", -17.2155)
+    assert read_pr(tmp_path / "x.PR") == pytest.approx(-17.2155)
+    write_map(tmp_path / "x.MAP", [1, 0, 2])
+    assert read_map(tmp_path / "x.MAP", net3).tolist() == [1, 0, 2]
+    (tmp_path / "y.MAP").write_text("MAP\n3 1 0 3\n")
+    with pytest.raises(UAIFormatError, match=r"token 5.*variable 2 is outside 0\.\.2"):
+        read_map(tmp_path / "y.MAP", net3)
+    (tmp_path / "z.MAP").write_text("MAP\n2 1 0\n")
+    with pytest.raises(UAIFormatError, match="2 values but the network has 3"):
+        read_map(tmp_path / "z.MAP", net3)
+
+
+def test_shipped_pr_is_log10(uai_dir):
+    assert read_pr(uai_dir / "uai2014_mar" / "Grids_12.uai.PR") == pytest.approx(303.086)
