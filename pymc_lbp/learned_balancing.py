@@ -172,7 +172,13 @@ class MixtureBalancing(BalancingParametrization):
         return 0.5 * d + 0.5 * u + lib.log(poly)
 
     def _log_g_np(self, d, params):
-        return self._mixture(d, self.weights(params), np)
+        params = np.asarray(params, dtype=float)
+        key = params.tobytes()
+        cached = getattr(self, "_weights_cache", None)
+        if cached is None or cached[0] != key:
+            cached = (key, self.weights(params))
+            self._weights_cache = cached
+        return self._mixture(d, cached[1], np)
 
     def _log_g_pt(self, d, params):
         return self._mixture(d, pt.special.softmax(params), pt)
@@ -236,7 +242,11 @@ class NeuralBalancing(BalancingParametrization):
         return table
 
     def _log_g_np(self, d, params):
-        return 0.5 * d + np.interp(np.abs(d), self.grid, self.even_part(params))
+        table = self.even_part(params)
+        pos = np.minimum(np.abs(d), D_CLIP) * GRID_DENSITY
+        idx = np.minimum(pos.astype(np.int64), self.grid.size - 2)
+        frac = pos - idx
+        return 0.5 * d + (1.0 - frac) * table[idx] + frac * table[idx + 1]
 
     def _log_g_pt(self, d, params):
         grid = pt.constant(self.grid)

@@ -149,6 +149,10 @@ class BalancingLearner:
             )
         return self._fn
 
+    def compile(self) -> None:
+        """Build the compiled update now (it is otherwise built on first use)."""
+        _ = self.fn
+
     def __getstate__(self):
         # the compiled function is rebuilt (from pytensor's cache) after unpickling
         state = self.__dict__.copy()

@@ -198,6 +198,7 @@ class SelfBalancing(DiscreteStep):
         self.learner = BalancingLearner(
             self.parametrization, self.learning_rate, max_grad_norm=max_grad_norm, mode=mode
         )
+        self.learner.compile()  # now (cached per process), not inside the first tuning step
         self._adam = AdamState.fresh(self._initial_params)
         self._version = 0
         self._lq_cache: list = []
@@ -337,22 +338,7 @@ class SelfBalancing(DiscreteStep):
             self._p_logp = np.full(n, logp)
             self._p_deltas = np.tile(deltas, (n, 1))
         records = [] if chain_record is None else [chain_record]
-        per_logp = self.differences.logp_evals_per_call
-        per_grad = self.differences.grad_evals_per_call
-        for i in range(self.n_particles):
-            # copies: the record keeps deltas_x, and the particle rows are overwritten in place
-            res, rec = self._transition(
-                self._p_x[i].copy(), self._p_logp[i], self._p_deltas[i].copy()
-            )
-            if res.evaluated:
-                self._extra_logp_evals += per_logp
-                self._extra_grad_evals += per_grad
-            if res.accepted:
-                self._p_x[i] = res.x
-                self._p_logp[i] = res.logp
-                self._p_deltas[i] = res.deltas
-            if rec is not None:
-                records.append(rec)
+        records += self._advance_particles()
         if not records:
             return float("nan")
         if self.particle_weights == "target":
@@ -373,6 +359,63 @@ class SelfBalancing(DiscreteStep):
         self._adam, loss, _ = self.learner.update(self._adam, batch)
         self._version += 1
         return loss
+
+    def _advance_particles(self) -> list[_Transition]:
+        """One MH step of every particle (the proposal math vectorised over particles)."""
+        layout = self.layout
+        px, plogp, pdeltas = self._p_x, self._p_logp, self._p_deltas
+        n = px.shape[0]
+        params = self._adam.params
+        log_w = self.parametrization.log_g(pdeltas, params)
+        top = np.max(log_w, axis=1)
+        movable = np.isfinite(top)
+        top = np.where(movable, top, 0.0)
+        cdf = np.cumsum(np.exp(log_w - top[:, None]), axis=1)
+        u = self.rng.random(n) * cdf[:, -1]
+        slot = np.minimum(np.sum(cdf <= u[:, None], axis=1), layout.n_slots - 1)
+        with np.errstate(divide="ignore"):
+            log_q_fwd = log_w[np.arange(n), slot] - (top + np.log(cdf[:, -1]))
+        ys = px.copy()
+        sites = layout.slot_site[slot]
+        reverse = np.empty(n, dtype=np.int64)
+        logp_y = np.full(n, -np.inf)
+        deltas_y = pdeltas.copy()
+        per_logp = self.differences.logp_evals_per_call
+        per_grad = self.differences.grad_evals_per_call
+        for i in np.flatnonzero(movable):
+            old = int(px[i, sites[i]])
+            ys[i, sites[i]] = layout.new_value(px[i], slot[i])
+            reverse[i] = layout.reverse_slot(slot[i], old)
+            logp_y[i], deltas_y[i] = self.differences(ys[i])
+            self._extra_logp_evals += per_logp
+            self._extra_grad_evals += per_grad
+        log_w_y = self.parametrization.log_g(deltas_y, params)
+        top_y = np.max(log_w_y, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_z_y = top_y + np.log(np.sum(np.exp(log_w_y - top_y[:, None]), axis=1))
+            log_q_rev = log_w_y[np.arange(n), np.where(movable, reverse, 0)] - log_z_y
+            log_ratio = logp_y - plogp + log_q_rev - log_q_fwd
+        feasible = movable & np.isfinite(logp_y) & np.isfinite(log_q_rev)
+        log_ratio = np.where(feasible & np.isfinite(log_ratio), log_ratio, -np.inf)
+        accepted = self.rng.random(n) < np.exp(np.minimum(log_ratio, 0.0))
+        records = []
+        for i in np.flatnonzero(movable):
+            ok = bool(feasible[i])
+            records.append(
+                _Transition(
+                    pdeltas[i].copy(),
+                    deltas_y[i] if ok else pdeltas[i].copy(),
+                    int(slot[i]),
+                    int(reverse[i]) if ok else int(slot[i]),
+                    float(logp_y[i] - plogp[i]) if ok else 0.0,
+                    ok,
+                    float(plogp[i]),
+                )
+            )
+        px[accepted] = ys[accepted]
+        plogp[accepted] = logp_y[accepted]
+        pdeltas[accepted] = deltas_y[accepted]
+        return records
 
     # -- stats ----------------------------------------------------------------------------------
     def astep(self, q0):
