@@ -309,6 +309,10 @@ class SelfBalancing(DiscreteStep):
             self._lq_cache = [(deltas, self._version, prep), (deltas_y, self._version, prep_y)]
         log_ratio = mh_log_ratio(logp, logp_y, log_w[slot] - log_z, log_q_rev)
         prob, accepted = mh_accept(log_ratio, self.rng)
+        if not self.tune:  # frozen: nothing to learn from this transition
+            if accepted:
+                return StepResult(y, logp_y, deltas_y, prob, True), None
+            return StepResult(x, logp, deltas, prob, False), None
         feasible = bool(np.isfinite(logp_y) and np.isfinite(log_q_rev))
         record = _Transition(
             deltas,
