@@ -8,6 +8,9 @@ STAMP  := $(VENV)/.installed
 # We install Debian's OpenBLAS (scripts/ensure_blas.sh) and point pytensor at it.
 comma := ,
 export PYTENSOR_FLAGS := blas__ldflags=-lopenblas$(if $(PYTENSOR_FLAGS),$(comma)$(PYTENSOR_FLAGS),)
+# Our dot products are small matrix-vector products: OpenBLAS threads cost more than they gain
+# (docs/blas.md), and pm.sample(cores=...) already runs chains in parallel.
+export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: demo test lint bench clean
 

@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pymc as pm  # noqa: E402
+import xarray as xr  # noqa: E402
 
 from pymc_lbp import GibbsWithGradients  # noqa: E402
 from pymc_lbp.diagnostics import ess, hamming_trace  # noqa: E402
@@ -78,10 +79,17 @@ def main(argv=None) -> None:
         print(f"{sampler:>24}: {seconds:6.1f} s, ESS(Hamming) {e:7.1f}, ESS/s {e / seconds:6.2f}")
 
     idata = results["gibbs_with_gradients"][0]
-    print("\nArviZ summary of four pixels (GibbsWithGradients):")
-    coords = {"x_dim_0": [3, 15], "x_dim_1": [7, 15]}  # background, edge and foreground pixels
+    # the four most uncertain pixels (posterior mean closest to 1/2): the object's boundary
+    x = idata.posterior["x"]
+    mean = x.mean(("chain", "draw")).values
+    flat = np.argsort(np.abs(mean - 0.5), axis=None)[:4]
+    rows, cols = np.unravel_index(flat, mean.shape)
+    pixels = x.isel(
+        x_dim_0=xr.DataArray(rows, dims="pixel"), x_dim_1=xr.DataArray(cols, dims="pixel")
+    ).assign_coords(pixel=[f"{r},{c}" for r, c in zip(rows, cols, strict=True)])
+    print("\nArviZ summary of the four most uncertain pixels (GibbsWithGradients):")
     with pd.option_context("display.width", 120, "display.max_columns", 20):
-        print(az.summary(idata, var_names=["x"], coords=coords))
+        print(az.summary(pixels.to_dataset(name="x")))
     stats = idata.sample_stats
     print(
         f"\nmean acceptance {float(stats['accept'].mean()):.3f}, "

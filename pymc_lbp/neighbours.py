@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
 from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace, vectorize_graph
@@ -60,12 +61,12 @@ SUPPORTED = (
 )
 
 
-def _integer_bounds(op, params) -> tuple[Variable | float, Variable | float] | None:
-    """Support ``[lower, upper]`` of an integer-valued RV as graphs of its parameters."""
-    from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
+def integer_support(op, params) -> tuple[Variable | float, Variable | float] | None:
+    """Support ``[lower, upper]`` of an integer-valued RV as graphs of its parameters.
 
-    name = type(op).__name__
-    if isinstance(op, PoissonRV | NegBinomialRV) or isinstance(op, DiscreteWeibullRV):
+    Returns None for distributions pymc_lbp does not support.
+    """
+    if isinstance(op, PoissonRV | NegBinomialRV | DiscreteWeibullRV):
         return 0.0, np.inf
     if isinstance(op, GeometricRV):
         return 1.0, np.inf
@@ -76,7 +77,6 @@ def _integer_bounds(op, params) -> tuple[Variable | float, Variable | float] | N
     if isinstance(op, HyperGeometricRV):
         N, k, n = params
         return pt.maximum(0, n - N + k), pt.minimum(k, n)
-    del name
     return None
 
 
@@ -154,7 +154,7 @@ def describe_block(model, value_vars, initial_point) -> list[VariableSpec]:
             bounds = None
             if hasattr(op, "dist_params"):
                 params = model.replace_rvs_by_values(list(op.dist_params(rv.owner)))
-                bounds = _integer_bounds(op, params)
+                bounds = integer_support(op, params)
             if bounds is None:
                 raise ValueError(
                     f"Variable {rv.name!r} has distribution {type(op).__name__}, which pymc_lbp "
@@ -218,10 +218,6 @@ class BlockLayout:
         )
         return new, valid
 
-    def site_valid_mask(self, x: np.ndarray) -> np.ndarray:
-        """Validity of every slot at ``x``."""
-        return self.candidates(x)[1]
-
     def new_value(self, x: np.ndarray, slot: int) -> int:
         """Value that slot ``slot`` gives its site from state ``x``."""
         site = self.slot_site[slot]
@@ -260,6 +256,50 @@ def block_state_graph(specs: list[VariableSpec], x: Variable) -> dict[Variable, 
         piece = x[spec.offset : spec.offset + spec.size].reshape(spec.shape)
         replace[spec.value_var] = pt.cast(piece, spec.value_var.dtype)
     return replace
+
+
+def _unblock_gathers(out: Variable) -> Variable:
+    """Replace batched gathers from unbatched tables by plain advanced indexing.
+
+    ``vectorize_graph`` wraps ``table[i, j]`` with batched index arrays in a ``Blockwise``, which
+    loops in Python over the batch. When the table itself has no batch dimension (its leading
+    axes are broadcastable) and every index is an array, NumPy's broadcasting of index arrays
+    does the batching: ``table[I, J]`` with ``I, J`` of shape ``(B, ...)`` is the batched gather.
+    """
+    from pytensor.graph.replace import graph_replace
+    from pytensor.graph.traversal import graph_inputs, io_toposort
+    from pytensor.tensor.blockwise import Blockwise
+    from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
+
+    replace = {}
+    for node in io_toposort(graph_inputs([out]), [out]):
+        op = node.op
+        if not (
+            isinstance(op, Blockwise)
+            and isinstance(op.core_op, AdvancedSubtensor | AdvancedSubtensor1)
+            and all(isinstance(i.type, pt.TensorType) for i in node.inputs)
+        ):
+            continue
+        table, *indices = node.inputs
+        n_batch = (
+            node.outputs[0].ndim
+            - op.core_op.make_node(
+                *[pt.tensor(dtype=i.dtype, shape=(None,) * (i.ndim - 1)) for i in node.inputs]
+            )
+            .outputs[0]
+            .ndim
+        )
+        if n_batch != 1 or table.type.shape[0] != 1 or any(i.ndim < 1 for i in indices):
+            continue
+        core_table = table[0]
+        # index arrays broadcast from the right: pad each after its batch axis to equal rank
+        rank = max(i.ndim for i in indices)
+        indices = [i.dimshuffle(0, *(["x"] * (rank - i.ndim)), *range(1, i.ndim)) for i in indices]
+        if isinstance(op.core_op, AdvancedSubtensor1):
+            replace[node.outputs[0]] = core_table[indices[0]]
+        else:
+            replace[node.outputs[0]] = core_table[tuple(indices)]
+    return graph_replace(out, replace) if replace else out
 
 
 class Differences:
@@ -360,7 +400,7 @@ class ExactDifferences(Differences):
         batch = pt.repeat(self._x[None, :], sites.shape[0], axis=0)
         batch = pt.set_subtensor(batch[pt.arange(sites.shape[0]), sites], values)
         X = pt.matrix("X", dtype="int64")
-        logp_batch = vectorize_graph(logp, replace={self._x: X})
+        logp_batch = _unblock_gathers(vectorize_graph(logp, replace={self._x: X}))
         logp_batch = clone_replace(logp_batch, replace={X: batch})
         self._fn = pm_compile(
             [self._x, sites, values],

@@ -47,3 +47,48 @@ def posterior_draws(idata, names: list[str]) -> np.ndarray:
         v = idata.posterior[n].values
         parts.append(v.reshape(v.shape[0], v.shape[1], -1))
     return np.concatenate(parts, axis=-1).astype(np.int64)
+
+
+def marginal_z_scores(
+    draws: dict[int, np.ndarray], exact: list[np.ndarray], alpha: float = 1e-3
+) -> tuple[np.ndarray, float, list[tuple[int, int, float, float]]]:
+    """z-scores of per-variable marginal frequencies against exact marginals.
+
+    Parameters
+    ----------
+    draws : dict of int to numpy.ndarray
+        Per network variable, its ``(chain, draw)`` values.
+    exact : list of numpy.ndarray
+        Exact marginal of every network variable.
+    alpha : float
+        Family-wise level of the Bonferroni bound.
+
+    Returns
+    -------
+    zs : numpy.ndarray
+        ``|freq - p| / sqrt(p (1 - p) / ess)`` for every tested entry: each category of each
+        variable with ``0 < p < 1`` (binary variables: category 1 only, category 0 is the same
+        test), ``ess`` ArviZ's bulk ESS of the indicator series (the number of draws when the
+        series is constant or ArviZ gives no finite value).
+    crit : float
+        Two-sided Bonferroni critical value at ``alpha`` over the tested entries.
+    violations : list of (variable, category, p, freq)
+        Entries with exact ``p`` in {0, 1} whose frequency differs from ``p``.
+    """
+    zs, violations = [], []
+    for v, x in draws.items():
+        probs = exact[v]
+        cats = [1] if probs.size == 2 else range(probs.size)
+        for k in cats:
+            ind = (x == k).astype(float)
+            p, freq = float(probs[k]), float(ind.mean())
+            if p in (0.0, 1.0):
+                if freq != p:
+                    violations.append((v, k, p, freq))
+                continue
+            ess = float(az.ess(ind)) if 0 < freq < 1 else float(ind.size)
+            if not np.isfinite(ess) or ess <= 0:
+                ess = float(ind.size)
+            zs.append(abs(freq - p) / np.sqrt(p * (1 - p) / min(ess, ind.size)))
+    crit = float(stats.norm.isf(alpha / (2 * max(len(zs), 1))))
+    return np.array(zs), crit, violations

@@ -28,6 +28,7 @@ from pymc_lbp.neighbours import (
     ExactDifferences,
     GradientDifferences,
     describe_block,
+    integer_support,
 )
 from pymc_lbp.relax import NotRelaxableError
 
@@ -53,15 +54,13 @@ class DiscreteStepState(StepMethodState):
 
 
 def _supported_rv(rv) -> bool:
-    from pymc_lbp.neighbours import _integer_bounds
-
     op = getattr(rv.owner, "op", None)
     if isinstance(op, BernoulliRV | CategoricalRV):
         return True
     if op is None or not rv.dtype.startswith("int") or not hasattr(op, "dist_params"):
         return False
     try:
-        return _integer_bounds(op, op.dist_params(rv.owner)) is not None
+        return integer_support(op, op.dist_params(rv.owner)) is not None
     except Exception:  # noqa: BLE001 - an exotic op is simply not ours
         return False
 

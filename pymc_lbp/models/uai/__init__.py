@@ -14,6 +14,7 @@ from pymc_lbp.models.uai.exact import (
     log_partition,
     sample_exact,
 )
+from pymc_lbp.models.uai.generate import grid_bn
 from pymc_lbp.models.uai.io import (
     parse_network,
     read_evidence,
@@ -60,6 +61,7 @@ __all__ = [
     "find_feasible_state",
     "forward_sample",
     "greedy_repair",
+    "grid_bn",
     "log_partition",
     "parse_network",
     "read_evidence",

@@ -1,0 +1,437 @@
+"""Command line: ``python -m pymc_lbp mar NETWORK.uai [options] -o OUT.MAR``.
+
+``mar`` builds the PyMC model of a UAI network (:func:`pymc_lbp.models.uai.read_uai`), samples it
+with one of the samplers in :data:`SAMPLERS` through ``pm.sample`` (PyMC's progress bar), writes
+the per-variable marginal frequencies in the UAI ``MAR`` format and prints a short ArviZ-based
+summary. With ``--exact`` it writes the exact marginals (bucket-tree elimination) instead.
+
+Exit codes (:data:`EXIT_CODES`):
+
+=====  ======================================================================
+0      success
+1      sampling failed (e.g. PyMC raised a SamplingError)
+2      usage error (bad or missing arguments; argparse)
+3      a file is missing or cannot be read or written
+4      a file is malformed (UAIFormatError: the message names file, line, token)
+5      the evidence is impossible (probability zero)
+6      ``--exact`` is infeasible: the elimination table would be too large
+=====  ======================================================================
+
+Every error is printed as one line ``pymc_lbp: error: ...`` on stderr, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["EXIT_CODES", "SAMPLERS", "build_parser", "default_steps_per_draw", "main", "make_steps"]
+
+EXIT_OK = 0
+EXIT_SAMPLING = 1
+EXIT_USAGE = 2
+EXIT_FILE = 3
+EXIT_FORMAT = 4
+EXIT_IMPOSSIBLE = 5
+EXIT_INFEASIBLE = 6
+
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "success",
+    EXIT_SAMPLING: "sampling failed",
+    EXIT_USAGE: "usage error (bad or missing arguments)",
+    EXIT_FILE: "a file is missing or cannot be read or written",
+    EXIT_FORMAT: "a file is malformed (the message names the file, line and token)",
+    EXIT_IMPOSSIBLE: "the evidence is impossible (probability zero)",
+    EXIT_INFEASIBLE: "--exact is infeasible (the elimination table would be too large)",
+}
+
+#: A sampler factory: ``factory(value_vars, steps_per_draw) -> step or list of steps``, called
+#: inside the model context with the model's free (discrete) variables.
+SamplerFactory = Callable[[list, int], Any]
+
+
+def _gibbs_with_gradients(vars: list, steps_per_draw: int) -> Any:
+    from pymc_lbp import GibbsWithGradients
+
+    return GibbsWithGradients(vars, steps_per_draw=steps_per_draw)
+
+
+def _locally_balanced(vars: list, steps_per_draw: int) -> Any:
+    from pymc_lbp import LocallyBalanced
+
+    return LocallyBalanced(vars, differences="exact", steps_per_draw=steps_per_draw)
+
+
+def _pymc_gibbs(vars: list, steps_per_draw: int) -> list:
+    """PyMC's own choice for these variables (what ``pm.sample()`` assigns with no ``step``):
+    BinaryGibbsMetropolis for the Bernoulli ones, CategoricalGibbsMetropolis for the others; one
+    draw is one sweep over all sites, so ``steps_per_draw`` is ignored."""
+    import pymc as pm
+
+    binary = [v for v in vars if _is_bernoulli(v)]
+    other = [v for v in vars if not _is_bernoulli(v)]
+    steps = []
+    if binary:
+        steps.append(pm.BinaryGibbsMetropolis(binary))
+    if other:
+        steps.append(pm.CategoricalGibbsMetropolis(other))
+    return steps
+
+
+def _is_bernoulli(var: Any) -> bool:
+    """Whether a random variable (or its value variable) is a Bernoulli."""
+    import pymc as pm
+    from pytensor.tensor.random.basic import BernoulliRV
+
+    rv = pm.modelcontext(None).values_to_rvs.get(var, var)
+    return rv.owner is not None and isinstance(rv.owner.op, BernoulliRV)
+
+
+#: The samplers of ``--sampler`` (and of ``benchmarks/uai_marginals.py``): name -> factory.
+#: Adding one is one line.
+SAMPLERS: dict[str, SamplerFactory] = {
+    "gibbs_with_gradients": _gibbs_with_gradients,
+    "locally_balanced": _locally_balanced,
+    "pymc_gibbs": _pymc_gibbs,
+}
+DEFAULT_SAMPLER = "gibbs_with_gradients"
+
+
+class CLIError(Exception):
+    """An error the command line reports as one line, with its exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def default_steps_per_draw(n_sites: int) -> int:
+    """Default MH steps per draw: half the number of free sites (at least 1).
+
+    A single-site step of ``GibbsWithGradients`` costs one logp and one gradient evaluation, so
+    ``n_sites / 2`` steps cost about as many evaluations as one Gibbs sweep.
+    """
+    return max(1, math.ceil(n_sites / 2))
+
+
+def make_steps(name: str, vars: list, steps_per_draw: int) -> list:
+    """The steps of sampler ``name`` for ``vars`` (inside the model context), as a list."""
+    try:
+        factory = SAMPLERS[name]
+    except KeyError:
+        raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}") from None
+    steps = factory(vars, steps_per_draw)
+    return list(steps) if isinstance(steps, list | tuple) else [steps]
+
+
+# --------------------------------------------------------------------------- argument parsing
+def _exit_code_epilog() -> str:
+    lines = ["exit codes:"]
+    lines += [f"  {code}  {text}" for code, text in EXIT_CODES.items()]
+    return "\n".join(lines)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m pymc_lbp`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pymc_lbp",
+        description="pymc_lbp command line: sample UAI networks with PyMC.",
+        epilog=_exit_code_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    mar = sub.add_parser(
+        "mar",
+        help="marginals of a UAI network (sampled, or exact) written as a MAR file",
+        description=(
+            "Sample a UAI network with pm.sample and write the per-variable marginal "
+            "frequencies in the UAI MAR format (or, with --exact, the exact marginals). "
+            "Evidence variables are fixed and written as 0/1 deltas."
+        ),
+        epilog=_exit_code_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    mar.add_argument("network", metavar="NETWORK.uai", help="the network file")
+    mar.add_argument("-o", "--output", metavar="OUT.MAR", required=True, help="MAR file to write")
+    mar.add_argument("--evidence", metavar="FILE", help="evidence file (.evid); default: none")
+    mar.add_argument(
+        "--sampler",
+        choices=sorted(SAMPLERS),
+        default=DEFAULT_SAMPLER,
+        help=f"sampler (default: {DEFAULT_SAMPLER}; pymc_gibbs is PyMC's own "
+        "BinaryGibbsMetropolis/CategoricalGibbsMetropolis)",
+    )
+    mar.add_argument("--draws", type=_positive_int, default=1000, help="draws per chain (1000)")
+    mar.add_argument("--tune", type=_nonnegative_int, default=200, help="tuning draws (200)")
+    mar.add_argument("--chains", type=_positive_int, default=2, help="chains (2)")
+    mar.add_argument("--cores", type=_positive_int, default=1, help="parallel processes (1)")
+    mar.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    mar.add_argument(
+        "--steps-per-draw",
+        type=_positive_int,
+        default=None,
+        help="MH steps per recorded draw (default: half the number of free variables; "
+        "ignored by pymc_gibbs, whose draw is one sweep)",
+    )
+    mar.add_argument(
+        "--kind",
+        choices=("MARKOV", "BAYES", "file"),
+        default="MARKOV",
+        help="model layout: MARKOV (default; factor potentials, fastest to sample), BAYES "
+        "(CPTs; needs a CPT-structured file) or as the file declares; the target is the same",
+    )
+    mar.add_argument(
+        "--exact",
+        action="store_true",
+        help="write exact marginals (variable elimination) instead of sampling",
+    )
+    mar.add_argument(
+        "--max-table-size",
+        type=_positive_int,
+        default=None,
+        help="--exact: largest elimination table allowed, in entries (default 2^27, ~1 GiB)",
+    )
+    mar.add_argument(
+        "--quiet", action="store_true", help="no progress bar and no PyMC log messages"
+    )
+    return parser
+
+
+# --------------------------------------------------------------------------- the work
+@contextlib.contextmanager
+def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
+    """Translate the library's exceptions into :class:`CLIError` with an exit code."""
+    from pymc_lbp.models.uai import (
+        ImpossibleEvidenceError,
+        TreewidthTooLargeError,
+        UAIFormatError,
+    )
+
+    try:
+        yield
+    except CLIError:
+        raise
+    except UAIFormatError as err:
+        raise CLIError(f"malformed file: {err}", EXIT_FORMAT) from err
+    except ImpossibleEvidenceError as err:
+        raise CLIError(f"impossible evidence: {err}", EXIT_IMPOSSIBLE) from err
+    except TreewidthTooLargeError as err:
+        raise CLIError(f"exact marginals infeasible: {err}", EXIT_INFEASIBLE) from err
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        reason = err.strerror or str(err)
+        raise CLIError(f"{where}{reason}", EXIT_FILE) from err
+
+
+def _check_readable(path: str, what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise CLIError(f"{what} {path}: no such file", EXIT_FILE)
+    if not p.is_file():
+        raise CLIError(f"{what} {path}: not a regular file", EXIT_FILE)
+    return p
+
+
+@contextlib.contextmanager
+def _quiet_pymc(quiet: bool) -> Iterator[None]:
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    if quiet:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _summary(idata: Any, model: Any, seconds: float) -> list[str]:
+    """Short ArviZ-based summary: Hamming-statistic ESS, acceptance, time."""
+    from pymc_lbp.diagnostics import ess, hamming_trace, reference_state
+    from pymc_lbp.models.uai import uai_variable_map
+
+    info = uai_variable_map(model)
+    cards = np.concatenate([info.network.cards[info.members[n]] for n in info.free_names])
+    reference = reference_state(cards.size, cards, seed=12345)
+    trace = hamming_trace(idata, list(info.free_names), reference)
+    n_chains, n_draws = trace.shape
+    hamming_ess = ess(trace)
+    lines = [
+        f"sampled {n_chains} chain(s) x {n_draws} draws of {cards.size} free variables "
+        f"in {seconds:.1f} s",
+        f"ESS of the Hamming statistic (ArviZ bulk): {hamming_ess:.1f} "
+        f"({hamming_ess / max(seconds, 1e-9):.1f} per second)",
+    ]
+    stats = getattr(idata, "sample_stats", None)
+    if stats is not None and "accept" in stats:
+        accept = float(np.asarray(stats["accept"]).mean())
+        line = f"mean acceptance probability: {accept:.3f}"
+        if "jump_distance" in stats:
+            line += f"; mean sites changed per draw: {float(stats['jump_distance'].mean()):.2f}"
+        lines.append(line)
+    else:
+        lines.append("mean acceptance probability: n/a (the sampler records none)")
+    if n_chains > 1 and np.ptp(np.asarray(trace)) > 0:
+        import arviz as az
+
+        rhat = float(az.rhat(np.asarray(trace)))
+        lines.append(f"R-hat of the Hamming statistic: {rhat:.3f}")
+    return lines
+
+
+def _note_unused_evidence(network_path: Path, network: Any, err: Any) -> None:
+    """Say so when ``NETWORK.uai.evid`` holds evidence that was not asked for."""
+    from pymc_lbp.models.uai import UAIFormatError, read_evidence
+
+    sibling = Path(f"{network_path}.evid")
+    if not sibling.is_file():
+        return
+    try:
+        found = read_evidence(sibling, network)
+    except (UAIFormatError, OSError):
+        return
+    if found:
+        print(
+            f"note: {sibling} holds evidence on {len(found)} variable(s) but no --evidence was "
+            "given; computing the marginals without evidence",
+            file=err,
+        )
+
+
+def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
+    from pymc_lbp.models.uai import (
+        ImpossibleEvidenceError,
+        UAIFormatError,
+        exact_marginals,
+        read_evidence,
+        read_network,
+        read_uai,
+        uai_marginals,
+        uai_variable_map,
+        write_mar,
+    )
+    from pymc_lbp.models.uai.exact import DEFAULT_MAX_TABLE_SIZE
+
+    network_path = _check_readable(args.network, "network file")
+    evidence_path = _check_readable(args.evidence, "evidence file") if args.evidence else None
+    output = Path(args.output)
+    if not output.parent.is_dir():
+        raise CLIError(f"output {args.output}: directory {output.parent} does not exist", EXIT_FILE)
+    network = read_network(network_path)
+    evidence = read_evidence(evidence_path, network)
+    if evidence_path is None:
+        _note_unused_evidence(network_path, network, err)
+    if args.exact:
+        size = args.max_table_size or DEFAULT_MAX_TABLE_SIZE
+        t0 = time.perf_counter()
+        marginals = exact_marginals(network, evidence, max_table_size=size)
+        write_mar(output, marginals)
+        print(
+            f"exact marginals of {network.name} ({network.n_vars} variables, "
+            f"{len(evidence)} evidence) in {time.perf_counter() - t0:.2f} s -> {output}",
+            file=out,
+        )
+        return EXIT_OK
+
+    kind = None if args.kind == "file" else args.kind
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    try:
+        model = read_uai(network, evidence, kind=kind, seed=seed)
+    except (UAIFormatError, ImpossibleEvidenceError):
+        raise
+    except ValueError as exc:  # e.g. --kind BAYES for a file that is not CPT-structured
+        raise CLIError(f"--kind {args.kind}: {exc}", EXIT_USAGE) from exc
+    info = uai_variable_map(model)
+    n_free = int(sum(info.members[n].size for n in info.free_names))
+    if n_free == 0:
+        write_mar(output, uai_marginals({}, model))
+        print(f"{network.name}: every variable is fixed; wrote the deltas -> {output}", file=out)
+        return EXIT_OK
+    steps_per_draw = args.steps_per_draw or default_steps_per_draw(n_free)
+    import pymc as pm
+
+    with model, _quiet_pymc(args.quiet):
+        steps = make_steps(args.sampler, [model[n] for n in info.free_names], steps_per_draw)
+        t0 = time.perf_counter()
+        try:
+            idata = pm.sample(
+                draws=args.draws,
+                tune=args.tune,
+                chains=args.chains,
+                cores=args.cores,
+                step=steps,
+                random_seed=seed,
+                progressbar=not args.quiet,
+                compute_convergence_checks=False,
+            )
+        except pm.exceptions.SamplingError as exc:
+            raise CLIError(f"sampling failed: {exc}", EXIT_SAMPLING) from exc
+        seconds = time.perf_counter() - t0
+    write_mar(output, uai_marginals(idata, model))
+    spd = "one sweep" if args.sampler == "pymc_gibbs" else steps_per_draw
+    print(
+        f"{network.name}: {args.sampler}, steps_per_draw={spd}, seed={seed}, "
+        f"start: {info.start_source}",
+        file=out,
+    )
+    for line in _summary(idata, model, seconds):
+        print(line, file=out)
+    print(f"marginals -> {output}", file=out)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: Any = None, stderr: Any = None) -> int:
+    """Run the command line.
+
+    Parameters
+    ----------
+    argv : sequence of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+    stdout, stderr : file-like, optional
+        Where to print (default: the ``sys`` streams).
+
+    Returns
+    -------
+    int
+        The exit code (see :data:`EXIT_CODES`). Usage errors exit through ``SystemExit(2)``
+        raised by argparse.
+    """
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    try:
+        with _errors_to_exit_codes(args):
+            if args.command == "mar":
+                return _run_mar(args, out, err)
+    except CLIError as exc:
+        print(f"pymc_lbp: error: {exc}", file=err)
+        return exc.code
+    raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover
