@@ -20,7 +20,7 @@ sampling seconds, and the learned balancing functions.
 
 Writes docs/results/lsb_ising.{json,md}, lsb_ising_burnin.png, lsb_ising_functions.png.
 
-Usage: python benchmarks/lsb_ising.py [--quick] [--cases 1 2 3 4] [--chains 4] [--steps 6000]
+Usage: python benchmarks/lsb_ising.py [--quick] [--cases 1 2 3 4] [--chains 3] [--steps 6000]
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run (< 1 minute)")
     parser.add_argument("--cases", type=int, nargs="*", default=sorted(LSB_CASES))
-    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--chains", type=int, default=3)
     parser.add_argument("--steps", type=int, default=6000, help="sampling-phase steps")
     parser.add_argument("--thin", type=int, default=10, help="MH steps per recorded draw")
     parser.add_argument("--sweeps", type=int, default=100, help="Gibbs sweeps after burn-in")

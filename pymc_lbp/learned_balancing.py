@@ -19,9 +19,10 @@ Parametrizations
     parameters. ``m == 0`` at initialisation, so the untuned function is exactly ``sqrt``.
 ``"lsb2_min"`` (:class:`NeuralBalancing`, ``form="min"``)
     The variant of the paper's first version, ``g(t) = min{h(t), t h(1/t)}``, i.e.
-    ``log g(e^d) = d / 2 + min(m(d), m(-d))``. Unlike the sum form it can vanish as fast as
-    ``t h(1/t)`` when ``t -> 0``, so near-impossible neighbours of near-deterministic targets
-    need not keep a constant share of the proposal.
+    ``log g(e^d) = d / 2 + min(m(d), m(-d))``. Its even part falls as soon as one branch of the
+    network falls, so light (Barker/min-like, ``g ~ t``) tails at ``t -> 0`` are easier to reach
+    than with the sum form, whose ``logaddexp`` needs both branches to fall: near-impossible
+    neighbours of near-deterministic targets then get almost no proposal mass.
 
 The objective (see :func:`lsb_objective`)
 -----------------------------------------

@@ -95,7 +95,7 @@ class SelfBalancing(DiscreteStep):
         ``"lsb1"``: softmax mixture of the sqrt, Barker, min and max functions (starts with equal
         weights). ``"lsb2"``: ``g(t) = (h(t) + t h(1/t)) / 2`` with ``h`` a positive MLP of one
         hidden layer (starts at ``g = sqrt``). ``"lsb2_min"``: ``g = min{h(t), t h(1/t)}`` (the
-        paper's first version; lets ``g`` vanish at near-impossible neighbours). See
+        paper's first version; reaches light tails at near-impossible neighbours more easily). See
         :mod:`pymc_lbp.learned_balancing`.
     differences : {"exact", "gradient", "auto"}, default "exact"
         Exact neighbour differences (LSB) or first-order ones from the relaxed logp (FLSB).
