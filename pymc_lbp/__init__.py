@@ -7,8 +7,13 @@ Importing the package changes nothing in PyMC; use the step classes in
 from pymc_lbp.balancing import BALANCING_FUNCTIONS
 from pymc_lbp.registry import register, registered, unregister
 from pymc_lbp.relax import NotRelaxableError
-from pymc_lbp.step_methods import DiscreteStep, GibbsWithGradients, LocallyBalanced
-from pymc_lbp.step_methods.path_auxiliary import PathAuxiliaryLBP
+from pymc_lbp.step_methods import (
+    DiscreteStep,
+    GibbsWithGradients,
+    LocallyBalanced,
+    PathAuxiliaryLBP,
+    SelfBalancing,
+)
 
 __version__ = "0.1.0"
 
@@ -19,6 +24,7 @@ __all__ = [
     "LocallyBalanced",
     "NotRelaxableError",
     "PathAuxiliaryLBP",
+    "SelfBalancing",
     "register",
     "registered",
     "unregister",

@@ -1,0 +1,209 @@
+"""Learning a balancing function: the compiled LSB objective and its Adam optimiser state.
+
+:class:`BalancingLearner` compiles, once, a pure pytensor function
+
+    (params, m, v, t, learning_rate, batch arrays) -> (loss, rejection, params', m', v', t')
+
+from :func:`pymc_lbp.learned_balancing.lsb_objective`, its gradient (pytensor autodiff) and
+PyMC's own Adam update expressions (:func:`pymc.variational.updates.adam`, with
+:func:`pymc.variational.updates.total_norm_constraint` on the gradient). PyMC's optimisers keep
+their state in shared variables; here those shared variables are swapped for explicit inputs, so
+the optimiser state is a few plain numpy arrays (:class:`AdamState`) that a step method can hold,
+reset, pickle and round-trip through ``sampling_state``.
+
+Guards: an update whose loss, gradient or new parameters are not finite is skipped (the state is
+left unchanged and the skip is reported); the gradient's norm is clipped to ``max_grad_norm``;
+the parameters are clipped to ``[-param_clip, param_clip]`` after each update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.pytensorf import compile as pm_compile
+from pymc.variational.updates import adam, total_norm_constraint
+from pytensor.graph.replace import clone_replace
+
+from pymc_lbp.learned_balancing import (
+    BalancingParametrization,
+    lsb_objective,
+    make_parametrization,
+)
+
+
+@dataclass
+class AdamState:
+    """Adam's state for a flat parameter vector: parameters, moments and step count."""
+
+    params: np.ndarray
+    m: np.ndarray
+    v: np.ndarray
+    t: float = 0.0
+
+    @classmethod
+    def fresh(cls, params: np.ndarray) -> AdamState:
+        """Zero moments at ``params``."""
+        params = np.array(params, dtype=float)
+        return cls(params, np.zeros_like(params), np.zeros_like(params), 0.0)
+
+    def copy(self) -> AdamState:
+        return AdamState(self.params.copy(), self.m.copy(), self.v.copy(), float(self.t))
+
+
+@dataclass
+class TransitionBatch:
+    """Numpy inputs of one learning update (see :func:`lsb_objective` for their meaning)."""
+
+    deltas_x: np.ndarray
+    deltas_y: np.ndarray
+    slot: np.ndarray
+    reverse: np.ndarray
+    dlogp: np.ndarray
+    feasible: np.ndarray
+    weights: np.ndarray
+
+
+@lru_cache(maxsize=16)
+def _compiled_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | None):
+    """Compile the functional Adam update of the LSB objective (cached per configuration)."""
+    param = make_parametrization(name, hidden)
+    n = param.n_params
+    p_sh = pytensor.shared(np.zeros(n), name="lsb_params")
+    lr = pt.scalar("learning_rate", dtype="float64")
+    dx = pt.matrix("deltas_x", dtype="float64")
+    dy = pt.matrix("deltas_y", dtype="float64")
+    slot = pt.vector("slot", dtype="int64")
+    rev = pt.vector("reverse", dtype="int64")
+    dlogp = pt.vector("dlogp", dtype="float64")
+    feas = pt.vector("feasible", dtype="float64")
+    w = pt.vector("weights", dtype="float64")
+    loss, rejection = lsb_objective(param, p_sh, dx, dy, slot, rev, dlogp, feas, w)
+    (grad,) = total_norm_constraint([pt.grad(loss, p_sh)], max_grad_norm)
+    updates = adam([grad], [p_sh], learning_rate=lr)
+    # swap PyMC's shared optimiser state for explicit inputs: a pure function of the state
+    shared_vars = list(updates.keys())
+    inputs = {}
+    for sv in shared_vars:
+        inputs[sv] = sv.type()
+        inputs[sv].name = (sv.name or "adam_state") + "_in"
+    outs = [loss, rejection, grad] + [updates[sv] for sv in shared_vars]
+    outs = clone_replace(outs, replace=inputs)
+    # order the state as (params, m, v, t) whatever the dict order
+    moments = [sv for sv in shared_vars if sv is not p_sh and sv.ndim == 1]
+    (t_sh,) = [sv for sv in shared_vars if sv.ndim == 0]
+    order = [p_sh, moments[0], moments[1], t_sh]
+    state_in = [inputs[sv] for sv in order]
+    new_state = [outs[3 + shared_vars.index(sv)] for sv in order]
+    fn = pm_compile(
+        [*state_in, lr, dx, dy, slot, rev, dlogp, feas, w],
+        [outs[0], outs[1], outs[2], *new_state],
+        on_unused_input="ignore",
+        mode=mode_key,
+    )
+    fn.trust_input = True
+    return fn
+
+
+class BalancingLearner:
+    """Compiled LSB objective + Adam, as a pure update of an :class:`AdamState`.
+
+    Parameters
+    ----------
+    parametrization : BalancingParametrization
+    learning_rate : float
+        Adam's step size (> 0).
+    max_grad_norm : float, default 10
+        The gradient is rescaled to at most this Euclidean norm.
+    param_clip : float, default 20
+        Parameters are clipped to ``[-param_clip, param_clip]`` after each update.
+    mode : str, optional
+        Pytensor compilation mode.
+    """
+
+    def __init__(
+        self,
+        parametrization: BalancingParametrization,
+        learning_rate: float,
+        max_grad_norm: float = 10.0,
+        param_clip: float = 20.0,
+        mode: str | None = None,
+    ):
+        self.parametrization = parametrization
+        self.learning_rate = float(learning_rate)
+        self.max_grad_norm = float(max_grad_norm)
+        self.param_clip = float(param_clip)
+        self.mode = mode
+        self._fn = None
+
+    @property
+    def fn(self):
+        """The compiled update (built on first use)."""
+        if self._fn is None:
+            hidden = getattr(getattr(self.parametrization, "mlp", None), "hidden", 0)
+            self._fn = _compiled_update(
+                self.parametrization.name, hidden, self.max_grad_norm, self.mode
+            )
+        return self._fn
+
+    def compile(self) -> None:
+        """Build the compiled update now (it is otherwise built on first use)."""
+        _ = self.fn
+
+    def __getstate__(self):
+        # the compiled function is rebuilt (from pytensor's cache) after unpickling
+        state = self.__dict__.copy()
+        state["_fn"] = None
+        return state
+
+    def evaluate(self, state: AdamState, batch: TransitionBatch) -> tuple[float, float, np.ndarray]:
+        """``(loss, rejection, clipped gradient)`` at ``state.params`` without updating."""
+        loss, rej, grad, *_ = self._call(state, batch)
+        return float(loss), float(rej), np.asarray(grad)
+
+    def _call(self, state: AdamState, batch: TransitionBatch):
+        return self.fn(
+            state.params,
+            state.m,
+            state.v,
+            np.asarray(state.t, dtype=np.float64),
+            np.asarray(self.learning_rate, dtype=np.float64),
+            np.ascontiguousarray(batch.deltas_x, dtype=np.float64),
+            np.ascontiguousarray(batch.deltas_y, dtype=np.float64),
+            np.ascontiguousarray(batch.slot, dtype=np.int64),
+            np.ascontiguousarray(batch.reverse, dtype=np.int64),
+            np.ascontiguousarray(batch.dlogp, dtype=np.float64),
+            np.ascontiguousarray(batch.feasible, dtype=np.float64),
+            np.ascontiguousarray(batch.weights, dtype=np.float64),
+        )
+
+    def update(self, state: AdamState, batch: TransitionBatch) -> tuple[AdamState, float, bool]:
+        """One Adam step on the batch.
+
+        Returns
+        -------
+        state : AdamState
+            The new state (the old one, unchanged, if the update was skipped).
+        loss : float
+            The batch loss at the old parameters (NaN if not finite).
+        skipped : bool
+            Whether the update was skipped because something was not finite.
+        """
+        loss, _, grad, p, m, v, t = self._call(state, batch)
+        finite = (
+            np.isfinite(loss)
+            and np.all(np.isfinite(grad))
+            and np.all(np.isfinite(p))
+            and np.all(np.isfinite(m))
+            and np.all(np.isfinite(v))
+        )
+        if not finite:
+            return state, float("nan") if not np.isfinite(loss) else float(loss), True
+        p = np.clip(p, -self.param_clip, self.param_clip)
+        return AdamState(np.array(p), np.array(m), np.array(v), float(t)), float(loss), False
+
+
+__all__ = ["AdamState", "BalancingLearner", "TransitionBatch"]
