@@ -5,9 +5,11 @@ Importing the package changes nothing in PyMC; use the step classes in
 """
 
 from pymc_lbp.balancing import BALANCING_FUNCTIONS
+from pymc_lbp.neural_proposal import NeuralProposal, ProposalFileError, load_proposal
 from pymc_lbp.registry import register, registered, unregister
 from pymc_lbp.relax import NotRelaxableError
 from pymc_lbp.step_methods import DiscreteStep, GibbsWithGradients, LocallyBalanced
+from pymc_lbp.step_methods.neural_block import NeuralBlock
 
 __version__ = "0.1.0"
 
@@ -16,7 +18,11 @@ __all__ = [
     "DiscreteStep",
     "GibbsWithGradients",
     "LocallyBalanced",
+    "NeuralBlock",
+    "NeuralProposal",
     "NotRelaxableError",
+    "ProposalFileError",
+    "load_proposal",
     "register",
     "registered",
     "unregister",
