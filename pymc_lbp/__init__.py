@@ -5,6 +5,7 @@ Importing the package changes nothing in PyMC; use the step classes in
 """
 
 from pymc_lbp.balancing import BALANCING_FUNCTIONS
+from pymc_lbp.neural_proposal import NeuralProposal, ProposalFileError, load_proposal
 from pymc_lbp.registry import register, registered, unregister
 from pymc_lbp.relax import NotRelaxableError
 from pymc_lbp.step_methods import (
@@ -14,6 +15,7 @@ from pymc_lbp.step_methods import (
     PathAuxiliaryLBP,
     SelfBalancing,
 )
+from pymc_lbp.step_methods.neural_block import NeuralBlock
 
 __version__ = "0.1.0"
 
@@ -22,9 +24,13 @@ __all__ = [
     "DiscreteStep",
     "GibbsWithGradients",
     "LocallyBalanced",
+    "NeuralBlock",
+    "NeuralProposal",
     "NotRelaxableError",
     "PathAuxiliaryLBP",
+    "ProposalFileError",
     "SelfBalancing",
+    "load_proposal",
     "register",
     "registered",
     "unregister",

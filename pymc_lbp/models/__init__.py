@@ -27,6 +27,7 @@ from pymc_lbp.models.uai import (
     uai_variable_map,
     write_mar,
 )
+from pymc_lbp.motifs import uai_grid_blocks
 
 __all__ = [
     "LSB_CASES",
@@ -48,6 +49,7 @@ __all__ = [
     "read_uai",
     "segmentation_field",
     "segmentation_model",
+    "uai_grid_blocks",
     "uai_marginals",
     "uai_state_from_point",
     "uai_variable_map",

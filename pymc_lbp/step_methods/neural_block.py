@@ -1,0 +1,578 @@
+"""NeuralBlock: Metropolis-Hastings with learned block proposals (Wang et al. 2018)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from pymc.pytensorf import compile as pm_compile
+from pymc.step_methods.compound import Competence
+from pytensor.graph.replace import clone_replace, vectorize_graph
+
+from pymc_lbp.block_proposals import (
+    block_log_prob,
+    block_log_probs,
+    clamp_mixture,
+    draw_block,
+    enumerate_block_states,
+    exact_block_log_probs,
+)
+from pymc_lbp.local_logp import FactorLogp, FactorSubset
+from pymc_lbp.models.uai.model import UAIModelInfo
+from pymc_lbp.motifs import BlockSet
+from pymc_lbp.neighbours import BINARY, CATEGORICAL, Differences
+from pymc_lbp.neural_proposal import NeuralProposal
+from pymc_lbp.proposals import draw_categorical, mh_accept, mh_log_ratio
+from pymc_lbp.step_methods.base import DiscreteStep, StepResult
+
+_NO_DELTAS = np.zeros(0)
+
+
+class ModelLogp(Differences):
+    """The model logp at a block state, and batched at many states (no neighbour differences).
+
+    ``__call__`` returns ``(logp, empty array)`` so that :class:`DiscreteStep` can use it where
+    the other samplers use neighbour differences.
+    """
+
+    kind = "logp"
+    logp_evals_per_call = 1
+
+    def __init__(self, model, specs, layout, shared, compile_kwargs=None, balancing=None):
+        super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
+        self._logp_graph = clone_replace(model.logp(), replace=self._replace)
+        self._kw = dict(on_unused_input="ignore", **self._compile_kwargs)
+        self._fn = pm_compile([self._x], self._logp_graph, **self._kw)
+        self._fn.trust_input = True
+        self._batch_fn = None  # compiled on first use (vectorised graphs compile slowly)
+
+    def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        return float(self._fn(x)), _NO_DELTAS
+
+    def logp(self, x: np.ndarray) -> float:
+        """Model logp at the block state ``x`` (other variables at their shared values)."""
+        return float(self._fn(x))
+
+    def logp_batch(self, X: np.ndarray) -> np.ndarray:
+        """Model logp at every row of ``X`` (shape (n, block size))."""
+        if self._batch_fn is None:
+            X_var = pt.matrix("X_block", dtype="int64")
+            graph = vectorize_graph(self._logp_graph, replace={self._x: X_var})
+            self._batch_fn = pm_compile([X_var], graph, **self._kw)
+            self._batch_fn.trust_input = True
+        return np.asarray(self._batch_fn(np.ascontiguousarray(X, dtype=np.int64)))
+
+
+@dataclass
+class _Unit:
+    """One update unit: a motif block (``neural`` or ``exact``) or an uncovered site."""
+
+    kind: str  # "neural", "exact" or "site"
+    block_idx: np.ndarray  # positions of the block entries in z = [x, outside values]
+    cond_idx: np.ndarray  # positions of the conditioning entries in z
+    params: np.ndarray
+    free: np.ndarray  # bool per block entry: sampled by this step
+    sites: np.ndarray  # positions in x of the free entries
+    states: np.ndarray | None  # exact / site units: all joint states of the free entries
+    label: str
+    factors: FactorSubset | None = None  # factor-local logp: the factors that meet the sites
+    prepared: tuple | None = None  # (network version, first-layer pre-activation of params)
+
+
+LOGP_MODES = ("auto", "factors", "model")
+
+
+class NeuralBlock(DiscreteStep):
+    """Block Metropolis-Hastings with learned (or exact) block proposals (Wang et al. 2018).
+
+    Each MH step picks an update unit uniformly at random. For a motif block ``B`` with
+    conditioning set ``C`` it proposes ``x'_B ~ q(. | x_C, params)`` from a trained
+    :class:`~pymc_lbp.NeuralProposal` and accepts with
+    ``min{1, pi(x'_B, x_rest) q(x_B | .) / (pi(x_B, x_rest) q(x'_B | .))}``: ``q`` does not
+    depend on the current ``x_B``, so both of its values come from one network evaluation, and
+    the target ratio is the model's own (so the chain is exact whatever the network has
+    learned). Block entries this step does not sample (evidence, other steps' variables) are
+    clamped: the mixture is conditioned on their values. With ``proposal="exact"`` a block is
+    instead resampled from its exact conditional (block Gibbs: the target at every joint state
+    of the block; acceptance 1). Sites not covered by any block get a single-site Gibbs update
+    (their exact full conditional over all categories) as units of their own.
+
+    Parameters
+    ----------
+    vars : list of variables, optional
+        Binary (Bernoulli) and categorical discrete variables. Default: all the model's free
+        variables.
+    blocks : BlockSet or None
+        The motif blocks (e.g. :func:`pymc_lbp.models.uai_grid_blocks`,
+        :func:`pymc_lbp.motifs.lattice_blocks`). ``None``: no blocks, every site gets single-site
+        Gibbs updates.
+    proposal : NeuralProposal or "exact"
+        A proposal for the blocks' motif (same shapes; see :func:`pymc_lbp.load_proposal`), or
+        ``"exact"`` for exact block Gibbs on the same blocks.
+    steps_per_draw : int, optional
+        MH steps per recorded draw; default the number of units (blocks plus uncovered sites),
+        i.e. one sweep's worth of updates per draw.
+    logp : {"auto", "factors", "model"}, default "auto"
+        How target differences are computed: ``"model"`` evaluates the compiled model logp
+        (one call per proposal, batched over the states of exact updates); ``"factors"`` sums
+        the log factors that meet the moved sites (models from :func:`read_uai` only, see
+        :mod:`pymc_lbp.local_logp`; checked against the model logp at construction); ``"auto"``
+        takes ``"factors"`` for unmodified ``read_uai`` models and ``"model"`` otherwise.
+    max_exact_states : int, default 65536
+        Largest number of joint block states an exact update may enumerate.
+    model, rng, initial_point, compile_kwargs, blocked
+        As in PyMC's step methods.
+
+    Attributes
+    ----------
+    units : list of str
+        Label of every update unit: the blocks first (in the block set's order), then the
+        uncovered sites (``"site i"``, ``i`` the position in the raveled ``vars``).
+    uncovered_sites : ndarray of int
+        Positions (in the raveled ``vars``) of the sites no block covers.
+    logp_mode : str
+        ``"factors"`` or ``"model"``.
+
+    Notes
+    -----
+    Sampler statistics (one scalar per draw):
+
+    ``accept`` (float)
+        Mean MH acceptance probability over the draw's steps (1 for exact and Gibbs updates).
+    ``accepted`` (bool)
+        Whether any of the draw's steps was accepted.
+    ``n_accepted`` (int)
+        Number of accepted steps in the draw.
+    ``block`` (int)
+        Index into ``units`` of the unit updated by the draw's last step.
+    ``jump_distance`` (int)
+        Number of sites that differ between the previous and the new draw.
+    ``logp_evals`` (int)
+        Target evaluations made for the draw: one model logp per draw, plus one (model or
+        factor-local) evaluation per neural proposal that differs from the current state and
+        one per enumerated state of exact and Gibbs updates.
+    ``grad_evals`` (int)
+        Always 0.
+
+    A proposal's tables include a uniform floor ``epsilon`` (see :mod:`pymc_lbp.mdn`), so the
+    current block state always has positive reverse probability, also under deterministic
+    conditionals. Not auto-assigned by ``pm.sample`` (it needs blocks and a proposal).
+    """
+
+    name = "neural_block"
+    stats_dtypes_shapes: ClassVar[dict] = {
+        **DiscreteStep.stats_dtypes_shapes,
+        "block": (np.int64, []),
+    }
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        blocks: BlockSet | None,
+        proposal: NeuralProposal | str | None = None,
+        steps_per_draw: int | None = None,
+        logp: str = "auto",
+        max_exact_states: int = 65536,
+        model=None,
+        rng=None,
+        initial_point: dict | None = None,
+        compile_kwargs: dict | None = None,
+        blocked: bool = True,
+    ):
+        if blocks is not None and not isinstance(blocks, BlockSet):
+            raise TypeError(
+                f"blocks must be a BlockSet (e.g. from uai_grid_blocks), got {type(blocks)}"
+            )
+        if blocks is not None and len(blocks):
+            if isinstance(proposal, str):
+                if proposal != "exact":
+                    raise ValueError(
+                        f"proposal must be a NeuralProposal or 'exact', not {proposal!r}"
+                    )
+            elif not isinstance(proposal, NeuralProposal):
+                raise TypeError(
+                    "proposal must be a NeuralProposal (see pymc_lbp.load_proposal) or 'exact', "
+                    f"got {type(proposal)}"
+                )
+            elif not proposal.motif.same_shape(blocks.motif):
+                p, m = proposal.motif, blocks.motif
+                raise ValueError(
+                    f"the proposal is for motif {p.name!r} ({p.block_size} proposed, "
+                    f"{p.cond_size} conditioning variables, {p.n_params} parameters); the blocks "
+                    f"are motif {m.name!r} ({m.block_size}, {m.cond_size}, {m.n_params})"
+                )
+        if logp not in LOGP_MODES:
+            raise ValueError(f"logp must be one of {LOGP_MODES}, got {logp!r}")
+        self.blockset = blocks
+        self.proposal = proposal
+        self.max_exact_states = int(max_exact_states)
+        self._draw_evals = 0
+        model = pm.modelcontext(model)
+        if initial_point is None:
+            initial_point = model.initial_point()
+        super().__init__(
+            vars,
+            steps_per_draw=1 if steps_per_draw is None else steps_per_draw,
+            differences="exact",
+            model=model,
+            rng=rng,
+            initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
+            blocked=blocked,
+        )
+        if not np.all(np.isin(self.layout.site_kind, (BINARY, CATEGORICAL))):
+            bad = [s.name for s in self.specs if s.kind == "integer"]
+            raise ValueError(
+                f"NeuralBlock samples binary and categorical variables; {bad} are integer-valued"
+            )
+        self._build_units(model, initial_point, logp)
+        if steps_per_draw is None:
+            self.steps_per_draw = len(self._units)
+
+    def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs):
+        return ModelLogp(model, specs, layout, shared, compile_kwargs)
+
+    # ------------------------------------------------------------------ block resolution
+    def _site_cards(self) -> np.ndarray:
+        lay = self.layout
+        return np.where(lay.site_kind == BINARY, 2, lay.site_ncat).astype(np.int64)
+
+    def _build_units(self, model, initial_point, logp_mode: str) -> None:
+        offsets = {s.name: s.offset for s in self.specs}
+        cards = self._site_cards()
+        n = self.layout.n_sites
+        outside: list[tuple] = []  # ("const", value) or ("shared", name, position)
+        outside_pos: dict[tuple, int] = {}
+
+        def ext(source: tuple) -> int:
+            if source not in outside_pos:
+                outside_pos[source] = n + len(outside)
+                outside.append(source)
+            return outside_pos[source]
+
+        def place(name: str, pos: int, fixed: int) -> tuple[int, bool, int]:
+            """(position in z, sampled by this step, cardinality or -1)."""
+            if name in offsets:
+                site = offsets[name] + pos
+                return site, True, int(cards[site])
+            if fixed >= 0:
+                return ext(("const", int(fixed))), False, -1
+            if name and name in initial_point:
+                return ext(("shared", name, int(pos))), False, -1
+            raise ValueError(f"cannot find model variable {name!r}")
+
+        info = getattr(model, "uai_info", None)
+        uai_z = None
+        if isinstance(info, UAIModelInfo):
+            uai_z = [place(*info.locate(v)[:3]) for v in range(info.network.n_vars)]
+            uai_z = [(z, mine, int(info.network.cards[v])) for v, (z, mine, _) in enumerate(uai_z)]
+        bs = self.blockset
+
+        def locate(i: int) -> tuple[int, bool, int]:
+            if bs.index == "uai":
+                if uai_z is None:
+                    raise ValueError(
+                        "blocks use UAI network indices, but the model is not from read_uai"
+                    )
+                if not 0 <= i < len(uai_z):
+                    raise ValueError(f"block entry {i} is not a network variable")
+                return uai_z[i]
+            start = 0
+            for name in bs.variables:
+                if name not in initial_point:
+                    raise ValueError(f"blocks index {name!r}, which is not a free model variable")
+                size = int(np.size(initial_point[name]))
+                if start <= i < start + size:
+                    return place(name, i - start, -1)
+                start += size
+            raise ValueError(f"block entry {i} is outside the {start} indexed sites")
+
+        units: list[_Unit] = []
+        covered = np.zeros(n, dtype=bool)
+        if bs is not None and len(bs):
+            motif = bs.motif
+            for b in bs:
+                bpos, free = [], []
+                for j, i in enumerate(b.block.tolist()):
+                    z, mine, card = locate(i)
+                    self._check_card(card, motif.block_cards[j], "proposed", i, b.label, motif)
+                    bpos.append(z)
+                    free.append(mine)
+                cpos = []
+                for j, (i, pad) in enumerate(zip(b.cond.tolist(), b.pad.tolist(), strict=True)):
+                    if i < 0:
+                        cpos.append(ext(("const", int(pad))))
+                        continue
+                    z, _, card = locate(i)
+                    self._check_card(card, motif.cond_cards[j], "conditioning", i, b.label, motif)
+                    cpos.append(z)
+                free = np.array(free, dtype=bool)
+                if not free.any():
+                    raise ValueError(
+                        f"block {b.label!r} has no variable sampled by this step (all are "
+                        "evidence or belong to other steps)"
+                    )
+                bpos = np.array(bpos, dtype=np.int64)
+                sites = bpos[free]
+                covered[sites] = True
+                kind = "exact" if self.proposal == "exact" else "neural"
+                states = None
+                if kind == "exact":
+                    states = self._states_for(np.asarray(motif.block_cards)[free], b.label)
+                units.append(
+                    _Unit(
+                        kind,
+                        bpos,
+                        np.array(cpos, np.int64),
+                        b.params,
+                        free,
+                        sites,
+                        states,
+                        b.label,
+                    )
+                )
+        self.uncovered_sites = np.flatnonzero(~covered)
+        for site in self.uncovered_sites.tolist():
+            units.append(
+                _Unit(
+                    "site",
+                    np.array([site]),
+                    np.zeros(0, np.int64),
+                    np.zeros(0),
+                    np.ones(1, bool),
+                    np.array([site]),
+                    enumerate_block_states([cards[site]]),
+                    f"site {site}",
+                )
+            )
+        if not units:
+            raise ValueError("NeuralBlock has nothing to update")
+        self._units = units
+        self.units = [u.label for u in units]
+        self._outside = outside
+        self._outside_values = np.array(
+            [s[1] if s[0] == "const" else 0 for s in outside], dtype=np.int64
+        )
+        self._shared_outside = [(k, s[1], s[2]) for k, s in enumerate(outside) if s[0] == "shared"]
+        self._refresh_outside()
+        self._factors = None
+        self.logp_mode = self._choose_logp(logp_mode, model, info, uai_z)
+
+    def _choose_logp(self, mode: str, model, info, uai_z) -> str:
+        """Set up factor-local differences when asked for (or when "auto" finds them valid)."""
+        if mode == "model":
+            return "model"
+        unmodified = uai_z is not None and self._is_plain_uai_model(model, info)
+        if not unmodified:
+            if mode == "factors":
+                raise ValueError(
+                    "logp='factors' needs a model built by read_uai and left unchanged (no "
+                    "added variables or potentials)"
+                )
+            return "model"
+        positions = np.array([z for z, _, _ in uai_z], dtype=np.int64)
+        self._factors = FactorLogp(info.network, info.kind, positions)
+        site_var = np.full(self.layout.n_sites, -1, dtype=np.int64)
+        for v, (z, mine, _) in enumerate(uai_z):
+            if mine:
+                site_var[z] = v
+        for unit in self._units:
+            unit.factors = self._factors.subset(site_var[unit.sites].tolist())
+        if not self._factors_agree_with_model():
+            if mode == "factors":
+                raise ValueError("factor-local differences disagree with the model logp")
+            for unit in self._units:
+                unit.factors = None
+            self._factors = None
+            return "model"
+        return "factors"
+
+    @staticmethod
+    def _is_plain_uai_model(model, info) -> bool:
+        names = set(info.members)
+        rvs_ok = all(rv.name in names for rv in model.free_RVs + model.observed_RVs)
+        pots_ok = all(
+            info.kind == "MARKOV" and p.name and p.name.startswith("factors_")
+            for p in model.potentials
+        )
+        return rvs_ok and pots_ok
+
+    def _factors_agree_with_model(self) -> bool:
+        """Compare factor-local and model logp differences on a few random moves."""
+        rng = np.random.default_rng(0)
+        x = self._state_vector_start.copy()
+        logp_x = self.differences.logp(x)
+        cards = self._site_cards()
+        for unit in self._units[: min(len(self._units), 4)]:
+            y = x.copy()
+            y[unit.sites] = (y[unit.sites] + 1 + rng.integers(0, cards[unit.sites] - 1)) % cards[
+                unit.sites
+            ]
+            local = self._local_delta(unit, x, y)
+            model = self.differences.logp(y) - logp_x
+            if np.isfinite(local) != np.isfinite(model):
+                return False
+            if np.isfinite(local) and abs(local - model) > 1e-8 * max(1.0, abs(model)):
+                return False
+        return True
+
+    def _check_start(self, initial_point: dict) -> None:
+        super()._check_start(initial_point)
+        self._state_vector_start = self._state_vector(initial_point)
+
+    @staticmethod
+    def _check_card(card, expected, role, i, label, motif) -> None:
+        if card > 0 and card != expected:
+            raise ValueError(
+                f"block {label!r}: {role} variable {i} has {card} categories, motif "
+                f"{motif.name!r} expects {expected}"
+            )
+
+    def _states_for(self, cards: np.ndarray, label: str) -> np.ndarray:
+        total = int(np.prod(cards, dtype=np.float64))
+        if total > self.max_exact_states:
+            raise ValueError(
+                f"block {label!r} has {total} joint states, more than max_exact_states="
+                f"{self.max_exact_states}"
+            )
+        return enumerate_block_states(cards)
+
+    def _refresh_outside(self) -> None:
+        """Read the current values of other steps' variables that blocks touch."""
+        for k, name, pos in self._shared_outside:
+            self._outside_values[k] = int(np.asarray(self.shared[name].get_value()).ravel()[pos])
+
+    # ------------------------------------------------------------------ targets
+    def _z(self, x: np.ndarray) -> np.ndarray:
+        return np.concatenate([x, self._outside_values]) if self._outside else x
+
+    def _local_delta(self, unit: _Unit, x: np.ndarray, y: np.ndarray) -> float:
+        """Factor-local ``log pi(y) - log pi(x)`` for states differing on the unit's sites."""
+        lv = self._factors.log_value(unit.factors, np.stack([self._z(x), self._z(y)]))
+        if not np.isfinite(lv[1]):
+            return -np.inf
+        return float(lv[1] - lv[0])
+
+    def _target_states(self, unit: _Unit, x: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """``log pi`` (up to a constant shared by all rows) at states ``Y`` that differ from
+        ``x`` only on the unit's sites."""
+        if unit.factors is None:
+            return self.differences.logp_batch(Y)
+        Z = np.concatenate(
+            [Y, np.broadcast_to(self._outside_values, (Y.shape[0], self._outside_values.size))],
+            axis=1,
+        )
+        return self._factors.log_value(unit.factors, Z)
+
+    # ------------------------------------------------------------------ sampling
+    def astep(self, q0):
+        self._refresh_outside()
+        self._draw_evals = 0
+        return super().astep(q0)
+
+    def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
+        return {"block": int(extras["block"][-1]), "logp_evals": 1 + self._draw_evals}
+
+    def unit_proposal(self, u: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The (clamped) mixture that unit ``u`` proposes its free entries from at state ``x``.
+
+        Returns
+        -------
+        log_w : ndarray, shape (K,)
+        log_tables : ndarray, shape (K, D_free, C)
+        """
+        unit = self._units[u]
+        z = self._z(x)
+        version = self.proposal.net.version
+        if unit.prepared is None or unit.prepared[0] != version:
+            unit.prepared = (version, self.proposal.prepare(unit.params))
+        log_w, log_tables = self.proposal.mixture_at(z[unit.cond_idx], unit.prepared[1])
+        return clamp_mixture(log_w, log_tables, ~unit.free, z[unit.block_idx])
+
+    def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
+        u = int(self.rng.integers(len(self._units)))
+        unit = self._units[u]
+        extra = {"block": u}
+        if unit.kind != "neural":
+            return self._exact_step(unit, x, logp, deltas, extra)
+        log_w, log_tables = self.unit_proposal(u, x)
+        new = draw_block(log_w, log_tables, self.rng)
+        old = x[unit.sites]
+        if np.array_equal(new, old):
+            return StepResult(x, logp, deltas, 1.0, True, evaluated=False, extra=extra)
+        y = x.copy()
+        y[unit.sites] = new
+        if unit.factors is None:
+            logp_y = self.differences.logp(y)
+        else:
+            logp_y = logp + self._local_delta(unit, x, y)
+        self._draw_evals += 1
+        log_q_new, log_q_old = block_log_probs(log_w, log_tables, np.stack([new, old]))
+        log_ratio = mh_log_ratio(logp, logp_y, log_q_new, log_q_old)
+        prob, accepted = mh_accept(log_ratio, self.rng)
+        if accepted:
+            return StepResult(y, logp_y, deltas, prob, True, extra=extra)
+        return StepResult(x, logp, deltas, prob, False, extra=extra)
+
+    def _exact_step(self, unit: _Unit, x, logp, deltas, extra) -> StepResult:
+        Y = np.repeat(x[None, :], unit.states.shape[0], axis=0)
+        Y[:, unit.sites] = unit.states
+        lp = self._target_states(unit, x, Y)
+        self._draw_evals += Y.shape[0]
+        log_p = exact_block_log_probs(lp)
+        if not np.isfinite(log_p).any():  # cannot happen from a feasible x
+            return StepResult(x, logp, deltas, 0.0, False, extra=extra)
+        s = draw_categorical(log_p, self.rng)
+        if unit.factors is None:
+            logp_y = float(lp[s])
+        else:
+            current = int(np.flatnonzero((unit.states == x[unit.sites]).all(axis=1))[0])
+            logp_y = logp + float(lp[s] - lp[current])
+        return StepResult(Y[s], logp_y, deltas, 1.0, True, extra=extra)
+
+    # ------------------------------------------------------------------ diagnostics
+    def unit_transitions(self, u: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact transition probabilities of one update of unit ``u`` from ``x``.
+
+        Enumerates every joint state of the unit's free entries with the step's own proposal,
+        target and acceptance code (for tests and diagnostics).
+
+        Returns
+        -------
+        states : ndarray of int, shape (S, n_sites)
+            Every state the update can reach (``x`` included).
+        probs : ndarray, shape (S,)
+            Their probabilities (summing to 1).
+        """
+        x = np.asarray(x, dtype=np.int64)
+        unit = self._units[u]
+        cards = self._site_cards()[unit.sites]
+        states = unit.states if unit.states is not None else enumerate_block_states(cards)
+        Y = np.repeat(x[None, :], states.shape[0], axis=0)
+        Y[:, unit.sites] = states
+        lp = self._target_states(unit, x, Y)
+        if unit.kind != "neural":
+            return Y, np.exp(exact_block_log_probs(lp))
+        current = int(np.flatnonzero((states == x[unit.sites]).all(axis=1))[0])
+        log_w, log_tables = self.unit_proposal(u, x)
+        log_q_x = block_log_prob(log_w, log_tables, x[unit.sites])
+        probs = np.zeros(states.shape[0])
+        for s, new in enumerate(states):
+            log_q = block_log_prob(log_w, log_tables, new)
+            if s == current:
+                probs[s] += np.exp(log_q)
+                continue
+            ratio = mh_log_ratio(lp[current], float(lp[s]), log_q, log_q_x)
+            acc = np.exp(min(ratio, 0.0)) if np.isfinite(ratio) else 0.0
+            probs[s] += np.exp(log_q) * acc
+            probs[current] += np.exp(log_q) * (1.0 - acc)
+        return Y, probs
+
+    @classmethod
+    def competence(cls, var, has_grad=None) -> Competence:
+        """Never auto-assigned: NeuralBlock needs blocks and a proposal."""
+        return Competence.INCOMPATIBLE
