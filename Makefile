@@ -14,7 +14,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: demo test lint bench clean
 
-$(STAMP): pyproject.toml setup.cfg
+$(STAMP): pyproject.toml
 	bash scripts/ensure_blas.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip

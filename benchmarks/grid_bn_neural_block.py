@@ -1,6 +1,6 @@
 """Neural Block Sampling on grid Bayesian networks (Wang et al. 2018, grid experiment).
 
-For every grid (the UAI'08 grid BNs shipped in ../shared/data/uai, and grids of the same family
+For every grid (the UAI'08 grid BNs shipped in data/uai, and grids of the same family
 made by :func:`pymc_lbp.models.uai.grid_bn`), each sampler runs one chain through ``pm.sample``
 for about the same wall time, and the mean absolute error of the estimated marginals
 ``P(x_v = 1 | evidence)`` (over the non-evidence variables) against the exact marginals is
@@ -52,7 +52,7 @@ from pymc_lbp.models.uai import grid_bn, read_evidence, uai_state_from_point
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
-UAI_GRIDS = ROOT.parent / "shared" / "data" / "uai" / "uai2008_grid_bn"
+UAI_GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
 SAMPLERS = ("neural", "block-gibbs", "gibbs", "pymc-gibbs")
 
 # (label, source): shipped files, then generated grids (deterministic fraction, n, seed)

@@ -1,7 +1,7 @@
 """LSB on the UAI 2006 network BN_1 (Sansone 2022, UAI experiments; BN_8 is not available).
 
 BN_1: 100 binary variables, 100 CPT factors of up to 7 variables, no evidence, smallest CPT entry
-4.8e-4 (see /work/shared/data/uai/README.md). Read with ``pymc_lbp.models.read_uai`` as a MARKOV
+4.8e-4 (see data/uai/README.md). Read with ``pymc_lbp.models.read_uai`` as a MARKOV
 network; first-order differences are exact on it (the potentials are one-hot contractions of
 tables, multilinear; checked at run time below), so every LBP sampler runs on them.
 
@@ -38,7 +38,7 @@ from common import RESULTS, machine_info, markdown_table, write_results  # noqa:
 from pymc_lbp import LocallyBalanced, SelfBalancing  # noqa: E402
 from pymc_lbp.models import read_mar, read_uai  # noqa: E402
 
-DATA = Path("/work/shared/data/uai/uai2006_bn")
+DATA = Path(__file__).resolve().parents[1] / "data" / "uai" / "uai2006_bn"
 FIXED = ("sqrt", "barker", "min", "max")
 LEARNED = ("lsb1", "lsb2", "lsb2_min")
 

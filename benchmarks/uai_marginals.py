@@ -57,7 +57,7 @@ from pymc_lbp.models.uai import (  # noqa: E402
 )
 from pymc_lbp.models.uai.generate import grid_bn  # noqa: E402
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "uai"
+DATA = Path(__file__).resolve().parents[1] / "data" / "uai"
 
 #: name -> network file (relative to the data folder); ``<file>.evid`` is used when present.
 SHIPPED = {
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--draws-per-chain", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--data", type=Path, default=DATA, help="the shared UAI data folder")
+    parser.add_argument("--data", type=Path, default=DATA, help="the UAI data folder (data/uai)")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
     parser.add_argument(
         "--replot", action="store_true", help="only redraw the PNG from the JSON of a past run"

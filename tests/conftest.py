@@ -13,14 +13,19 @@ import pytest
 
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 
-UAI_DIR = Path(__file__).parents[1].parent / "shared" / "data" / "uai"
+UAI_DIR = Path(__file__).resolve().parents[1] / "data" / "uai"
 
 
 @pytest.fixture(scope="session")
 def uai_dir() -> Path:
-    """The shared folder of real UAI networks (``../shared/data/uai`` from the repository)."""
+    """The real UAI networks shipped with the repository (``data/uai``, see its README).
+
+    A missing folder is a failure, never a skip: every clone has the data.
+    """
     if not UAI_DIR.is_dir():
-        pytest.skip(f"shared UAI data not found at {UAI_DIR}")
+        raise FileNotFoundError(
+            f"UAI test data missing at {UAI_DIR}: it is part of the repository (git checkout data/)"
+        )
     return UAI_DIR
 
 
