@@ -261,7 +261,18 @@ def _check_against_exact(target, idata, model, exact):
     assert zs.size > 0 and zs.max() < crit, (zs, crit)
 
 
-SINGLE_SITE = [name for name in SAMPLERS if name != "neural_block"]
+SINGLE_SITE = [
+    "gibbs_with_gradients",
+    "locally_balanced",
+    "path_auxiliary",
+    "self_balancing",
+    "pymc_gibbs",
+]
+
+
+def test_cli_offers_every_sampler_that_applies_to_uai_networks():
+    """Issue #11.7: the CLI offered 3 of the samplers."""
+    assert set(SAMPLERS) == {*SINGLE_SITE, "neural_block"}
 
 
 @pytest.mark.parametrize("sampler", SINGLE_SITE)
