@@ -124,6 +124,8 @@ def test_impossible_evidence_exits_5(tmp_path, exact):
     argv = ["mar", str(net), "--evidence", str(evid), "-o", str(tmp_path / "o.MAR")]
     code, _, err = run(*argv, *(["--exact"] if exact else []))
     assert code == 5 and "impossible" in err and "Traceback" not in err
+    assert err.startswith(f"pymc_lbp: error: impossible evidence: {evid}: ")
+    assert "factor 0 on (0, 1) is zero at x0=0, x1=1" in err  # the factor and values named
 
 
 def test_exact_too_large_exits_6(uai_dir, tmp_path):

@@ -200,12 +200,14 @@ def check_evidence_locally(network: UAINetwork, evidence: Mapping[int, int]) -> 
         return
     f, fixed = found
     scope = network.scopes[f]
-    what = "the evidence is impossible" if fixed else "the network has Z = 0"
-    values = ", ".join(f"x{v}={evidence[v]}" for v in fixed)
-    detail = f" at the evidence values {values}" if fixed else ""
+    if fixed:
+        values = ", ".join(f"x{v}={evidence[v]}" for v in fixed)
+        raise ImpossibleEvidenceError(
+            f"{network.name}: the evidence is impossible: factor {f} on {scope} is zero at "
+            f"{values} for every value of its other variables"
+        )
     raise ImpossibleEvidenceError(
-        f"{network.name}: {what}: factor {f} on {scope} is zero for every value of its "
-        f"free variables{detail}"
+        f"{network.name}: the network has Z = 0: factor {f} on {scope} is zero everywhere"
     )
 
 
