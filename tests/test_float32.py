@@ -128,6 +128,7 @@ SAMPLERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SAMPLERS))
 def test_sampler_under_float32_matches_enumeration(name):
     exact = mixed_exact()
@@ -308,10 +309,12 @@ def _neural_block_run(grid_problem, make_proposal):
     return idata
 
 
+@pytest.mark.slow
 def test_neural_block_shipped_grid_bn_proposal_under_float32(grid_problem):
     _neural_block_run(grid_problem, lambda: load_proposal("grid-bn"))
 
 
+@pytest.mark.slow
 def test_neural_block_freshly_trained_proposal_under_float32(grid_problem):
     def trained():
         prop = NeuralProposal.create(GRID_BN_MOTIF, n_components=2, hidden=16, seed=0)
