@@ -14,6 +14,10 @@ reset, pickle and round-trip through ``sampling_state``.
 Guards: an update whose loss, gradient or new parameters are not finite is skipped (the state is
 left unchanged and the skip is reported); the gradient's norm is clipped to ``max_grad_norm``;
 the parameters are clipped to ``[-param_clip, param_clip]`` after each update.
+
+The graph is float64 whatever ``pytensor.config.floatX`` is (the learned parameters do not depend
+on it). :func:`check_learning_size` refuses particle counts and network sizes whose learning is
+clearly out of range (time: :data:`MAX_PARTICLES`; memory: :func:`learning_memory_bytes`).
 """
 
 from __future__ import annotations

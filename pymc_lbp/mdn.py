@@ -153,7 +153,10 @@ class MixtureDensityNetwork:
     n_components : int, default 8
         Mixture components K.
     hidden : int, optional
-        Units per hidden layer; default ``4 * max(n_inputs, n_outputs)``.
+        Units per hidden layer; default ``4 * max(n_inputs, n_outputs)``. A network whose
+        training would hold more than ``MAX_TRAINING_BYTES`` (2 GiB) of float64 weights,
+        gradients and Adam moments is refused (see :meth:`training_memory_bytes`); so is a
+        ``fit`` minibatch that would.
     epsilon : float, default 1e-3
         Uniform floor mixed into every per-variable table (see the module docstring), in
         ``(0, 1)``.
