@@ -1,0 +1,163 @@
+"""Cost of exact neighbour differences: local (pymc_lbp.local_differences) vs batched.
+
+Per call of ``(logp, deltas) = differences(x)`` at a random state, against one evaluation of the
+compiled model logp, on the LSB Ising (case 3) as :func:`pymc_lbp.models.segmentation_model`
+writes it and as a user writes it (``pt.roll``), on 30x30 and 100x100 tori, and on a 30x30 Potts
+model (q = 3). Times are medians over repeats of mean-per-call blocks, all in one process on the
+same machine; the batched method's 100x100 call is timed over fewer calls (it takes seconds).
+
+Writes docs/results/exact_differences.{json,md}.
+Usage: python benchmarks/exact_differences.py [--repeats N] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pymc as pm
+import pytensor
+import pytensor.tensor as pt
+
+from pymc_lbp.models import potts_model, segmentation_model
+from pymc_lbp.neighbours import BlockLayout, ExactDifferences, describe_block
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+
+
+def user_ising(n: int, lam: float = 1.0, seed: int = 0) -> pm.Model:
+    """The LSB Ising as a user writes it: Bernoulli image, spins, ``pt.roll`` coupling."""
+    from pymc_lbp.models.lattice import segmentation_field
+
+    alpha = segmentation_field(n, 1.0, 3.0, seed)
+    with pm.Model() as model:
+        b = pm.Bernoulli("b", logit_p=2 * alpha, shape=(n, n))
+        s = 2 * b - 1
+        pm.Potential(
+            "coupling", lam * (pt.sum(s * pt.roll(s, 1, 0)) + pt.sum(s * pt.roll(s, 1, 1)))
+        )
+    return model
+
+
+def targets(quick: bool):
+    yield "ising30 (models)", lambda: segmentation_model(case=3, n=30)
+    yield "ising30 (pt.roll)", lambda: user_ising(30)
+    yield (
+        "potts30 q=3",
+        lambda: potts_model((30, 30), 3, 0.5, np.random.default_rng(0).normal(size=(30, 30, 3))),
+    )
+    if not quick:
+        yield "ising100 (models)", lambda: segmentation_model(case=3, n=100)
+        yield "ising100 (pt.roll)", lambda: user_ising(100)
+
+
+def per_call(fn, x, calls: int, repeats: int) -> float:
+    """Median over repeats of the mean seconds per call."""
+    fn(x)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn(x)
+        times.append((time.perf_counter() - t) / calls)
+    return float(np.median(times))
+
+
+def measure(name, make, repeats: int) -> dict:
+    model = make()
+    ip = model.initial_point()
+    vars_ = model.value_vars
+    specs = describe_block(model, vars_, ip)
+    shared = pm.make_shared_replacements(ip, vars_, model)
+    t = time.perf_counter()
+    local = ExactDifferences(model, specs, BlockLayout(specs), shared, method="local")
+    build_local = time.perf_counter() - t
+    t = time.perf_counter()
+    batched = ExactDifferences(model, specs, BlockLayout(specs), shared, method="batched")
+    build_batched = time.perf_counter() - t
+    lay = local.layout
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, np.maximum(lay.site_ncat, 2)).astype(np.int64)
+    lb, db = batched(x)
+    ll, dl = local(x)
+    fin = np.isfinite(db)
+    err = float(np.max(np.abs(dl[fin] - db[fin]))) if fin.any() else 0.0
+    same_mask = bool(np.array_equal(np.isfinite(dl), fin))
+    logp_s = per_call(local.logp, x, 2000, repeats)
+    local_s = per_call(local, x, 500, repeats)
+    big = lay.n_slots * lay.n_sites > 2e6
+    batched_s = per_call(batched, x, 1 if big else 10, max(2, repeats // 2) if big else repeats)
+    plan = local._local.plan
+    row = {
+        "target": name,
+        "sites": int(lay.n_sites),
+        "neighbours": int(lay.n_slots),
+        "colours": int(plan.n_colours),
+        "moved_states": int(plan.n_rows),
+        "logp_ms": 1e3 * logp_s,
+        "local_ms": 1e3 * local_s,
+        "batched_ms": 1e3 * batched_s,
+        "local_over_logp": local_s / logp_s,
+        "batched_over_local": batched_s / local_s,
+        "max_abs_difference": err,
+        "same_minus_inf": same_mask,
+        "build_local_s": build_local,
+        "build_batched_s": build_batched,
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    head = (
+        "| target | sites | neighbours | colours | moved states | logp (ms) | local (ms) | "
+        "local / logp | batched (ms) | batched / local | max abs diff | build local (s) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+    )
+    body = "".join(
+        f"| {r['target']} | {r['sites']} | {r['neighbours']} | {r['colours']} | "
+        f"{r['moved_states']} | {r['logp_ms']:.3f} | {r['local_ms']:.3f} | "
+        f"{r['local_over_logp']:.1f} | {r['batched_ms']:.1f} | {r['batched_over_local']:.0f} | "
+        f"{r['max_abs_difference']:.1e} | {r['build_local_s']:.1f} |\n"
+        for r in rows
+    )
+    return head + body
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="30x30 targets only")
+    args = parser.parse_args(argv)
+    rows = [measure(name, make, args.repeats) for name, make in targets(args.quick)]
+    meta = {
+        "python": sys.version.split()[0],
+        "pymc": pm.__version__,
+        "pytensor": pytensor.__version__,
+        "machine": platform.platform(),
+        "blas_ldflags": pytensor.config.blas__ldflags,
+        "repeats": args.repeats,
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "exact_differences.json").write_text(
+        json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n"
+    )
+    md = (
+        "# Exact differences: local vs batched\n\n"
+        "Per call of `(logp, deltas) = differences(x)` (median of mean-per-call blocks), "
+        "against one compiled model-logp evaluation. Generated by "
+        "`benchmarks/exact_differences.py`; see docs/differences.md.\n\n"
+        + table(rows)
+        + f"\n{meta}\n"
+    )
+    (RESULTS / "exact_differences.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
