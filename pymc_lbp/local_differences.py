@@ -831,8 +831,7 @@ def build_local_plan(
         xr = pt.set_subtensor(x[sites], vals)
         moved.append(clone_replace(T, replace={x: xr}))
     TT = pt.concatenate([T, *moved])
-    d_pairs = TT[(p_row + 1) * M + p_elem] - TT[p_elem]
-    deltas = pt.inc_subtensor(pt.zeros(layout.n_slots)[p_slot], d_pairs)
+    deltas = _segment_differences(TT, (n_rows + 1) * M, M, p_slot, p_row, p_elem, layout.n_slots)
     if glob:
         G = pt.sum([pt.sum(p.elements()) for p in glob])
         sites_all = layout.slot_site
@@ -863,6 +862,36 @@ def build_local_plan(
         colours,
         reason,
     )
+
+
+def _segment_differences(TT, n_total, M, p_slot, p_row, p_elem, n_slots):
+    """``delta[s] = sum over the pairs of slot s of TT[row + 1, e] - TT[0, e]`` (``TT`` the
+    raveled ``(rows + 1, M)`` element values, ``n_total`` elements).
+
+    When the pairs per slot are even enough, a padded (slots x width) gather and a row sum
+    (no scatter); otherwise a scatter-add.
+    """
+    new_idx = (p_row + 1) * M + p_elem
+    counts = np.bincount(p_slot, minlength=n_slots)
+    width = int(counts.max(initial=0))
+    if width == 0:
+        return pt.zeros(n_slots)
+    if width * n_slots > 2 * p_slot.size + 64:
+        return pt.inc_subtensor(pt.zeros(n_slots)[p_slot], TT[new_idx] - TT[p_elem])
+    # pairs are grouped by slot; position of each pair within its slot's group
+    order = np.argsort(p_slot, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    within = np.arange(p_slot.size) - starts[p_slot[order]]
+    pad = n_total  # index of an appended zero
+    new_m = np.full((n_slots, width), -1, dtype=np.int64)
+    old_m = np.full((n_slots, width), -1, dtype=np.int64)
+    new_m[p_slot[order], within] = new_idx[order]
+    old_m[p_slot[order], within] = p_elem[order]
+    TTz = pt.concatenate([TT, pt.zeros(1)])
+    new_m = np.where(new_m < 0, pad, new_m)
+    old_m = np.where(old_m < 0, pad, old_m)
+    # (width, slots): the row sum runs over contiguous rows
+    return pt.sum(TTz[new_m.T.copy()] - TTz[old_m.T.copy()], axis=0)
 
 
 def _moved_rows(colours, per_site):

@@ -326,3 +326,18 @@ def test_shared_shape_change_is_refused():
     data.set_value(np.ones(70))
     with pytest.raises(ValueError, match="changed shape"):
         local(x0)
+
+
+def test_self_check_catches_a_wrong_analysis(monkeypatch):
+    """A wrong colouring (all sites one colour) is caught on the first call: a warning, and the
+    batched evaluation from then on."""
+    import pymc_lbp.local_differences as ld
+
+    monkeypatch.setattr(ld, "greedy_colouring", lambda a: np.zeros(a.shape[0], dtype=np.int64))
+    model, _ = user_ising(5)
+    batched, local, _ = _pair(model)
+    x = np.random.default_rng(11).integers(0, 2, 25)
+    with pytest.warns(UserWarning, match="self-check"):
+        _assert_same(batched, local, x)
+    assert local.method == "batched" and "self-check" in local.method_reason
+    _assert_same(batched, local, 1 - x)
