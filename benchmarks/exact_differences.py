@@ -1,13 +1,15 @@
 """Cost of exact neighbour differences: local (pymc_lbp.local_differences) vs batched.
 
 Per call of ``(logp, deltas) = differences(x)`` at a random state, against one evaluation of the
-compiled model logp, on the LSB Ising (case 3) as :func:`pymc_lbp.models.segmentation_model`
-writes it and as a user writes it (``pt.roll``), on 30x30 and 100x100 tori, and on a 30x30 Potts
-model (q = 3). Times are medians over repeats of mean-per-call blocks, all in one process on the
-same machine; the batched method's 100x100 call is timed over fewer calls (it takes seconds).
+compiled model logp (measured in alternating blocks; the ratio is the median of per-block
+ratios), on the LSB Ising (case 3) as :func:`pymc_lbp.models.segmentation_model` writes it and
+as a user writes it (``pt.roll``), on 30x30 and 100x100 tori, and on a 30x30 Potts model
+(q = 3). All in one process on the same machine; the batched method's 100x100 call is timed
+over fewer calls (it takes seconds).
 
 Writes docs/results/exact_differences.{json,md}.
-Usage: python benchmarks/exact_differences.py [--repeats N] [--quick]
+Usage (from the repository root): PYTHONPATH=. python benchmarks/exact_differences.py
+[--repeats N] [--quick]
 """
 
 from __future__ import annotations
@@ -56,16 +58,28 @@ def targets(quick: bool):
         yield "ising100 (pt.roll)", lambda: user_ising(100)
 
 
-def per_call(fn, x, calls: int, repeats: int) -> float:
-    """Median over repeats of the mean seconds per call."""
-    fn(x)
-    times = []
+def block(fn, x, calls: int) -> float:
+    """Mean seconds per call over ``calls`` calls."""
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn(x)
+    return (time.perf_counter() - t) / calls
+
+
+def interleaved(fns: dict, x, calls: dict, repeats: int) -> dict:
+    """Per-call seconds of every function, measured in alternating blocks (so that load from
+    other processes hits all alike); medians over repeats, and the median of the per-repeat
+    ratio to the first function."""
+    for fn in fns.values():
+        fn(x)
+    times = {k: [] for k in fns}
     for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn(x)
-        times.append((time.perf_counter() - t) / calls)
-    return float(np.median(times))
+        for k, fn in fns.items():
+            times[k].append(block(fn, x, calls[k]))
+    first = next(iter(fns))
+    out = {k: float(np.median(v)) for k, v in times.items()}
+    ratios = {k: float(np.median(np.array(v) / np.array(times[first]))) for k, v in times.items()}
+    return out, ratios
 
 
 def measure(name, make, repeats: int) -> dict:
@@ -88,10 +102,14 @@ def measure(name, make, repeats: int) -> dict:
     fin = np.isfinite(db)
     err = float(np.max(np.abs(dl[fin] - db[fin]))) if fin.any() else 0.0
     same_mask = bool(np.array_equal(np.isfinite(dl), fin))
-    logp_s = per_call(local.logp, x, 2000, repeats)
-    local_s = per_call(local, x, 500, repeats)
+    times, ratios = interleaved(
+        {"logp": local.logp, "local": local}, x, {"logp": 2000, "local": 500}, 3 * repeats
+    )
+    logp_s, local_s = times["logp"], times["local"]
     big = lay.n_slots * lay.n_sites > 2e6
-    batched_s = per_call(batched, x, 1 if big else 10, max(2, repeats // 2) if big else repeats)
+    batched_s = float(
+        np.median([block(batched, x, 1 if big else 10) for _ in range(2 if big else repeats)])
+    )
     plan = local._local.plan
     row = {
         "target": name,
@@ -102,7 +120,7 @@ def measure(name, make, repeats: int) -> dict:
         "logp_ms": 1e3 * logp_s,
         "local_ms": 1e3 * local_s,
         "batched_ms": 1e3 * batched_s,
-        "local_over_logp": local_s / logp_s,
+        "local_over_logp": ratios["local"],
         "batched_over_local": batched_s / local_s,
         "max_abs_difference": err,
         "same_minus_inf": same_mask,

@@ -828,9 +828,9 @@ def build_local_plan(
         slots = layout.site_offset[sites] + c_k[1]
         keep = valid[slots]
         vals = pt.switch(keep, new_value[slots], x[sites])
-        xr = pt.set_subtensor(x[sites], vals)
-        moved.append(clone_replace(T, replace={x: xr}))
-    TT = pt.concatenate([T, *moved])
+        moved.append(pt.set_subtensor(x[sites], vals))
+    # one clone of the elements per moved state (a vectorised graph is not faster here)
+    TT = pt.concatenate([T, *[clone_replace(T, replace={x: xr}) for xr in moved]])
     deltas = _segment_differences(TT, (n_rows + 1) * M, M, p_slot, p_row, p_elem, layout.n_slots)
     if glob:
         G = pt.sum([pt.sum(p.elements()) for p in glob])
