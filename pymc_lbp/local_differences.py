@@ -721,6 +721,7 @@ def build_local_plan(
     x0: np.ndarray | None = None,
     max_term_sites: int = 32,
     max_rows_fraction: float = 0.5,
+    max_global_batch: int = 16_000_000,
 ) -> LocalPlan:
     """Analyse the model and build the graphs of the local exact differences.
 
@@ -739,8 +740,11 @@ def build_local_plan(
     max_term_sites : int
         Elements depending on more sites are handled as global terms.
     max_rows_fraction : float
-        Refuse (``NotLocalError``) when the moved states to evaluate exceed this fraction of the
-        slots: the batched method is then as cheap.
+        Pieces whose colouring would need more moved states than this fraction of the slots are
+        evaluated at every neighbour instead (as global pieces).
+    max_global_batch : int
+        Global pieces are evaluated at all neighbours in one batch of ``slots x sites`` values;
+        refuse (``NotLocalError``) above this size (the batched method works in chunks).
 
     Raises
     ------
@@ -832,6 +836,11 @@ def build_local_plan(
     # one clone of the elements per moved state (a vectorised graph is not faster here)
     TT = pt.concatenate([T, *[clone_replace(T, replace={x: xr}) for xr in moved]])
     deltas = _segment_differences(TT, (n_rows + 1) * M, M, p_slot, p_row, p_elem, layout.n_slots)
+    if glob and layout.n_slots * n_sites > max_global_batch:
+        raise NotLocalError(
+            f"{len(glob)} global term piece(s) on a block of {n_sites} sites: evaluating them at "
+            f"all {layout.n_slots} neighbours at once exceeds max_global_batch={max_global_batch}"
+        )
     if glob:
         G = pt.sum([pt.sum(p.elements()) for p in glob])
         sites_all = layout.slot_site

@@ -419,7 +419,7 @@ class ExactDifferences(Differences):
         if method not in ("auto", "local", "batched"):
             raise ValueError(f"method must be 'auto', 'local' or 'batched', got {method!r}")
         super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
-        self._model = model
+        self._logp_graph = clone_replace(model.logp(), replace=self._replace)
         self._chunk = max(1, int(max_batch_elements // max(layout.n_sites, 1)))
         self._fn = None
         self._local = None
@@ -453,7 +453,7 @@ class ExactDifferences(Differences):
     def _batched(self):
         """The batched evaluation (compiled on first use when the local method is in use)."""
         if self._fn is None:
-            logp = clone_replace(self._model.logp(), replace=self._replace)
+            logp = self._logp_graph
             sites = pt.vector("sites", dtype="int64")
             values = pt.vector("values", dtype="int64")
             batch = pt.repeat(self._x[None, :], sites.shape[0], axis=0)

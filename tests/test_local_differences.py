@@ -341,3 +341,29 @@ def test_self_check_catches_a_wrong_analysis(monkeypatch):
         _assert_same(batched, local, x)
     assert local.method == "batched" and "self-check" in local.method_reason
     _assert_same(batched, local, 1 - x)
+
+
+def test_pickled_local_differences_give_the_same_answers():
+    import cloudpickle
+
+    model = segmentation_model(case=3, n=8)
+    batched, local, _ = _pair(model)
+    again = cloudpickle.loads(cloudpickle.dumps(local))
+    assert again.method == "local"
+    x = np.random.default_rng(12).integers(0, 2, 64)
+    _assert_same(batched, again, x)
+
+
+def test_samplers_with_exact_differences_use_the_local_method():
+    from pymc_lbp import LocallyBalanced
+
+    model = segmentation_model(case=3, n=10)
+    with model:
+        step = LocallyBalanced([model["x"]], steps_per_draw=3)
+        idata = pm.sample(
+            draws=5, tune=5, step=[step], chains=1, cores=1, random_seed=3,
+            progressbar=False, compute_convergence_checks=False,
+        )  # fmt: skip
+    assert step.differences.method == "local"
+    # per call: the state and its two colours' moved states, not one evaluation per neighbour
+    assert idata.sample_stats["logp_evals"].values.max() <= 4 * 3
