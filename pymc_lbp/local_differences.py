@@ -201,7 +201,7 @@ def _value(var, values):
     raise NotLocalError(f"no probe value for {var}")
 
 
-def _run_on_labels(node, data_positions, values, sizes):
+def _run_on_labels(node, data_positions, values):
     """Run a data-movement op on float labels in place of its data inputs.
 
     Returns the output labels as int arrays (one per output), or None when the op cannot be run
@@ -403,7 +403,7 @@ def _rule_reduce(node, d, values, cap):
 
 
 def _rule_move(node, in_deps, data, values, cap, n_sites):
-    labels = _run_on_labels(node, data, values, None)
+    labels = _run_on_labels(node, data, values)
     if labels is None:
         return None
     rows, globs = [], []
