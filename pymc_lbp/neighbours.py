@@ -17,9 +17,12 @@ Slots are laid out site by site. A samplers' view of the model is one call
 their current, shared values) and ``Delta_s(x) = f(x^(s)) - f(x)`` for every slot (``-inf`` for
 masked slots and for zero-probability neighbours, never NaN):
 
-* :class:`ExactDifferences` evaluates the logp at all neighbours in one compiled, batched call
-  (the logp graph vectorised over a leading axis with ``vectorize_graph``; chunked for large
-  blocks). Cost: one logp evaluation per slot.
+* :class:`ExactDifferences` is exact. On blocks of 64 slots or more whose model terms are local
+  it uses :mod:`pymc_lbp.local_differences` (only the terms that touch a site are re-evaluated;
+  cost: a few elementwise evaluations of the terms per call, see docs/differences.md); otherwise
+  it evaluates the logp at all neighbours in one compiled, batched call (the logp graph
+  vectorised over a leading axis with ``vectorize_graph``; chunked for large blocks). Cost: one
+  logp evaluation per slot.
 * :class:`GradientDifferences` uses the first-order estimate of Grathwohl et al. from the gradient
   of the relaxed logp (:mod:`pymc_lbp.relax`). Cost: one logp and one gradient evaluation.
 """
@@ -50,6 +53,12 @@ from pytensor.tensor.random.basic import (
 )
 
 from pymc_lbp.balancing import balanced_log_weights, graph_log_balancing
+from pymc_lbp.local_differences import (
+    LocalCheckError,
+    LocalDifferences,
+    NotLocalError,
+    build_local_plan,
+)
 from pymc_lbp.proposals import prepare_weights
 from pymc_lbp.relax import LOG_FLOOR, relaxed_logp
 
@@ -376,7 +385,9 @@ class ExactDifferences(Differences):
     elementwise evaluations of the model's terms per call); otherwise, and for smaller blocks, the
     logp is evaluated at all neighbours in one batched call (cost: one logp evaluation per slot).
     Both are exact. The choice and its reason are in :attr:`method` and :attr:`method_reason`
-    and logged (logger ``"pymc_lbp"``, level INFO).
+    and logged (logger ``"pymc_lbp"``, level INFO). With the local method, :attr:`local_plan`
+    holds its ``logp`` and ``deltas`` as pytensor graphs of the block vector ``local_plan.x``
+    (for compiled transition kernels); it is None otherwise.
 
     Parameters
     ----------
@@ -414,8 +425,6 @@ class ExactDifferences(Differences):
         local_min_slots=64,
         local_options=None,
     ):
-        from pymc_lbp.local_differences import LocalDifferences, NotLocalError, build_local_plan
-
         if method not in ("auto", "local", "batched"):
             raise ValueError(f"method must be 'auto', 'local' or 'batched', got {method!r}")
         super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
@@ -423,6 +432,7 @@ class ExactDifferences(Differences):
         self._chunk = max(1, int(max_batch_elements // max(layout.n_sites, 1)))
         self._fn = None
         self._local = None
+        self.local_plan = None
         self.method, self.method_reason = "batched", "chosen by the caller"
         if method == "auto" and layout.n_slots < local_min_slots:
             self.method_reason = f"small block ({layout.n_slots} < {local_min_slots} slots)"
@@ -438,6 +448,7 @@ class ExactDifferences(Differences):
                 self.method_reason = f"no usable locality: {err}"
             else:
                 self.method, self.method_reason = "local", plan.reason
+                self.local_plan = plan
         if self._local is None:
             self._batched()
             self.logp_evals_per_call = layout.n_slots + 1
@@ -472,8 +483,6 @@ class ExactDifferences(Differences):
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         if self._local is not None:
-            from pymc_lbp.local_differences import LocalCheckError
-
             try:
                 logp_x, deltas = self._local(x)
             except LocalCheckError as err:
@@ -517,7 +526,7 @@ class ExactDifferences(Differences):
         """Model logp at ``x``."""
         if self._local is not None:
             return self._local.logp(x)
-        return float(self._fn(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
+        return float(self._batched()(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
 
 
 class GradientDifferences(Differences):

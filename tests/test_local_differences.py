@@ -306,12 +306,13 @@ def test_plan_graphs_match_the_callable():
     model, _ = user_ising(6)
     batched, local, _ = _pair(model)
     plan = build_local_plan(model, batched.layout, batched._replace, batched._x, batched._bounds)
-    fn = pytensor.function([plan.x], [plan.logp, plan.deltas])
     x = np.random.default_rng(10).integers(0, 2, 36)
-    lp, d = fn(x)
     lb, db = batched(x)
-    assert abs(lp - lb) < ATOL
-    np.testing.assert_allclose(d, db, rtol=0, atol=ATOL)
+    for p in (plan, local.local_plan):
+        lp, d = pytensor.function([p.x], [p.logp, p.deltas])(x)
+        assert abs(lp - lb) < ATOL
+        np.testing.assert_allclose(d, db, rtol=0, atol=ATOL)
+    assert batched.local_plan is None
 
 
 def test_shared_shape_change_is_refused():
@@ -367,3 +368,52 @@ def test_samplers_with_exact_differences_use_the_local_method():
     assert step.differences.method == "local"
     # per call: the state and its two colours' moved states, not one evaluation per neighbour
     assert idata.sample_stats["logp_evals"].values.max() <= 4 * 3
+
+
+def _chain_marginals(h: np.ndarray, J: float) -> np.ndarray:
+    """Exact P(x_i = 1) of the open Ising chain ``sum h_i s_i + J sum s_i s_{i+1}`` (s = 2x - 1),
+    by forward-backward on the 2-state transfer matrices."""
+    s = np.array([-1.0, 1.0])
+    unary = np.exp(h[:, None] * s[None, :])
+    pair = np.exp(J * np.outer(s, s))
+    n = h.size
+    fwd = np.empty((n, 2))
+    bwd = np.empty((n, 2))
+    fwd[0] = unary[0] / unary[0].sum()
+    for i in range(1, n):
+        f = (fwd[i - 1] @ pair) * unary[i]
+        fwd[i] = f / f.sum()
+    bwd[-1] = 1.0
+    for i in range(n - 2, -1, -1):
+        b = pair @ (unary[i + 1] * bwd[i + 1])
+        bwd[i] = b / b.sum()
+    post = fwd * bwd
+    return post[:, 1] / post.sum(axis=1)
+
+
+@pytest.mark.slow
+def test_locally_balanced_with_local_differences_matches_exact_marginals():
+    """pm.sample with LocallyBalanced (exact differences, local method) on a 64-site Ising chain:
+    marginals within Bonferroni MCSE bounds of the forward-backward answer."""
+    from pymc_lbp import LocallyBalanced
+    from tests.frequencies import marginal_z_scores
+
+    h = np.random.default_rng(13).normal(scale=0.7, size=64)
+    J = 0.6
+    with pm.Model():
+        x = pm.Bernoulli("x", logit_p=2 * h, shape=64)
+        s = 2 * x - 1
+        pm.Potential("coupling", J * pt.sum(s[:-1] * s[1:]))
+        step = LocallyBalanced([x], steps_per_draw=32)
+        idata = pm.sample(
+            draws=400, tune=100, step=[step], chains=2, cores=1, random_seed=14,
+            progressbar=False, compute_convergence_checks=False,
+        )  # fmt: skip
+    assert step.differences.method == "local"
+    values = np.asarray(idata.posterior["x"])
+    draws = {i: values[..., i] for i in range(64)}
+    p1 = _chain_marginals(h, J)
+    exact = [np.array([1 - p, p]) for p in p1]
+    zs, crit, violations = marginal_z_scores(draws, exact)
+    assert not violations
+    assert zs.max() < crit, (zs.max(), crit)
