@@ -17,15 +17,20 @@ Slots are laid out site by site. A samplers' view of the model is one call
 their current, shared values) and ``Delta_s(x) = f(x^(s)) - f(x)`` for every slot (``-inf`` for
 masked slots and for zero-probability neighbours, never NaN):
 
-* :class:`ExactDifferences` evaluates the logp at all neighbours in one compiled, batched call
-  (the logp graph vectorised over a leading axis with ``vectorize_graph``; chunked for large
-  blocks). Cost: one logp evaluation per slot.
+* :class:`ExactDifferences` is exact. On blocks of 64 slots or more whose model terms are local
+  it uses :mod:`pymc_lbp.local_differences` (only the terms that touch a site are re-evaluated;
+  cost: a few elementwise evaluations of the terms per call, see docs/differences.md); otherwise
+  it evaluates the logp at all neighbours in one compiled, batched call (the logp graph
+  vectorised over a leading axis with ``vectorize_graph``; chunked for large blocks). Cost: one
+  logp evaluation per slot.
 * :class:`GradientDifferences` uses the first-order estimate of Grathwohl et al. from the gradient
   of the relaxed logp (:mod:`pymc_lbp.relax`). Cost: one logp and one gradient evaluation.
 """
 
 from __future__ import annotations
 
+import logging
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,8 +53,16 @@ from pytensor.tensor.random.basic import (
 )
 
 from pymc_lbp.balancing import balanced_log_weights, graph_log_balancing
+from pymc_lbp.local_differences import (
+    LocalCheckError,
+    LocalDifferences,
+    NotLocalError,
+    build_local_plan,
+)
 from pymc_lbp.proposals import prepare_weights
 from pymc_lbp.relax import LOG_FLOOR, relaxed_logp
+
+_log = logging.getLogger("pymc_lbp")
 
 BINARY, CATEGORICAL, INTEGER = 0, 1, 2
 KIND_CODES = {"binary": BINARY, "categorical": CATEGORICAL, "integer": INTEGER}
@@ -365,7 +378,16 @@ class Differences:
 
 
 class ExactDifferences(Differences):
-    """Exact differences from the model logp evaluated at all neighbours in one batched call.
+    """Exact differences: local (only the terms that touch a site) or the batched evaluation.
+
+    With ``method="auto"`` (default) a block of at least ``local_min_slots`` slots uses
+    :mod:`pymc_lbp.local_differences` when the model's terms are local in the block (cost: a few
+    elementwise evaluations of the model's terms per call); otherwise, and for smaller blocks, the
+    logp is evaluated at all neighbours in one batched call (cost: one logp evaluation per slot).
+    Both are exact. The choice and its reason are in :attr:`method` and :attr:`method_reason`
+    and logged (logger ``"pymc_lbp"``, level INFO). With the local method, :attr:`local_plan`
+    holds its ``logp`` and ``deltas`` as pytensor graphs of the block vector ``local_plan.x``
+    (for compiled transition kernels); it is None otherwise.
 
     Parameters
     ----------
@@ -378,6 +400,14 @@ class ExactDifferences(Differences):
     max_batch_elements : int
         Neighbour states are evaluated in chunks of at most this many sites in total
         (``chunk rows * block size``), to bound memory on large blocks.
+    method : {"auto", "local", "batched"}
+        ``"local"`` raises :class:`~pymc_lbp.local_differences.NotLocalError` when the model has
+        no usable locality.
+    local_min_slots : int
+        ``"auto"`` uses the local method from this many slots on.
+    local_options : dict, optional
+        Passed to :func:`~pymc_lbp.local_differences.build_local_plan` (``max_term_sites``,
+        ``max_rows_fraction``).
     """
 
     kind = "exact"
@@ -391,38 +421,99 @@ class ExactDifferences(Differences):
         compile_kwargs=None,
         balancing=None,
         max_batch_elements=4_000_000,
+        method="auto",
+        local_min_slots=64,
+        local_options=None,
     ):
+        if method not in ("auto", "local", "batched"):
+            raise ValueError(f"method must be 'auto', 'local' or 'batched', got {method!r}")
         super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
-        self.logp_evals_per_call = layout.n_slots + 1
-        logp = clone_replace(model.logp(), replace=self._replace)
-        sites = pt.vector("sites", dtype="int64")
-        values = pt.vector("values", dtype="int64")
-        batch = pt.repeat(self._x[None, :], sites.shape[0], axis=0)
-        batch = pt.set_subtensor(batch[pt.arange(sites.shape[0]), sites], values)
-        X = pt.matrix("X", dtype="int64")
-        logp_batch = _unblock_gathers(vectorize_graph(logp, replace={self._x: X}))
-        logp_batch = clone_replace(logp_batch, replace={X: batch})
-        self._fn = pm_compile(
-            [self._x, sites, values],
-            [logp, logp_batch],
-            on_unused_input="ignore",
-            **self._compile_kwargs,
-        )
-        self._fn.trust_input = True
+        self._logp_graph = clone_replace(model.logp(), replace=self._replace)
         self._chunk = max(1, int(max_batch_elements // max(layout.n_sites, 1)))
+        self._fn = None
+        self._local = None
+        self.local_plan = None
+        self.method, self.method_reason = "batched", "chosen by the caller"
+        if method == "auto" and layout.n_slots < local_min_slots:
+            self.method_reason = f"small block ({layout.n_slots} < {local_min_slots} slots)"
+        elif method != "batched":
+            try:
+                plan = build_local_plan(
+                    model, layout, self._replace, self._x, self._bounds, **(local_options or {})
+                )
+                self._local = LocalDifferences(plan, layout, self._compile_kwargs)
+            except NotLocalError as err:
+                if method == "local":
+                    raise
+                self.method_reason = f"no usable locality: {err}"
+            else:
+                self.method, self.method_reason = "local", plan.reason
+                self.local_plan = plan
+        if self._local is None:
+            self._batched()
+            self.logp_evals_per_call = layout.n_slots + 1
+        else:
+            self.logp_evals_per_call = self._local.evals_per_call
+        _log.info(
+            "Exact differences for %s: %s (%s).",
+            [s.name for s in specs],
+            self.method,
+            self.method_reason,
+        )
+
+    def _batched(self):
+        """The batched evaluation (compiled on first use when the local method is in use)."""
+        if self._fn is None:
+            logp = self._logp_graph
+            sites = pt.vector("sites", dtype="int64")
+            values = pt.vector("values", dtype="int64")
+            batch = pt.repeat(self._x[None, :], sites.shape[0], axis=0)
+            batch = pt.set_subtensor(batch[pt.arange(sites.shape[0]), sites], values)
+            X = pt.matrix("X", dtype="int64")
+            logp_batch = _unblock_gathers(vectorize_graph(logp, replace={self._x: X}))
+            logp_batch = clone_replace(logp_batch, replace={X: batch})
+            self._fn = pm_compile(
+                [self._x, sites, values],
+                [logp, logp_batch],
+                on_unused_input="ignore",
+                **self._compile_kwargs,
+            )
+            self._fn.trust_input = True
+        return self._fn
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        if self._local is not None:
+            try:
+                logp_x, deltas = self._local(x)
+            except LocalCheckError as err:
+                warnings.warn(
+                    f"Local exact differences failed their self-check ({err}); using the "
+                    "batched evaluation from now on. Please report this model.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                self._local = None
+                self.method, self.method_reason = "batched", f"local self-check failed: {err}"
+                self.logp_evals_per_call = self.layout.n_slots + 1
+            else:
+                if np.isfinite(logp_x):
+                    return logp_x, deltas
+                # from a zero-probability state: the batched method's differences
+        return self._batched_call(x)
+
+    def _batched_call(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         layout = self.layout
+        fn = self._batched()
         new, valid = layout.candidates(x)
         values = np.where(valid, new, x[layout.slot_site]).astype(np.int64)
         sites = layout.slot_site
         if layout.n_slots <= self._chunk:
-            logp_x, logp_nb = self._fn(x, sites, values)
+            logp_x, logp_nb = fn(x, sites, values)
         else:
             parts = []
             for start in range(0, layout.n_slots, self._chunk):
                 stop = start + self._chunk
-                logp_x, part = self._fn(x, sites[start:stop], values[start:stop])
+                logp_x, part = fn(x, sites[start:stop], values[start:stop])
                 parts.append(part)
             logp_nb = np.concatenate(parts)
         logp_x = float(logp_x)
@@ -435,7 +526,9 @@ class ExactDifferences(Differences):
 
     def logp(self, x: np.ndarray) -> float:
         """Model logp at ``x``."""
-        return float(self._fn(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
+        if self._local is not None:
+            return self._local.logp(x)
+        return float(self._batched()(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
 
 
 class GradientDifferences(Differences):
