@@ -92,7 +92,7 @@ def test_visit_frequencies_binary_adaptive():
         x = pm.Bernoulli("x", 0.5, shape=N_B)
         xf = pt.cast(x, "float64")
         pm.Potential("pot", pt.dot(H_B, xf) + pt.dot(xf, pt.dot(J_B, xf)))
-    step = PathAuxiliaryLBP([x], model=model)
+    step = PathAuxiliaryLBP([x], model=model, steps_per_draw=1)
     idata = sample(model, step, draws=3000, tune=600, seed=11)
     assert step.differences_kind == "gradient"
     assert_frozen_scale(idata)
@@ -140,7 +140,7 @@ def test_visit_frequencies_potts_adaptive():
         for a, b in EDGES:
             pot = pot + beta * pt.eq(z[a], z[b])
         pm.Potential("pot", pot)
-    step = PathAuxiliaryLBP([z], model=model)
+    step = PathAuxiliaryLBP([z], model=model, steps_per_draw=1)
     idata = sample(model, step, draws=3000, tune=600, seed=12)
     assert_frozen_scale(idata)
     samples = potts_stats(idata.posterior["z"].values)
@@ -178,7 +178,7 @@ def test_mixed_model_with_nuts():
         z = pm.Bernoulli("z", 0.3, shape=N_Z)
         mu = pm.Normal("mu", 0, 1)
         pm.Normal("y", mu + A_MIX * pt.sum(z), 1.0, observed=Y_MIX)
-    step = [PathAuxiliaryLBP([z], model=model), pm.NUTS([mu], model=model)]
+    step = [PathAuxiliaryLBP([z], model=model, steps_per_draw=1), pm.NUTS([mu], model=model)]
     idata = sample(model, step, draws=1500, tune=500, seed=13)
     zs = idata.posterior["z"].values.astype(float)
     mus = idata.posterior["mu"].values
@@ -219,7 +219,7 @@ def test_adaptation_reaches_target_and_freezes():
     i.e. ~0.02 in acceptance before averaging; rounding R (~100) to an integer adds < 0.005.
     """
     model = product_model(400)
-    step = PathAuxiliaryLBP(model=model, target_accept=0.574)
+    step = PathAuxiliaryLBP(model=model, target_accept=0.574, steps_per_draw=1)
     idata = sample(model, step, draws=800, tune=1500, seed=3, discard_tuned_samples=False)
     warm = idata.warmup_sample_stats.path_scale.values
     assert warm[:, 0].max() <= 2  # starts at U = 1 (then doubles)
@@ -245,7 +245,7 @@ def test_lower_target_gives_longer_paths():
     model = product_model(200, seed=1)
     lengths = []
     for target in (0.8, 0.3):
-        step = PathAuxiliaryLBP(model=model, target_accept=target)
+        step = PathAuxiliaryLBP(model=model, target_accept=target, steps_per_draw=1)
         idata = sample(model, step, draws=50, tune=800, seed=4, chains=1)
         lengths.append(float(idata.sample_stats.path_scale.values[0, 0]))
     assert lengths[1] > 1.5 * lengths[0]
@@ -254,7 +254,7 @@ def test_lower_target_gives_longer_paths():
 def test_unbiased_rounding_in_steps():
     """With the scale held at U = 3.3 (zero gain), the mean R of the tuning steps is U."""
     model = product_model(50)
-    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(0))
+    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(0), steps_per_draw=1)
     step.adaptation = PathLengthAdaptation(0.574, 50, gamma0=0.0)
     step.path_log_u = float(np.log(3.3))
     step.path_doubling = False
@@ -273,7 +273,7 @@ def test_unbiased_rounding_in_steps():
 
 def test_reset_tuning_and_sampling_state_round_trip():
     model = product_model(100)
-    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(1))
+    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(1), steps_per_draw=1)
     fresh = step.sampling_state
     sample(model, step, draws=20, tune=200, seed=5, chains=1)
     assert step.path_scale > 1 and not step.tune and not step.path_doubling
@@ -308,15 +308,19 @@ def test_fewer_movable_sites_than_path_stays_put():
         x = pm.Bernoulli("x", 0.5, shape=3, initval=np.zeros(3, dtype=int))
         pm.Potential("forbid", pt.switch(pt.gt(x[0], 0), -np.inf, 0.0))
     with pytest.warns(UserWarning, match="whole block"):
-        step = PathAuxiliaryLBP([x], model=model, path_length=3, differences="exact")
+        step = PathAuxiliaryLBP(
+            [x], model=model, path_length=3, differences="exact", steps_per_draw=1
+        )
     idata = sample(model, step, draws=20, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
     assert np.all(idata.sample_stats.accept.values == 0)
     with pytest.warns(UserWarning, match="even length"):
-        step2 = PathAuxiliaryLBP([x], model=model, path_length=2)  # first-order, floored log 0
+        step2 = PathAuxiliaryLBP(
+            [x], model=model, path_length=2, steps_per_draw=1
+        )  # first-order, floored log 0
     idata = sample(model, step2, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
-    assert idata.sample_stats.accepted.values.mean() > 0.3
+    assert idata.sample_stats.n_accepted.values.mean() > 0.3
 
 
 def test_parity_even_fixed_length_is_reducible_tuned_length_is_not():
@@ -326,10 +330,10 @@ def test_parity_even_fixed_length_is_reducible_tuned_length_is_not():
     with pm.Model() as model:
         x = pm.Bernoulli("x", p=p, shape=p.size, initval=np.zeros(p.size, dtype=int))
     with pytest.warns(UserWarning, match="not irreducible"):
-        fixed = PathAuxiliaryLBP([x], model=model, path_length=2)
+        fixed = PathAuxiliaryLBP([x], model=model, path_length=2, steps_per_draw=1)
     idata = sample(model, fixed, draws=300, tune=0, seed=2, chains=1)
     assert np.all(idata.posterior["x"].values.sum(axis=-1) % 2 == 0)
-    tuned = PathAuxiliaryLBP([x], model=model)
+    tuned = PathAuxiliaryLBP([x], model=model, steps_per_draw=1)
     idata = sample(model, tuned, draws=3000, tune=500, seed=3)
     even = (idata.posterior["x"].values.sum(axis=-1) % 2 == 0).astype(float)
     exact = 0.5 * (1 + np.prod(1 - 2 * p))
