@@ -153,7 +153,7 @@ def run_target(name: str, quick: bool, seed: int) -> dict:
             # block is parity-reducible (the step warns), which leaves EJD and acceptance intact
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="path_length=", category=UserWarning)
-                return PathAuxiliaryLBP(model.value_vars, **kw)
+                return PathAuxiliaryLBP(model.value_vars, **{"steps_per_draw": 1, **kw})
 
         return make
 
