@@ -2,22 +2,51 @@
 
 Importing the package changes nothing in PyMC; use the step classes in
 ``pm.sample(step=[...])``, or call :func:`register` to make PyMC pick them automatically.
+
+The public names are imported on first use (PEP 562 module ``__getattr__``), so that
+``import pymc_lbp`` and ``python -m pymc_lbp ... --help`` do not pay for importing PyMC,
+PyTensor and ArviZ; ``from pymc_lbp import LocallyBalanced`` works as usual.
 """
 
-from pymc_lbp.balancing import BALANCING_FUNCTIONS
-from pymc_lbp.neural_proposal import NeuralProposal, ProposalFileError, load_proposal
-from pymc_lbp.registry import register, registered, unregister
-from pymc_lbp.relax import NotRelaxableError
-from pymc_lbp.step_methods import (
-    DiscreteStep,
-    GibbsWithGradients,
-    LocallyBalanced,
-    PathAuxiliaryLBP,
-    SelfBalancing,
-)
-from pymc_lbp.step_methods.neural_block import NeuralBlock
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
+    from pymc_lbp.balancing import BALANCING_FUNCTIONS
+    from pymc_lbp.neural_proposal import NeuralProposal, ProposalFileError, load_proposal
+    from pymc_lbp.registry import register, registered, unregister
+    from pymc_lbp.relax import NotRelaxableError
+    from pymc_lbp.step_methods import (
+        DiscreteStep,
+        GibbsWithGradients,
+        LocallyBalanced,
+        PathAuxiliaryLBP,
+        SelfBalancing,
+    )
+    from pymc_lbp.step_methods.neural_block import NeuralBlock
 
 __version__ = "0.1.0"
+
+#: Public name -> the module that defines it (imported on first access).
+_LAZY: dict[str, str] = {
+    "BALANCING_FUNCTIONS": "pymc_lbp.balancing",
+    "DiscreteStep": "pymc_lbp.step_methods",
+    "GibbsWithGradients": "pymc_lbp.step_methods",
+    "LocallyBalanced": "pymc_lbp.step_methods",
+    "NeuralBlock": "pymc_lbp.step_methods.neural_block",
+    "NeuralProposal": "pymc_lbp.neural_proposal",
+    "NotRelaxableError": "pymc_lbp.relax",
+    "PathAuxiliaryLBP": "pymc_lbp.step_methods",
+    "ProposalFileError": "pymc_lbp.neural_proposal",
+    "SelfBalancing": "pymc_lbp.step_methods",
+    "load_proposal": "pymc_lbp.neural_proposal",
+    "register": "pymc_lbp.registry",
+    "registered": "pymc_lbp.registry",
+    "unregister": "pymc_lbp.registry",
+}
 
 __all__ = [
     "BALANCING_FUNCTIONS",
@@ -35,3 +64,19 @@ __all__ = [
     "registered",
     "unregister",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name (or a submodule such as ``pymc_lbp.models``) on first access."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -5,6 +5,15 @@ with one of the samplers in :data:`SAMPLERS` through ``pm.sample`` (PyMC's progr
 the per-variable marginal frequencies in the UAI ``MAR`` format and prints a short ArviZ-based
 summary. With ``--exact`` it writes the exact marginals (bucket-tree elimination) instead.
 
+Every input is checked before any work (reading, compiling, sampling): the network and evidence
+files must be readable files, the output must be writable (not a directory, its directory must
+exist, a probe open must succeed), the sampler must apply to the network, and with
+``--kind BAYES`` every CPT row must sum to 1 (:meth:`UAINetwork.normalised_cpts`, the same check
+for the exact and the sampled paths).
+
+The module imports only the standard library and numpy at import time; PyMC, PyTensor, ArviZ and
+the samplers are imported inside the functions that use them, so ``--help`` answers at once.
+
 Exit codes (:data:`EXIT_CODES`):
 
 =====  ======================================================================
@@ -32,9 +41,19 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-__all__ = ["EXIT_CODES", "SAMPLERS", "build_parser", "default_steps_per_draw", "main", "make_steps"]
+__all__ = [
+    "EXIT_CODES",
+    "SAMPLERS",
+    "SAMPLER_HELP",
+    "SamplerNotApplicableError",
+    "build_parser",
+    "check_sampler",
+    "default_steps_per_draw",
+    "grid_blocks",
+    "main",
+    "make_steps",
+    "steps_per_draw_for",
+]
 
 EXIT_OK = 0
 EXIT_SAMPLING = 1
@@ -55,23 +74,69 @@ EXIT_CODES: dict[int, str] = {
 }
 
 #: A sampler factory: ``factory(value_vars, steps_per_draw) -> step or list of steps``, called
-#: inside the model context with the model's free (discrete) variables.
-SamplerFactory = Callable[[list, int], Any]
+#: inside the model context (a :func:`~pymc_lbp.models.uai.read_uai` model) with the model's free
+#: (discrete) variables. ``steps_per_draw=None`` means the sampler's own sweep (only for the
+#: samplers whose :data:`DEFAULT_STEPS_PER_DRAW` is ``"sweep"``). Every option the command line
+#: means is passed explicitly, so a change of a step class's defaults does not change it.
+SamplerFactory = Callable[[list, "int | None"], Any]
 
 
-def _gibbs_with_gradients(vars: list, steps_per_draw: int) -> Any:
-    from pymc_lbp import GibbsWithGradients
+def _gibbs_with_gradients(vars: list, steps_per_draw: int | None) -> Any:
+    from pymc_lbp.step_methods import GibbsWithGradients
 
-    return GibbsWithGradients(vars, steps_per_draw=steps_per_draw)
-
-
-def _locally_balanced(vars: list, steps_per_draw: int) -> Any:
-    from pymc_lbp import LocallyBalanced
-
-    return LocallyBalanced(vars, differences="exact", steps_per_draw=steps_per_draw)
+    return GibbsWithGradients(vars, steps_per_draw=_explicit(steps_per_draw))
 
 
-def _pymc_gibbs(vars: list, steps_per_draw: int) -> list:
+def _locally_balanced(vars: list, steps_per_draw: int | None) -> Any:
+    from pymc_lbp.step_methods import LocallyBalanced
+
+    return LocallyBalanced(
+        vars, balancing="sqrt", differences="exact", steps_per_draw=_explicit(steps_per_draw)
+    )
+
+
+def _path_auxiliary(vars: list, steps_per_draw: int | None) -> Any:
+    """PathAuxiliaryLBP with gradient differences (the PAS paper's sampler; exact on the
+    multilinear binary UAI models) and the path length tuned to 0.574 acceptance."""
+    from pymc_lbp.step_methods import PathAuxiliaryLBP
+
+    return PathAuxiliaryLBP(
+        vars, balancing="sqrt", differences="gradient", steps_per_draw=_explicit(steps_per_draw)
+    )
+
+
+def _self_balancing(vars: list, steps_per_draw: int | None) -> Any:
+    """SelfBalancing (LSB1: learned mixture of balancing functions) with exact differences,
+    learning during tuning only."""
+    from pymc_lbp.step_methods import SelfBalancing
+
+    return SelfBalancing(
+        vars,
+        parametrization="lsb1",
+        differences="exact",
+        steps_per_draw=_explicit(steps_per_draw),
+    )
+
+
+def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
+    """NeuralBlock with the shipped ``grid-bn`` proposal on the 3 x 3 grid-BN motif blocks;
+    ``steps_per_draw=None``: one sweep over its update units (blocks and uncovered sites)."""
+    import pymc as pm
+
+    from pymc_lbp.neural_proposal import load_proposal
+    from pymc_lbp.step_methods.neural_block import NeuralBlock
+
+    model = pm.modelcontext(None)
+    network = getattr(getattr(model, "uai_info", None), "network", None)
+    if network is None:
+        raise SamplerNotApplicableError("neural_block needs a model built by read_uai")
+    blocks = grid_blocks(network)
+    return NeuralBlock(
+        vars, blocks=blocks, proposal=load_proposal("grid-bn"), steps_per_draw=steps_per_draw
+    )
+
+
+def _pymc_gibbs(vars: list, steps_per_draw: int | None) -> list:
     """PyMC's own choice for these variables (what ``pm.sample()`` assigns with no ``step``):
     BinaryGibbsMetropolis for the Bernoulli ones, CategoricalGibbsMetropolis for the others; one
     draw is one sweep over all sites, so ``steps_per_draw`` is ignored."""
@@ -87,6 +152,12 @@ def _pymc_gibbs(vars: list, steps_per_draw: int) -> list:
     return steps
 
 
+def _explicit(steps_per_draw: int | None) -> int:
+    if steps_per_draw is None:
+        raise ValueError("this sampler needs an explicit steps_per_draw")
+    return steps_per_draw
+
+
 def _is_bernoulli(var: Any) -> bool:
     """Whether a random variable (or its value variable) is a Bernoulli."""
     import pymc as pm
@@ -96,14 +167,73 @@ def _is_bernoulli(var: Any) -> bool:
     return rv.owner is not None and isinstance(rv.owner.op, BernoulliRV)
 
 
+class SamplerNotApplicableError(ValueError):
+    """The chosen sampler cannot sample this network (the message says why)."""
+
+
+def grid_blocks(network: Any) -> Any:
+    """The grid-BN motif blocks of ``network`` for ``neural_block``.
+
+    Raises
+    ------
+    SamplerNotApplicableError
+        The network is not a binary N x N grid Bayesian network with N >= 3 (the motif of the
+        shipped ``grid-bn`` proposal).
+    """
+    from pymc_lbp.motifs import uai_grid_blocks
+
+    try:
+        return uai_grid_blocks(network)
+    except ValueError as exc:
+        raise SamplerNotApplicableError(
+            f"the shipped grid-bn proposal applies to binary N x N grid Bayesian networks "
+            f"(parents up and left, N >= 3); {exc}"
+        ) from exc
+
+
 #: The samplers of ``--sampler`` (and of ``benchmarks/uai_marginals.py``): name -> factory.
-#: Adding one is one line.
+#: Adding one is one line here and one in :data:`SAMPLER_HELP`.
 SAMPLERS: dict[str, SamplerFactory] = {
     "gibbs_with_gradients": _gibbs_with_gradients,
     "locally_balanced": _locally_balanced,
+    "path_auxiliary": _path_auxiliary,
+    "self_balancing": _self_balancing,
+    "neural_block": _neural_block,
     "pymc_gibbs": _pymc_gibbs,
 }
 DEFAULT_SAMPLER = "gibbs_with_gradients"
+
+#: One line per sampler for ``--help``.
+SAMPLER_HELP: dict[str, str] = {
+    "gibbs_with_gradients": "GibbsWithGradients: gradient-informed single-site MH",
+    "locally_balanced": "LocallyBalanced: sqrt balancing, exact neighbour differences",
+    "path_auxiliary": "PathAuxiliaryLBP: several sites per step, path length tuned",
+    "self_balancing": "SelfBalancing: balancing function learned while tuning",
+    "neural_block": "NeuralBlock, shipped grid-bn proposal on 3 x 3 blocks (binary grid BNs only)",
+    "pymc_gibbs": "PyMC's BinaryGibbsMetropolis/CategoricalGibbsMetropolis (one sweep a draw)",
+}
+
+#: Default ``--steps-per-draw`` of each sampler: ``"half"`` = half the number of free variables
+#: (:func:`default_steps_per_draw`), ``"sweep"`` = the sampler's own sweep (None is passed).
+DEFAULT_STEPS_PER_DRAW: dict[str, str] = {
+    "gibbs_with_gradients": "half",
+    "locally_balanced": "half",
+    "path_auxiliary": "half",
+    "self_balancing": "half",
+    "neural_block": "sweep",
+    "pymc_gibbs": "sweep",
+}
+
+
+def check_sampler(name: str, network: Any) -> None:
+    """Raise :class:`SamplerNotApplicableError` if sampler ``name`` cannot sample ``network``.
+
+    Called before the model is built, so that an inapplicable choice costs nothing.
+    """
+    if name not in SAMPLERS:
+        raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}")
+    if name == "neural_block":
+        grid_blocks(network)
 
 
 class CLIError(Exception):
@@ -112,6 +242,16 @@ class CLIError(Exception):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
+
+
+def steps_per_draw_for(name: str, n_sites: int, requested: int | None) -> int | None:
+    """``steps_per_draw`` passed to sampler ``name``: ``requested`` if given, else its default
+    (see :data:`DEFAULT_STEPS_PER_DRAW`; None for the samplers whose draw is one sweep)."""
+    if name == "pymc_gibbs":
+        return None
+    if requested is not None:
+        return requested
+    return default_steps_per_draw(n_sites) if DEFAULT_STEPS_PER_DRAW[name] == "half" else None
 
 
 def default_steps_per_draw(n_sites: int) -> int:
@@ -123,7 +263,7 @@ def default_steps_per_draw(n_sites: int) -> int:
     return max(1, math.ceil(n_sites / 2))
 
 
-def make_steps(name: str, vars: list, steps_per_draw: int) -> list:
+def make_steps(name: str, vars: list, steps_per_draw: int | None) -> list:
     """The steps of sampler ``name`` for ``vars`` (inside the model context), as a list."""
     try:
         factory = SAMPLERS[name]
@@ -137,6 +277,13 @@ def make_steps(name: str, vars: list, steps_per_draw: int) -> list:
 def _exit_code_epilog() -> str:
     lines = ["exit codes:"]
     lines += [f"  {code}  {text}" for code, text in EXIT_CODES.items()]
+    return "\n".join(lines)
+
+
+def _sampler_epilog() -> str:
+    width = max(map(len, SAMPLER_HELP))
+    lines = ["samplers:"]
+    lines += [f"  {name:<{width}}  {text}" for name, text in SAMPLER_HELP.items()]
     return "\n".join(lines)
 
 
@@ -177,7 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
             "frequencies in the UAI MAR format (or, with --exact, the exact marginals). "
             "Evidence variables are fixed and written as 0/1 deltas."
         ),
-        epilog=_exit_code_epilog(),
+        epilog=_sampler_epilog() + "\n\n" + _exit_code_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     mar.add_argument("network", metavar="NETWORK.uai", help="the network file")
@@ -185,10 +332,10 @@ def build_parser() -> argparse.ArgumentParser:
     mar.add_argument("--evidence", metavar="FILE", help="evidence file (.evid); default: none")
     mar.add_argument(
         "--sampler",
-        choices=sorted(SAMPLERS),
+        choices=list(SAMPLERS),
         default=DEFAULT_SAMPLER,
-        help=f"sampler (default: {DEFAULT_SAMPLER}; pymc_gibbs is PyMC's own "
-        "BinaryGibbsMetropolis/CategoricalGibbsMetropolis)",
+        metavar="NAME",
+        help=f"one of {', '.join(SAMPLERS)} (default: {DEFAULT_SAMPLER}; see 'samplers' below)",
     )
     mar.add_argument("--draws", type=_positive_int, default=1000, help="draws per chain (1000)")
     mar.add_argument("--tune", type=_nonnegative_int, default=200, help="tuning draws (200)")
@@ -200,14 +347,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         help="MH steps per recorded draw (default: half the number of free variables; "
-        "ignored by pymc_gibbs, whose draw is one sweep)",
+        "neural_block: one sweep of its blocks; ignored by pymc_gibbs, whose draw is one sweep)",
     )
     mar.add_argument(
         "--kind",
         choices=("MARKOV", "BAYES", "file"),
         default="MARKOV",
         help="model layout: MARKOV (default; factor potentials, fastest to sample), BAYES "
-        "(CPTs; needs a CPT-structured file) or as the file declares; the target is the same",
+        "(CPTs; needs a CPT-structured file whose rows sum to 1, checked for --exact too) or as "
+        "the file declares; the target is the same",
     )
     mar.add_argument(
         "--exact",
@@ -261,6 +409,53 @@ def _check_readable(path: str, what: str) -> Path:
     return p
 
 
+def check_output(path: str) -> Path:
+    """Check, before any work, that the MAR file ``path`` can be written.
+
+    Refuses an existing directory, a missing parent directory, a parent that is not a directory,
+    and any path a probe open (append mode, so an existing file is left as it is; a file the
+    probe creates is removed again) refuses: no permission, a read-only file system, a name too
+    long, ...
+
+    Raises
+    ------
+    CLIError
+        With :data:`EXIT_FILE` and the reason.
+    """
+    p = Path(path)
+    try:
+        _probe_output(p, path)
+    except OSError as exc:  # e.g. a name too long for the file system, even to stat it
+        reason = exc.strerror or str(exc)
+        raise CLIError(f"output {path}: cannot be written: {reason}", EXIT_FILE) from exc
+    return p
+
+
+def _probe_output(p: Path, path: str) -> None:
+    if p.is_dir():
+        raise CLIError(f"output {path}: is a directory", EXIT_FILE)
+    parent = p.parent
+    if not parent.exists():
+        raise CLIError(f"output {path}: directory {parent} does not exist", EXIT_FILE)
+    if not parent.is_dir():
+        raise CLIError(f"output {path}: {parent} is not a directory", EXIT_FILE)
+    existed = p.exists()
+    with open(p, "a"):
+        pass
+    if not existed:
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
+def _effective_network(network: Any, kind: str | None) -> Any:
+    """The network the target is computed from: with the BAYES layout (asked for, or declared
+    by the file with ``--kind file``) its CPTs are checked and rescaled exactly as
+    :func:`~pymc_lbp.models.uai.read_uai` does, so ``--exact`` and sampling agree."""
+    if (kind or network.kind) != "BAYES":
+        return network
+    return network.normalised_cpts()
+
+
 @contextlib.contextmanager
 def _quiet_pymc(quiet: bool) -> Iterator[None]:
     logger = logging.getLogger("pymc")
@@ -275,6 +470,8 @@ def _quiet_pymc(quiet: bool) -> Iterator[None]:
 
 def _summary(idata: Any, model: Any, seconds: float) -> list[str]:
     """Short ArviZ-based summary: Hamming-statistic ESS, acceptance, time."""
+    import numpy as np
+
     from pymc_lbp.diagnostics import ess, hamming_trace, reference_state
     from pymc_lbp.models.uai import uai_variable_map
 
@@ -327,59 +524,78 @@ def _note_unused_evidence(network_path: Path, network: Any, err: Any) -> None:
 
 
 def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
-    from pymc_lbp.models.uai import (
-        ImpossibleEvidenceError,
-        UAIFormatError,
-        exact_marginals,
-        read_evidence,
-        read_network,
-        read_uai,
-        uai_marginals,
-        uai_variable_map,
-        write_mar,
-    )
-    from pymc_lbp.models.uai.exact import DEFAULT_MAX_TABLE_SIZE
+    from pymc_lbp.models.uai import ImpossibleEvidenceError, read_evidence, read_network
 
+    # every check before any work: files, output, layout, sampler
     network_path = _check_readable(args.network, "network file")
     evidence_path = _check_readable(args.evidence, "evidence file") if args.evidence else None
-    output = Path(args.output)
-    if not output.parent.is_dir():
-        raise CLIError(f"output {args.output}: directory {output.parent} does not exist", EXIT_FILE)
+    output = check_output(args.output)
     network = read_network(network_path)
     evidence = read_evidence(evidence_path, network)
+    kind = None if args.kind == "file" else args.kind
+    try:
+        target = _effective_network(network, kind)
+    except ValueError as exc:  # not CPT-structured, or CPT rows that do not sum to 1
+        raise CLIError(f"--kind {args.kind}: {exc}", EXIT_USAGE) from exc
+    if not args.exact:
+        try:
+            check_sampler(args.sampler, network)
+        except SamplerNotApplicableError as exc:
+            raise CLIError(f"--sampler {args.sampler}: {exc}", EXIT_USAGE) from exc
     if evidence_path is None:
         _note_unused_evidence(network_path, network, err)
-    if args.exact:
-        size = args.max_table_size or DEFAULT_MAX_TABLE_SIZE
-        t0 = time.perf_counter()
-        marginals = exact_marginals(network, evidence, max_table_size=size)
-        write_mar(output, marginals)
-        print(
-            f"exact marginals of {network.name} ({network.n_vars} variables, "
-            f"{len(evidence)} evidence) in {time.perf_counter() - t0:.2f} s -> {output}",
-            file=out,
-        )
-        return EXIT_OK
-
-    kind = None if args.kind == "file" else args.kind
-    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     try:
-        model = read_uai(network, evidence, kind=kind, seed=seed)
-    except (UAIFormatError, ImpossibleEvidenceError):
-        raise
-    except ValueError as exc:  # e.g. --kind BAYES for a file that is not CPT-structured
-        raise CLIError(f"--kind {args.kind}: {exc}", EXIT_USAGE) from exc
+        if args.exact:
+            return _exact(args, target, evidence, output, out)
+        return _sample(args, network, kind, evidence, output, out)
+    except ImpossibleEvidenceError as exc:
+        where = f"{evidence_path}: " if evidence_path is not None else ""
+        raise CLIError(f"impossible evidence: {where}{exc}", EXIT_IMPOSSIBLE) from exc
+
+
+def _exact(args: argparse.Namespace, network: Any, evidence: dict, output: Path, out: Any) -> int:
+    from pymc_lbp.models.uai import exact_marginals, write_mar
+    from pymc_lbp.models.uai.exact import DEFAULT_MAX_TABLE_SIZE
+
+    size = args.max_table_size or DEFAULT_MAX_TABLE_SIZE
+    t0 = time.perf_counter()
+    marginals = exact_marginals(network, evidence, max_table_size=size)
+    write_mar(output, marginals)
+    print(
+        f"exact marginals of {network.name} ({network.n_vars} variables, "
+        f"{len(evidence)} evidence) in {time.perf_counter() - t0:.2f} s -> {output}",
+        file=out,
+    )
+    return EXIT_OK
+
+
+def _sample(
+    args: argparse.Namespace,
+    network: Any,
+    kind: str | None,
+    evidence: dict,
+    output: Path,
+    out: Any,
+) -> int:
+    import numpy as np
+    import pymc as pm
+
+    from pymc_lbp.models.uai import read_uai, uai_marginals, uai_variable_map, write_mar
+
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    model = read_uai(network, evidence, kind=kind, seed=seed)
     info = uai_variable_map(model)
     n_free = int(sum(info.members[n].size for n in info.free_names))
     if n_free == 0:
         write_mar(output, uai_marginals({}, model))
         print(f"{network.name}: every variable is fixed; wrote the deltas -> {output}", file=out)
         return EXIT_OK
-    steps_per_draw = args.steps_per_draw or default_steps_per_draw(n_free)
-    import pymc as pm
-
+    steps_per_draw = steps_per_draw_for(args.sampler, n_free, args.steps_per_draw)
     with model, _quiet_pymc(args.quiet):
-        steps = make_steps(args.sampler, [model[n] for n in info.free_names], steps_per_draw)
+        try:
+            steps = make_steps(args.sampler, [model[n] for n in info.free_names], steps_per_draw)
+        except SamplerNotApplicableError as exc:
+            raise CLIError(f"--sampler {args.sampler}: {exc}", EXIT_USAGE) from exc
         t0 = time.perf_counter()
         try:
             idata = pm.sample(
@@ -396,7 +612,10 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
             raise CLIError(f"sampling failed: {exc}", EXIT_SAMPLING) from exc
         seconds = time.perf_counter() - t0
     write_mar(output, uai_marginals(idata, model))
-    spd = "one sweep" if args.sampler == "pymc_gibbs" else steps_per_draw
+    if args.sampler == "pymc_gibbs":
+        spd = "one sweep"
+    else:
+        spd = ", ".join(str(s.steps_per_draw) for s in steps if hasattr(s, "steps_per_draw"))
     print(
         f"{network.name}: {args.sampler}, steps_per_draw={spd}, seed={seed}, "
         f"start: {info.start_source}",

@@ -14,6 +14,10 @@ reset, pickle and round-trip through ``sampling_state``.
 Guards: an update whose loss, gradient or new parameters are not finite is skipped (the state is
 left unchanged and the skip is reported); the gradient's norm is clipped to ``max_grad_norm``;
 the parameters are clipped to ``[-param_clip, param_clip]`` after each update.
+
+The graph is float64 whatever ``pytensor.config.floatX`` is (the learned parameters do not depend
+on it). :func:`check_learning_size` refuses particle counts and network sizes whose learning is
+clearly out of range (time: :data:`MAX_PARTICLES`; memory: :func:`learning_memory_bytes`).
 """
 
 from __future__ import annotations
@@ -29,10 +33,82 @@ from pymc.variational.updates import adam, total_norm_constraint
 from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.learned_balancing import (
+    D_CLIP,
+    GRID_DENSITY,
     BalancingParametrization,
     lsb_objective,
     make_parametrization,
 )
+
+MAX_PARTICLES = 100_000
+"""Largest ``n_particles`` accepted: every particle costs one compiled evaluation of the neighbour
+differences per tuning step (tens of microseconds at the very least), so 10^5 particles already
+cost seconds per tuning step."""
+
+MAX_LEARNING_BYTES = 2**31
+"""Largest estimate of :func:`learning_memory_bytes` accepted (2 GiB)."""
+
+_ARRAYS_PER_SLOT = 16
+"""float64 arrays of shape (particles, slots) alive during one learning step: the particles'
+differences and their proposals' differences, balanced weights, cumulative sums and reverse
+weights of both, the batch's two difference matrices and the objective's intermediate values."""
+
+_ARRAYS_PER_SITE = 2
+"""int64 arrays of shape (particles, sites): the particles' states and their proposals."""
+
+_ARRAYS_PER_HIDDEN = 8
+"""float64 arrays of shape (grid points, hidden units) of the LSB2 network in the learning graph:
+activations at +u and -u, forward and backward (see :class:`NeuralBalancing`)."""
+
+
+def learning_memory_bytes(n_particles: int, n_sites: int, n_slots: int, hidden: int = 0) -> int:
+    """Estimated peak memory (bytes) of one SelfBalancing learning step.
+
+    ``8 * [(n_particles + 1) * (16 * n_slots + 2 * n_sites) + 8 * G * hidden]`` with ``G`` the
+    points of the LSB2 grid (``hidden = 0`` for LSB1): the particles' and the chain's
+    differences and states as float64 / int64 arrays (see ``_ARRAYS_PER_SLOT``), and the
+    network's activations on the grid.
+    """
+    grid = int(D_CLIP * GRID_DENSITY) + 1
+    rows = int(n_particles) + 1
+    per_row = _ARRAYS_PER_SLOT * int(n_slots) + _ARRAYS_PER_SITE * int(n_sites)
+    return 8 * (rows * per_row + _ARRAYS_PER_HIDDEN * grid * int(hidden))
+
+
+def check_learning_size(n_particles: int, n_sites: int, n_slots: int, hidden: int = 0) -> None:
+    """Refuse particle counts and network sizes whose learning is clearly out of range.
+
+    Raises
+    ------
+    ValueError
+        If ``n_particles > MAX_PARTICLES`` (time) or :func:`learning_memory_bytes` exceeds
+        ``MAX_LEARNING_BYTES`` (memory); the message gives the estimate and the largest
+        ``n_particles`` that fits.
+    """
+    if n_particles > MAX_PARTICLES:
+        raise ValueError(
+            f"n_particles={n_particles} is out of range: each particle costs one evaluation of "
+            f"the neighbour differences per tuning step, so more than {MAX_PARTICLES} particles "
+            "would take seconds per tuning step (Sansone 2022 uses 30)"
+        )
+    need = learning_memory_bytes(n_particles, n_sites, n_slots, hidden)
+    if need > MAX_LEARNING_BYTES:
+        fixed = learning_memory_bytes(-1, n_sites, n_slots, hidden)
+        per = learning_memory_bytes(0, n_sites, n_slots, 0)
+        fits = max(0, (MAX_LEARNING_BYTES - fixed) // per - 1) if per else 0
+        what = f"{n_particles} particles x {n_slots} slots x {n_sites} sites"
+        if hidden:
+            what += f", {hidden} hidden units"
+        raise ValueError(
+            f"SelfBalancing learning would need about {need / 2**30:.1f} GiB ({what}; "
+            f"limit {MAX_LEARNING_BYTES / 2**30:.0f} GiB, see "
+            "pymc_lbp.lsb_learning.learning_memory_bytes); "
+            + (
+                f"use n_particles <= {fits}"
+                if fits >= 1
+                else "use fewer hidden units or a smaller block"
+            )
+        )
 
 
 @dataclass
@@ -69,7 +145,18 @@ class TransitionBatch:
 
 @lru_cache(maxsize=16)
 def _compiled_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | None):
-    """Compile the functional Adam update of the LSB objective (cached per configuration)."""
+    """Compile the functional Adam update of the LSB objective (cached per configuration).
+
+    The graph is built in float64 whatever ``pytensor.config.floatX`` is: the optimiser state is
+    float64 numpy arrays, and PyMC's ``adam`` creates its step counter with ``floatX`` (a float32
+    counter fed a float64 array fails, and a float32 graph would make the learned parameters
+    depend on the user's floatX).
+    """
+    with pytensor.config.change_flags(floatX="float64"):
+        return _build_update(name, hidden, max_grad_norm, mode_key)
+
+
+def _build_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | None):
     param = make_parametrization(name, hidden)
     n = param.n_params
     p_sh = pytensor.shared(np.zeros(n), name="lsb_params")
@@ -88,10 +175,12 @@ def _compiled_update(name: str, hidden: int, max_grad_norm: float, mode_key: str
     shared_vars = list(updates.keys())
     inputs = {}
     for sv in shared_vars:
-        inputs[sv] = sv.type()
-        inputs[sv].name = (sv.name or "adam_state") + "_in"
+        inputs[sv] = pt.tensor(
+            dtype="float64", shape=sv.type.shape, name=(sv.name or "adam_state") + "_in"
+        )
     outs = [loss, rejection, grad] + [updates[sv] for sv in shared_vars]
-    outs = clone_replace(outs, replace=inputs)
+    outs = clone_replace(outs, replace=inputs, rebuild_strict=False)
+    outs = [pt.cast(o, "float64") for o in outs]
     # order the state as (params, m, v, t) whatever the dict order
     moments = [sv for sv in shared_vars if sv is not p_sh and sv.ndim == 1]
     (t_sh,) = [sv for sv in shared_vars if sv.ndim == 0]
@@ -206,4 +295,12 @@ class BalancingLearner:
         return AdamState(np.array(p), np.array(m), np.array(v), float(t)), float(loss), False
 
 
-__all__ = ["AdamState", "BalancingLearner", "TransitionBatch"]
+__all__ = [
+    "MAX_LEARNING_BYTES",
+    "MAX_PARTICLES",
+    "AdamState",
+    "BalancingLearner",
+    "TransitionBatch",
+    "check_learning_size",
+    "learning_memory_bytes",
+]

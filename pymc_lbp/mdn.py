@@ -40,6 +40,26 @@ from pymc.variational.updates import adam
 __all__ = ["MixtureDensityNetwork", "TrainingReport", "mixture_log_prob"]
 
 LAYER_NAMES = ("W0", "b0", "W1", "b1", "W2", "b2")
+
+MAX_TRAINING_BYTES = 2**31
+"""Largest memory estimate (2 GiB) accepted for a network's training (see
+:meth:`MixtureDensityNetwork.training_memory_bytes`): sizes above it are refused at construction
+(weights) or when ``fit`` is called (minibatch)."""
+
+_BYTES_PER_WEIGHT = 32
+"""Training holds every weight four times in float64: value, gradient and Adam's two moments."""
+
+_ACTIVATION_COPIES = 6
+"""float64 copies of each minibatch activation in the training graph (forward values, ELU
+intermediates and their gradients)."""
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
 _PAD_LOGIT = -1e4  # logit of a category a variable does not have (exp underflows to 0)
 
 
@@ -133,7 +153,10 @@ class MixtureDensityNetwork:
     n_components : int, default 8
         Mixture components K.
     hidden : int, optional
-        Units per hidden layer; default ``4 * max(n_inputs, n_outputs)``.
+        Units per hidden layer; default ``4 * max(n_inputs, n_outputs)``. A network whose
+        training would hold more than ``MAX_TRAINING_BYTES`` (2 GiB) of float64 weights,
+        gradients and Adam moments is refused (see :meth:`training_memory_bytes`); so is a
+        ``fit`` minibatch that would.
     epsilon : float, default 1e-3
         Uniform floor mixed into every per-variable table (see the module docstring), in
         ``(0, 1)``.
@@ -157,10 +180,10 @@ class MixtureDensityNetwork:
         cards = tuple(int(c) for c in cards)
         if not cards or min(cards) < 2:
             raise ValueError(f"cards must be a non-empty sequence of ints >= 2, got {cards}")
-        if int(n_inputs) < 1:
-            raise ValueError(f"n_inputs must be >= 1, got {n_inputs}")
-        if int(n_components) < 1:
-            raise ValueError(f"n_components must be >= 1, got {n_components}")
+        n_inputs = _positive_int("n_inputs", n_inputs)
+        n_components = _positive_int("n_components", n_components)
+        if hidden is not None:
+            hidden = _positive_int("hidden", hidden)
         if not 0.0 < float(epsilon) < 1.0:
             raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
         self.n_inputs = int(n_inputs)
@@ -169,6 +192,14 @@ class MixtureDensityNetwork:
         self.epsilon = float(epsilon)
         self.n_outputs = self.n_components * (1 + sum(c - 1 for c in cards))
         self.hidden = int(hidden) if hidden is not None else 4 * max(self.n_inputs, self.n_outputs)
+        need = self.training_memory_bytes(0)
+        if need > MAX_TRAINING_BYTES:
+            raise ValueError(
+                f"a mixture density network with {self.n_parameters} weights (hidden={self.hidden},"
+                f" n_components={self.n_components}) is out of range: training it would hold about "
+                f"{need / 2**30:.1f} GiB of float64 weights, gradients and Adam moments (limit "
+                f"{MAX_TRAINING_BYTES / 2**30:.0f} GiB); use fewer hidden units or components"
+            )
         self._index = self._logit_index()
         if weights is None:
             weights = self._init_weights(np.random.default_rng(seed))
@@ -185,6 +216,20 @@ class MixtureDensityNetwork:
     def n_parameters(self) -> int:
         """Number of weights."""
         return int(sum(np.prod(s) for s in self.layer_shapes.values()))
+
+    def training_memory_bytes(self, batch_size: int) -> int:
+        """Estimated memory (bytes) of training with minibatches of ``batch_size`` rows.
+
+        ``32 * n_parameters`` (float64 weights, gradients and Adam's two moments) plus
+        ``6 * 8 * batch_size * (n_inputs + 2 * hidden + n_outputs + K * D * C)`` (each
+        minibatch activation, the one-hot targets and the per-component tables in float64,
+        forward and backward).
+        """
+        K, D, C = self.n_components, len(self.cards), max(self.cards)
+        width = self.n_inputs + 2 * self.hidden + self.n_outputs + 2 * K * D * C
+        return _BYTES_PER_WEIGHT * self.n_parameters + (
+            _ACTIVATION_COPIES * 8 * int(batch_size) * width
+        )
 
     def _init_weights(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
         shapes = self.layer_shapes
@@ -324,10 +369,11 @@ class MixtureDensityNetwork:
 
     def compile_log_prob(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """``f(u, y) -> log q(y | u)`` compiled from the pytensor graph (for checks)."""
-        u = pt.matrix("u", dtype="float64")
-        oh = pt.tensor3("onehot_y", dtype="float64")
-        params = {k: pt.as_tensor_variable(v) for k, v in self._w64.items()}
-        fn = pytensor.function([u, oh], self.log_mixture_graph(params, u, oh))
+        with pytensor.config.change_flags(floatX="float64"):
+            u = pt.matrix("u", dtype="float64")
+            oh = pt.tensor3("onehot_y", dtype="float64")
+            params = {k: pt.as_tensor_variable(v) for k, v in self._w64.items()}
+            fn = pytensor.function([u, oh], self.log_mixture_graph(params, u, oh))
         return lambda uu, yy: fn(np.asarray(uu, dtype=np.float64), self.onehot(yy))
 
     # ---------------------------------------------------------------- training
@@ -372,6 +418,21 @@ class MixtureDensityNetwork:
         TrainingReport
             The per-step losses; the network holds the trained weights (rounded to float32).
         """
+        steps = _positive_int("steps", steps)
+        batch_size = _positive_int("batch_size", batch_size)
+        for name, value in (
+            ("learning_rate", learning_rate),
+            ("final_learning_rate", final_learning_rate),
+        ):
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        need = self.training_memory_bytes(batch_size)
+        if need > MAX_TRAINING_BYTES:
+            raise ValueError(
+                f"batch_size={batch_size} is out of range for this network: training would need "
+                f"about {need / 2**30:.1f} GiB (limit {MAX_TRAINING_BYTES / 2**30:.0f} GiB, see "
+                "MixtureDensityNetwork.training_memory_bytes); use a smaller batch_size"
+            )
         rng = np.random.default_rng(seed)
         if callable(batches):
             draw = batches
@@ -385,14 +446,19 @@ class MixtureDensityNetwork:
                 return u_all[idx], y_all[idx]
 
         start = time.perf_counter()
-        shared = {k: pytensor.shared(v.astype(np.float64), name=k) for k, v in self.weights.items()}
-        lr = pytensor.shared(np.float64(learning_rate), name="learning_rate")
-        u = pt.matrix("u", dtype="float64")
-        oh = pt.tensor3("onehot_y", dtype="float64")
-        loss = -pt.mean(self.log_mixture_graph(shared, u, oh))
-        params = [shared[k] for k in LAYER_NAMES]
-        updates = adam(loss, params, learning_rate=lr)
-        train = pytensor.function([u, oh], loss, updates=updates)
+        # the training graph is float64 whatever pytensor.config.floatX is (PyMC's adam makes
+        # its step counter with floatX): the trained weights do not depend on the user's floatX
+        with pytensor.config.change_flags(floatX="float64"):
+            shared = {
+                k: pytensor.shared(v.astype(np.float64), name=k) for k, v in self.weights.items()
+            }
+            lr = pytensor.shared(np.float64(learning_rate), name="learning_rate")
+            u = pt.matrix("u", dtype="float64")
+            oh = pt.tensor3("onehot_y", dtype="float64")
+            loss = -pt.mean(self.log_mixture_graph(shared, u, oh))
+            params = [shared[k] for k in LAYER_NAMES]
+            updates = adam(loss, params, learning_rate=lr)
+            train = pytensor.function([u, oh], loss, updates=updates)
         decay = 1.0
         if final_learning_rate is not None and steps > 1:
             decay = (final_learning_rate / learning_rate) ** (1.0 / (steps - 1))

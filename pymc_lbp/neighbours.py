@@ -426,6 +426,8 @@ class ExactDifferences(Differences):
                 parts.append(part)
             logp_nb = np.concatenate(parts)
         logp_x = float(logp_x)
+        # float64 whatever floatX is: the difference of two float32 logps is exact in float64
+        logp_nb = np.asarray(logp_nb, dtype=np.float64)
         with np.errstate(invalid="ignore"):
             deltas = logp_nb - logp_x
         deltas[~valid | np.isnan(deltas)] = -np.inf
@@ -511,7 +513,7 @@ class GradientDifferences(Differences):
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         out = self._fn(x)
-        return float(out[0]), out[1]
+        return float(out[0]), np.asarray(out[1], dtype=np.float64)
 
     def evaluate(self, x: np.ndarray) -> tuple[float, np.ndarray, tuple | None]:
         if not self._fused:

@@ -267,8 +267,49 @@ def stochastic_round(u: float, rng: np.random.Generator) -> int:
     return lo + int(rng.random() < u - lo)
 
 
+def check_single_site_share(share: float) -> float:
+    """Validate the share of single-site steps: a number strictly between 0 and 1."""
+    if isinstance(share, bool) or not isinstance(share, int | float | np.integer | np.floating):
+        raise ValueError(f"single_site_share must be a float in (0, 1), got {share!r}")
+    share = float(share)
+    if not 0.0 < share < 1.0:
+        raise ValueError(
+            f"single_site_share must lie strictly between 0 and 1, got {share!r}: 0 would allow "
+            "a chain that never changes one site alone (a fixed even R on a binary block is "
+            "reducible, and a near-deterministic target can trap the chain); 1 would never "
+            "take a path step"
+        )
+    return share
+
+
+def draw_path_length(
+    scale: float, single_site_share: float, max_length: int, rng: np.random.Generator
+) -> tuple[int, bool]:
+    """The path length ``R`` of one step of the path-length mixture, and its component.
+
+    With probability ``single_site_share`` the step is a *single-site* step (``R = 1``);
+    otherwise it is a *path* step with ``R`` the unbiased stochastic rounding of ``scale``
+    (``E[R | path step] = scale``), kept within ``[1, max_length]``. The mixture weights do not
+    depend on the state, so with ``scale`` fixed the kernel is the fixed mixture
+    ``share T_1 + (1 - share) [(1 - f) T_floor(U) + f T_ceil(U)]`` (``f = frac(scale)``) of
+    pi-invariant kernels, and ``T_1`` (single-site locally balanced moves) makes it irreducible
+    wherever single-site moves connect the support, whatever the scale.
+
+    Returns
+    -------
+    R : int
+    path_step : bool
+        False for a single-site step (the adaptation ignores those).
+    """
+    if rng.random() < single_site_share:
+        return 1, False
+    return min(max(stochastic_round(scale, rng), 1), max_length), True
+
+
 __all__ = [
     "PathWeights",
+    "check_single_site_share",
+    "draw_path_length",
     "draw_sites",
     "draw_slots",
     "log_prob_path",

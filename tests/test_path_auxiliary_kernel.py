@@ -1,13 +1,19 @@
-"""Exact transition matrices of the path auxiliary kernel (R = 2, 3) by independent enumeration.
+"""Exact transition matrices of the path auxiliary kernel (R = 1, 2, 3) by independent enumeration.
 
 The reference kernel is written here from the definition (DESIGN section 4), with plain Python
 loops over ordered site sequences (``itertools.permutations``) and over the new values of the
-picked sites; it never calls :mod:`pymc_lbp.path_proposals`. Three things are checked:
+picked sites; it never calls :mod:`pymc_lbp.path_proposals`. The sampler's kernel is the mixture
+``s T_1 + (1 - s) [(1 - f) T_floor(U) + f T_ceil(U)]`` (``s`` the single-site share, ``U`` the
+scale, ``f = frac U``), whose weights are computed here independently. Four things are checked:
 
 1. the reference kernel is a stochastic matrix with ``pi T = pi`` (and detailed balance);
 2. the sampler's path log-probabilities equal the reference ones for every path from every state;
-3. the real ``PathAuxiliaryLBP.mh_step`` reproduces rows of the reference kernel (chi-square on
-   independent repeated steps from a fixed state; no autocorrelation, so the test is exact).
+3. the real ``PathAuxiliaryLBP.mh_step`` reproduces rows of the reference mixture kernel
+   (chi-square on independent repeated steps from a fixed state; no autocorrelation, so the test
+   is exact);
+4. the single-site component makes the mixture irreducible where a path-only kernel is reducible
+   (fixed even ``R``) or practically trapped (issue #14: ``R`` in ``{2, 3}`` one site away from
+   the mode of a near-deterministic posterior).
 
 Each check can fail: the reference kernel with the chosen value's probability dropped on the
 reverse side (a known pitfall of public code) breaks ``pi T = pi`` and is rejected by the
@@ -28,9 +34,6 @@ from scipy import stats
 from pymc_lbp import PathAuxiliaryLBP
 from pymc_lbp.balancing import log_sqrt
 from pymc_lbp.path_proposals import log_prob_path, path_weights
-
-# kernel-level checks use fixed (also even) path lengths on purpose: exactness holds for each R
-pytestmark = pytest.mark.filterwarnings("ignore:path_length=:UserWarning")
 
 ALPHA = 1e-4  # false-alarm rate of each chi-square test (fixed seeds: a failure is a real bug)
 
@@ -98,6 +101,18 @@ def reference_kernel(states, logp, moves, deltas, R, log_g=lambda d: 0.5 * d, dr
                 T[index[x], index[y]] += q_fwd * min(1.0, ratio)
         T[index[x], index[x]] += 1.0 - T[index[x]].sum()
     return T
+
+
+def mixture_kernel(states, logp, moves, deltas, scale, share):
+    """``share T_1 + (1 - share) [(1 - f) T_floor + f T_ceil]``, ``f = scale - floor(scale)``:
+    the sampler's kernel for a fixed scale, with its weights written out independently."""
+    lo = math.floor(scale)
+    frac = scale - lo
+    weights = {1: share}
+    weights[lo] = weights.get(lo, 0.0) + (1 - share) * (1 - frac)
+    if frac > 0:
+        weights[lo + 1] = weights.get(lo + 1, 0.0) + (1 - share) * frac
+    return sum(w * reference_kernel(states, logp, moves, deltas, R) for R, w in weights.items())
 
 
 def exact_pi(states, logp):
@@ -332,8 +347,9 @@ N_ROW = 3000  # draws per row: detects row errors of ~0.03 in a cell of probabil
 
 
 def _check_rows(step, states, logp, moves, R, starts, seed, approximate=False):
+    """Rows of the real step against the mixture kernel with scale ``R`` and the step's share."""
     deltas = step_deltas(step, moves) if approximate else exact_deltas(logp, moves)
-    T = reference_kernel(states, logp, moves, deltas, R)
+    T = mixture_kernel(states, logp, moves, deltas, R, step.single_site_share)
     assert_invariant(T, exact_pi(states, logp))
     step.set_rng(np.random.default_rng(seed))
     step.tune = False
@@ -359,13 +375,10 @@ def test_step_rows_categorical(R):
     T = _check_rows(step, STATES_CAT, logp_cat, moves_cat, R, starts, seed=10 + R)
     if R == 2:
         # power: the same draws reject the kernel with the reverse value probability dropped
-        bad = reference_kernel(
-            STATES_CAT,
-            logp_cat,
-            moves_cat,
-            exact_deltas(logp_cat, moves_cat),
-            R,
-            drop_rev_value=True,
+        deltas = exact_deltas(logp_cat, moves_cat)
+        bad = 0.1 * reference_kernel(STATES_CAT, logp_cat, moves_cat, deltas, 1)
+        bad += 0.9 * reference_kernel(
+            STATES_CAT, logp_cat, moves_cat, deltas, R, drop_rev_value=True
         )
         step.set_rng(np.random.default_rng(99))
         (counts,) = sampler_rows(step, STATES_CAT, [(2, 1, 0)], N_ROW)
@@ -395,30 +408,94 @@ def _irreducible(T):
     return bool(np.all(reach > 0))
 
 
-def test_fixed_even_length_is_reducible_two_lengths_are_not():
+def test_single_site_share_makes_even_lengths_irreducible():
     """On a binary block a path of fixed even length keeps the parity of the number of ones,
-    so T_2 splits the states in two classes; the stochastically rounded length (R in {2, 3})
-    mixes pi-invariant kernels into an irreducible one."""
+    so T_2 splits the states in two classes; the mixture with single-site steps is irreducible
+    and pi-invariant (and so is the old two-length mixture, kept as a check of the helper)."""
     deltas = exact_deltas(logp_bin, moves_bin)
     T2 = reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 2)
-    T3 = reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 3)
     parity = np.array([sum(s) % 2 for s in STATES_BIN])
     assert np.all(T2[parity[:, None] != parity[None, :]] == 0)
     assert not _irreducible(T2)
-    mix = 0.5 * T2 + 0.5 * T3
-    assert _irreducible(mix)
-    assert_invariant(mix, exact_pi(STATES_BIN, logp_bin))
+    pi = exact_pi(STATES_BIN, logp_bin)
+    for scale in (2, 2.5, 5):  # 5 = the whole block: T_5 only maps a state to its complement
+        mix = mixture_kernel(STATES_BIN, logp_bin, moves_bin, deltas, scale, 0.1)
+        assert _irreducible(mix), scale
+        assert_invariant(mix, pi)
+    assert not _irreducible(reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 5))
 
 
-def test_step_rows_stochastic_length():
-    """path_length=2.5: the real step's rows follow 0.5 T_2 + 0.5 T_3."""
-    step = PathAuxiliaryLBP(model=binary_model(), path_length=2.5)
-    deltas = exact_deltas(logp_bin, moves_bin)
-    T = 0.5 * reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 2)
-    T += 0.5 * reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 3)
-    step.set_rng(np.random.default_rng(21))
-    step.tune = False
+@pytest.mark.parametrize("path_length", [2.5, 2, 2.0])
+def test_step_rows_mixture(path_length):
+    """The real step's rows follow the mixture for a fractional scale, and for an integer scale
+    given as an int or as a float (one meaning: 2 and 2.0 are the same kernel,
+    0.1 T_1 + 0.9 T_2; before the fix 2.0 gave T_2 alone, which never changes parity)."""
+    step = PathAuxiliaryLBP(model=binary_model(), path_length=path_length)
+    assert step.single_site_share == 0.1
     starts = [(0, 1, 0, 0, 1), (1, 1, 1, 1, 1)]
-    index = {s: k for k, s in enumerate(STATES_BIN)}
-    for x0, counts in zip(starts, sampler_rows(step, STATES_BIN, starts, N_ROW), strict=True):
-        assert chi_square_pvalue(counts, T[index[x0]]) > ALPHA / len(starts)
+    _check_rows(step, STATES_BIN, logp_bin, moves_bin, path_length, starts, seed=21)
+
+
+# --------------------------------------------------------------------------- 5. the trap of #14
+# 5 sites, y_i = +-3 + N(0, 0.3) observed with N(+-3, 1): each wrong site costs ~ e^-18, so the
+# posterior is the mode (1, 1, 0, 0, 1) up to ~1e-7. The data set is the 4th of the issue's.
+_rng_trap = np.random.default_rng(1)
+for _ in range(4):
+    Y_TRAP = np.where(np.array([1, 1, 0, 0, 1]) == 1, 3.0, -3.0) + _rng_trap.normal(0, 0.3, 5)
+MODE_TRAP = (1, 1, 0, 0, 1)
+STATES_TRAP = list(itertools.product(range(2), repeat=5))
+
+
+def logp_trap(x):
+    mean = np.where(np.asarray(x) == 1, 3.0, -3.0)
+    return float(-0.5 * np.sum((Y_TRAP - mean) ** 2))
+
+
+def trap_model():
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.5, shape=5)
+        pm.Normal("y", pt.switch(z, 3.0, -3.0), 1.0, observed=Y_TRAP)
+    return model
+
+
+def hitting_times(T, target):
+    """Expected number of steps to reach state ``target`` from every state (linear solve)."""
+    keep = np.arange(len(T)) != target
+    Q = T[np.ix_(keep, keep)]
+    h = np.linalg.solve(np.eye(len(Q)) - Q, np.ones(len(Q)))
+    return np.insert(h, target, 0.0)
+
+
+def test_trap_kernel_hitting_times():
+    """The path-only kernel that the tuning froze at U = 2.2 (R = 2 w.p. 0.8, 3 w.p. 0.2) needs
+    of the order of e^18 steps to reach the mode from the states one site away (a path must change
+    exactly as many sites as are wrong); with the single-site share it takes a few steps from
+    every state. Proposals use the step's own (first-order, approximate) differences, as
+    pm.sample does; the MH correction makes both kernels pi-invariant."""
+    step = PathAuxiliaryLBP(model=trap_model())
+    deltas = step_deltas(step, moves_bin)
+    pi = exact_pi(STATES_TRAP, logp_trap)
+    mode = STATES_TRAP.index(MODE_TRAP)
+    assert pi[mode] > 1 - 1e-6
+    T2 = reference_kernel(STATES_TRAP, logp_trap, moves_bin, deltas, 2)
+    T3 = reference_kernel(STATES_TRAP, logp_trap, moves_bin, deltas, 3)
+    T1 = reference_kernel(STATES_TRAP, logp_trap, moves_bin, deltas, 1)
+    path_only = 0.8 * T2 + 0.2 * T3
+    mixture = 0.1 * T1 + 0.9 * path_only
+    for T in (path_only, mixture):
+        np.testing.assert_allclose(pi @ T, pi, atol=1e-12)
+    one_away = [k for k, s in enumerate(STATES_TRAP) if sum(np.abs(np.subtract(s, MODE_TRAP))) == 1]
+    assert np.min(hitting_times(path_only, mode)[one_away]) > 1e6
+    assert np.max(hitting_times(mixture, mode)) < 100
+
+
+def test_trap_step_rows():
+    """The real step, scale frozen at 2.2, one site away from the mode: it moves to the mode
+    about 10% of the time (the single-site steps), as the reference mixture says; the path-only
+    step never did."""
+    step = PathAuxiliaryLBP(model=trap_model(), path_length=2.2)
+    starts = [(1, 1, 0, 1, 1), (0, 1, 0, 0, 1)]
+    T = _check_rows(step, STATES_TRAP, logp_trap, moves_bin, 2.2, starts, seed=31, approximate=True)
+    mode = STATES_TRAP.index(MODE_TRAP)
+    for x0 in starts:
+        assert T[STATES_TRAP.index(x0), mode] > 0.09

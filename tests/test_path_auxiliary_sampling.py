@@ -41,11 +41,11 @@ def z_scores(samples: np.ndarray, exact: np.ndarray) -> np.ndarray:
 
 def assert_frozen_scale(idata):
     """After tuning the scale U is constant (per chain: each chain tunes its own) and every
-    step's R is floor(U) or ceil(U)."""
+    step's R is 1 (single-site steps), floor(U) or ceil(U) (path steps)."""
     u = idata.sample_stats.path_scale.values
     r = idata.sample_stats.path_length.values
     assert np.all(u == u[:, :1]) and u.min() >= 1
-    assert np.all((r == np.floor(u)) | (r == np.ceil(u)))
+    assert np.all((r == 1) | (r == np.floor(u)) | (r == np.ceil(u)))
 
 
 def sample(model, step, *, draws, tune, seed, chains=2, **kwargs):
@@ -211,7 +211,8 @@ def product_model(d, seed=0):
 
 def test_adaptation_reaches_target_and_freezes():
     """On a large product model R grows from 1, moves during tune, is frozen after, and the
-    realised acceptance is near the target.
+    realised acceptance of the path steps is near the target; the single-site steps (R = 1,
+    told apart from path steps because U > 10) make up the share 0.1.
 
     Tolerance: 4 MCSE of the mean acceptance over the draws, plus 0.03 for the adaptation error.
     At the end of tuning (t ~ 1500) the gain is ~(1500)^-0.6 ~ 0.012; with acceptance variance
@@ -227,14 +228,22 @@ def test_adaptation_reaches_target_and_freezes():
     assert_frozen_scale(idata)
     u = idata.sample_stats.path_scale.values[:, 0]
     assert u.min() > 10
-    # unbiased rounding in the draws: mean R per chain = U within 4 binomial SEs
     r = idata.sample_stats.path_length.values
-    frac = u - np.floor(u)
-    se = np.sqrt(frac * (1 - frac) / r.shape[1])
-    assert np.all(np.abs(r.mean(axis=1) - u) <= 4 * se)
+    single = r == 1
+    # the single-site share: binomial, 4 standard errors
+    assert abs(single.mean() - 0.1) < 4 * np.sqrt(0.1 * 0.9 / single.size)
+    # unbiased rounding in the path steps: mean R per chain = U within 4 binomial SEs
+    for c in range(r.shape[0]):
+        path_r = r[c][~single[c]]
+        frac = u[c] - np.floor(u[c])
+        se = np.sqrt(frac * (1 - frac) / path_r.size)
+        assert abs(path_r.mean() - u[c]) <= 4 * se + 1e-12
+    # the tuning targets the path steps' acceptance; chain-wise series of path steps for MCSE
     accept = idata.sample_stats.accept.values
-    mcse = float(az.mcse(accept)[0])
-    assert abs(accept.mean() - 0.574) < 4 * mcse + 0.03, (accept.mean(), mcse)
+    n = int((~single).sum(axis=1).min())
+    path_accept = np.stack([accept[c][~single[c]][:n] for c in range(accept.shape[0])])
+    mcse = float(az.mcse(path_accept)[0])
+    assert abs(path_accept.mean() - 0.574) < 4 * mcse + 0.03, (path_accept.mean(), mcse)
     # EJD is the efficiency measure: far above single-site LBP's (<= 1 per step)
     jumps = idata.sample_stats.jump_distance.values
     assert jumps.mean() > 10
@@ -252,7 +261,8 @@ def test_lower_target_gives_longer_paths():
 
 
 def test_unbiased_rounding_in_steps():
-    """With the scale held at U = 3.3 (zero gain), the mean R of the tuning steps is U."""
+    """With the scale held at U = 3.3 (zero gain), a share 0.1 of the tuning steps are
+    single-site steps, the others have mean R = U, and only those update the adaptation."""
     model = product_model(50)
     step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(0), steps_per_draw=1)
     step.adaptation = PathLengthAdaptation(0.574, 50, gamma0=0.0)
@@ -266,9 +276,13 @@ def test_unbiased_rounding_in_steps():
         x, logp, deltas = res.x, res.logp, res.deltas
         lengths.append(res.extra["path_length"])
     lengths = np.array(lengths)
-    assert set(np.unique(lengths)) == {3, 4}
-    se = np.sqrt(0.3 * 0.7 / lengths.size)
-    assert abs(lengths.mean() - 3.3) < 4 * se
+    assert set(np.unique(lengths)) == {1, 3, 4}
+    single = lengths == 1
+    assert abs(single.mean() - 0.1) < 4 * np.sqrt(0.1 * 0.9 / single.size)
+    path = lengths[~single]
+    se = np.sqrt(0.3 * 0.7 / path.size)
+    assert abs(path.mean() - 3.3) < 4 * se
+    assert step.path_adapt_count == path.size  # single-site steps do not adapt U
 
 
 def test_reset_tuning_and_sampling_state_round_trip():
@@ -289,12 +303,18 @@ def test_reset_tuning_and_sampling_state_round_trip():
 
 
 def test_fixed_path_length_is_constant_and_reported():
+    """path_length=7: every path step has R = 7, mixed with single-site steps (R = 1); the
+    draw's stat is the mean over its 3 steps; the scale is reported exactly."""
     model = product_model(60)
     step = PathAuxiliaryLBP(model=model, path_length=7, steps_per_draw=3)
-    idata = sample(model, step, draws=30, tune=30, seed=6, chains=1, discard_tuned_samples=False)
-    assert np.all(idata.warmup_sample_stats.path_length.values == 7)
-    assert np.all(idata.sample_stats.path_length.values == 7)
-    assert np.all(idata.sample_stats.path_scale.values == pytest.approx(7))
+    idata = sample(model, step, draws=100, tune=30, seed=6, chains=1, discard_tuned_samples=False)
+    for r in (idata.warmup_sample_stats.path_length.values, idata.sample_stats.path_length.values):
+        assert set(np.unique(r)) <= {1, 3, 5, 7}  # means of three values in {1, 7}
+    r = idata.sample_stats.path_length.values
+    n_steps = 3 * r.size
+    se = 6 * np.sqrt(0.1 * 0.9 / n_steps)  # R = 1 + 6 * Bernoulli(0.9)
+    assert abs(r.mean() - (0.1 + 0.9 * 7)) < 4 * se
+    assert np.all(idata.sample_stats.path_scale.values == 7)
     assert not idata.sample_stats.exact_differences.values.any()
     for name in step.stats_dtypes_shapes:
         if name != "tune":  # ArviZ drops it (tuning draws are the warmup groups)
@@ -304,42 +324,90 @@ def test_fixed_path_length_is_constant_and_reported():
 # ----------------------------------------------------------------------------- robustness
 def test_fewer_movable_sites_than_path_stays_put():
     """Zero-probability neighbours are never proposed; a path longer than the movable sites is
-    no proposal at all (the chain stays and the step reports acceptance 0)."""
+    no proposal at all (the chain stays and the step reports acceptance 0), while the
+    single-site steps still move the movable sites."""
     with pm.Model() as model:
         x = pm.Bernoulli("x", 0.5, shape=3, initval=np.zeros(3, dtype=int))
         pm.Potential("forbid", pt.switch(pt.gt(x[0], 0), -np.inf, 0.0))
-    with pytest.warns(UserWarning, match="whole block"):
-        step = PathAuxiliaryLBP(
-            [x], model=model, path_length=3, differences="exact", steps_per_draw=1
-        )
-    idata = sample(model, step, draws=20, tune=0, seed=1, chains=1)
+    step = PathAuxiliaryLBP([x], model=model, path_length=3, differences="exact", steps_per_draw=1)
+    idata = sample(model, step, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
-    assert np.all(idata.sample_stats.accept.values == 0)
-    with pytest.warns(UserWarning, match="even length"):
-        step2 = PathAuxiliaryLBP(
-            [x], model=model, path_length=2, steps_per_draw=1
-        )  # first-order, floored log 0
+    path_steps = idata.sample_stats.path_length.values == 3
+    assert path_steps.any() and (~path_steps).any()
+    assert np.all(idata.sample_stats.accept.values[path_steps] == 0)
+    assert idata.sample_stats.n_accepted.values[~path_steps].any()
+    step2 = PathAuxiliaryLBP(
+        [x], model=model, path_length=2, steps_per_draw=1
+    )  # first-order, floored log 0
     idata = sample(model, step2, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
     assert idata.sample_stats.n_accepted.values.mean() > 0.3
 
 
-def test_parity_even_fixed_length_is_reducible_tuned_length_is_not():
-    """A fixed even R keeps the parity of the number of ones (with a warning); the tuned
-    sampler draws R from two consecutive integers and gets P(sum even) right."""
-    p = np.array([0.2, 0.7, 0.4, 0.9, 0.3, 0.6, 0.5, 0.8])
+PARITY_P = np.array([0.2, 0.7, 0.4, 0.9, 0.3, 0.6, 0.5, 0.8])
+
+
+@pytest.mark.parametrize("path_length", [2, 2.0, None])
+def test_parity_changes_for_every_path_length(path_length):
+    """path_length=2 and 2.0 mean the same (every path step has R = 2) and the single-site
+    steps change the parity of the number of ones: P(sum even) is right, by MCSE z-score. Before
+    the fix 2.0 gave R = 2 on every step without a warning and the parity never changed (so this
+    test failed); the tuned sampler (None) is checked the same way."""
     with pm.Model() as model:
-        x = pm.Bernoulli("x", p=p, shape=p.size, initval=np.zeros(p.size, dtype=int))
-    with pytest.warns(UserWarning, match="not irreducible"):
-        fixed = PathAuxiliaryLBP([x], model=model, path_length=2, steps_per_draw=1)
-    idata = sample(model, fixed, draws=300, tune=0, seed=2, chains=1)
-    assert np.all(idata.posterior["x"].values.sum(axis=-1) % 2 == 0)
-    tuned = PathAuxiliaryLBP([x], model=model, steps_per_draw=1)
-    idata = sample(model, tuned, draws=3000, tune=500, seed=3)
+        x = pm.Bernoulli("x", p=PARITY_P, shape=PARITY_P.size, initval=np.zeros(8, dtype=int))
+    step = PathAuxiliaryLBP([x], model=model, path_length=path_length, steps_per_draw=1)
+    idata = sample(model, step, draws=1500, tune=300, seed=3)
     even = (idata.posterior["x"].values.sum(axis=-1) % 2 == 0).astype(float)
-    exact = 0.5 * (1 + np.prod(1 - 2 * p))
+    exact = 0.5 * (1 + np.prod(1 - 2 * PARITY_P))
     z = (even.mean() - exact) / float(az.mcse(even)[0])
-    assert abs(z) < z_threshold(1)
+    assert abs(z) < z_threshold(1), (even.mean(), exact, z)
+
+
+def test_int_and_float_path_length_are_one_setting():
+    """3 and 3.0 build the same kernel: with the same seed the draws are identical."""
+    model = product_model(12)
+    runs = []
+    for path_length in (3, 3.0, np.int64(3)):
+        step = PathAuxiliaryLBP(model=model, path_length=path_length, steps_per_draw=1)
+        assert step.path_scale == 3.0 and step.fixed_path_scale == 3.0
+        runs.append(sample(model, step, draws=100, tune=20, seed=8, chains=1).posterior["x"])
+    for other in runs[1:]:
+        np.testing.assert_array_equal(runs[0].values, other.values)
+
+
+def test_near_deterministic_posterior_is_not_trapped():
+    """Issue #14: each of 5 sites is known to within ~e^-18 (observed +-3 with unit noise), so
+    the posterior is the mode up to delta < 1e-6 (exact enumeration of the 32 states). Before the
+    fix the tuning froze U near 2.2 and the chains sat one site from the mode with 0% of the
+    draws at it (P(z=1) = [0.91 0.75 0.15 0.06 0.56] in the issue's run).
+
+    Threshold: for a stationary chain the expected fraction of draws off the mode is delta, so
+    by Markov's inequality P(fraction off the mode > 0.01) <= 100 delta < 1e-4; every marginal
+    is then within 0.01 + delta of the exact one. (From any start the chain reaches the mode in
+    a few steps: see the hitting times in test_path_auxiliary_kernel.py; tuning is 300 steps.)
+    """
+    rng = np.random.default_rng(1)
+    datasets = [
+        np.where(np.array([1, 1, 0, 0, 1]) == 1, 3.0, -3.0) + rng.normal(0, 0.3, 5)
+        for _ in range(4)
+    ]
+    states = np.array(list(itertools.product(range(2), repeat=5)))
+    for y in (datasets[1], datasets[3]):  # the two data sets that trapped the old sampler
+        lp = -0.5 * ((y - np.where(states == 1, 3.0, -3.0)) ** 2).sum(axis=1)
+        p = np.exp(lp - lp.max())
+        p /= p.sum()
+        delta = 1.0 - p.max()
+        assert delta < 1e-6
+        exact = p @ states
+        with pm.Model() as model:
+            z = pm.Bernoulli("z", 0.5, shape=5)
+            pm.Normal("y", pt.switch(z, 3.0, -3.0), 1.0, observed=y)
+        step = PathAuxiliaryLBP([z], model=model, steps_per_draw=1)
+        idata = sample(model, step, draws=300, tune=300, seed=3, chains=2)
+        zs = idata.posterior["z"].values
+        off_mode = np.any(zs != states[np.argmax(p)], axis=-1).mean()
+        assert off_mode <= 0.01, off_mode
+        np.testing.assert_allclose(zs.mean(axis=(0, 1)), exact, atol=0.01 + delta)
 
 
 def test_bad_inputs():
@@ -347,9 +415,12 @@ def test_bad_inputs():
     for bad in (0.0, 1.0, -0.2, 1.5, "high", True):
         with pytest.raises(ValueError, match="target_accept"):
             PathAuxiliaryLBP(model=model, target_accept=bad)
-    for bad in (0, -3, 0.5, "2", True):
+    for bad in (0, -3, 0.5, "2", True, np.inf, np.nan):
         with pytest.raises(ValueError, match="path_length"):
             PathAuxiliaryLBP(model=model, path_length=bad)
+    for bad in (0, 0.0, 1, 1.0, -0.1, 1.5, "0.1", True, None):
+        with pytest.raises(ValueError, match="single_site_share"):
+            PathAuxiliaryLBP(model=model, single_site_share=bad)
     with pytest.raises(ValueError, match="larger than the block"):
         PathAuxiliaryLBP(model=model, path_length=5.5)
     with pytest.raises(ValueError, match="larger than the block"):
@@ -382,4 +453,5 @@ def test_registered_auto_assignment_and_options():
             )
     finally:
         pymc_lbp.unregister()
-    assert np.all(idata.sample_stats.path_length.values == 5)
+    assert set(np.unique(idata.sample_stats.path_length.values)) <= {1, 5}
+    assert np.all(idata.sample_stats.path_scale.values == 5)

@@ -18,6 +18,8 @@ from pymc_lbp.path_proposals import (
     _linear_weights_numpy,
     _log_prob_sites_numpy,
     _race_numpy,
+    check_single_site_share,
+    draw_path_length,
     draw_sites,
     draw_slots,
     log_prob_sites,
@@ -133,13 +135,14 @@ def test_adaptation_update_and_freeze():
     for _ in range(200):
         log_u, bar, n, _ = ad.update(log_u, bar, n, accept=0.0)
     assert log_u >= 0.0
-    # the frozen scale: within [1, D - 1/2], fractional part in [0.1, 0.9], 1 stays 1
-    assert ad.frozen_scale(math.log(100)) == pytest.approx(99.5)
+    # the frozen scale: exp(log Ubar) within [1, D]; integers and D are allowed (the
+    # single-site steps keep the chain irreducible whatever U is)
+    assert ad.frozen_scale(math.log(100)) == pytest.approx(100)
+    assert ad.frozen_scale(math.log(250)) == pytest.approx(100)
     assert ad.frozen_scale(-3.0) == 1.0
     assert ad.frozen_scale(0.0) == 1.0
-    assert ad.frozen_scale(math.log(37.02)) == pytest.approx(37.1)
-    assert ad.frozen_scale(math.log(37.97)) == pytest.approx(37.9)
-    assert ad.frozen_scale(math.log(5.5)) == pytest.approx(5.5)
+    assert ad.frozen_scale(math.log(37.02)) == pytest.approx(37.02)
+    assert ad.frozen_scale(math.log(2.0)) == pytest.approx(2.0)
     assert ad.gain(0) > ad.gain(1000) > 0
 
 
@@ -160,6 +163,31 @@ def test_adaptation_doubling_phase():
     for _ in range(5):
         state = ad_small.update(*state[:3], accept=1.0, doubling=state[3])
     assert state[0] == pytest.approx(math.log(4)) and not state[3]
+
+
+@pytest.mark.parametrize("scale, share", [(2.3, 0.1), (1.0, 0.1), (4.0, 0.25), (1.6, 0.05)])
+def test_draw_path_length_law(scale, share):
+    """R = 1 with probability share (a single-site step, flagged), else the stochastic rounding
+    of the scale; chi-square on the joint law of (R, path step) written out independently."""
+    rng = np.random.default_rng(int(10 * scale + 100 * share))
+    lo, frac = math.floor(scale), scale - math.floor(scale)
+    law = {(1, False): share, (lo, True): (1 - share) * (1 - frac)}
+    if frac > 0:
+        law[(lo + 1, True)] = (1 - share) * frac
+    cells = list(law)
+    counts = np.zeros(len(cells))
+    for _ in range(20000):
+        counts[cells.index(draw_path_length(scale, share, 50, rng))] += 1
+    assert chi2_p(counts, np.array([law[c] for c in cells])) > ALPHA
+    # clipped to the block
+    assert draw_path_length(7.5, 1e-9, 5, rng) == (5, True)
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, 1, 1.0, -0.1, 1.01, float("nan"), "x", None, True])
+def test_check_single_site_share(bad):
+    with pytest.raises(ValueError, match="single_site_share"):
+        check_single_site_share(bad)
+    assert check_single_site_share(0.1) == 0.1
 
 
 @pytest.mark.parametrize("bad", [0, 1, -0.1, 1.01, float("nan"), "x", None])

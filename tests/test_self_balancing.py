@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zlib
 
 import arviz as az
@@ -13,6 +14,7 @@ from pymc.blocking import DictToArrayBijection
 from scipy import stats
 
 from pymc_lbp import LocallyBalanced, SelfBalancing
+from pymc_lbp.lsb_learning import MAX_LEARNING_BYTES, MAX_PARTICLES, learning_memory_bytes
 from pymc_lbp.models import potts_model
 from tests.kernels import enumerate_states, neighbour_moves, stationary_error
 from tests.kernels import log_g as kernel_log_g
@@ -545,3 +547,41 @@ def test_exact_and_gradient_chains_coincide_on_a_multilinear_model():
         runs.append((np.array(trace), step.lsb_params.copy()))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_allclose(runs[0][1], runs[1][1], rtol=1e-9, atol=1e-12)
+
+
+# -- size guards (issue #14, item 8) --------------------------------------------------------------
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_particles": 10**7}, r"n_particles=10000000 is out of range"),
+        ({"n_particles": MAX_PARTICLES + 1}, r"n_particles=100001 is out of range"),
+        (
+            {"parametrization": "lsb2", "hidden_units": 10**6},
+            r"would need about \d+\.\d GiB .*1000000 hidden units",
+        ),
+    ],
+)
+def test_out_of_range_sizes_are_refused_at_construction(kwargs, match):
+    with chain_target(3):
+        with pytest.raises(ValueError, match=match):
+            SelfBalancing(**kwargs)
+
+
+def test_particle_memory_bound_names_the_largest_count_that_fits():
+    """100000 particles on a 200-site binary block: 8 B x 100001 x (16 x 200 + 2 x 200) = 2.9 GB."""
+    assert learning_memory_bytes(10**5, 200, 200) == 8 * (10**5 + 1) * (16 * 200 + 2 * 200)
+    with pm.Model():
+        pm.Bernoulli("x", 0.5, shape=200)
+        with pytest.raises(ValueError, match=r"2\.7 GiB .*use n_particles <= (\d+)") as err:
+            SelfBalancing(n_particles=10**5)
+        fits = int(re.search(r"n_particles <= (\d+)", str(err.value)).group(1))
+        assert learning_memory_bytes(fits, 200, 200) <= MAX_LEARNING_BYTES
+        assert learning_memory_bytes(fits + 1, 200, 200) > MAX_LEARNING_BYTES
+        assert SelfBalancing(n_particles=fits).n_particles == fits  # the advice is accepted
+
+
+def test_sizes_within_range_are_accepted():
+    with chain_target(3):
+        # lsb1 has no network: hidden_units is ignored, whatever its size
+        assert SelfBalancing(hidden_units=10**6).n_particles == 30
+        assert SelfBalancing(parametrization="lsb2", hidden_units=1000, n_particles=10**4)

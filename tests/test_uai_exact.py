@@ -147,6 +147,41 @@ def test_memory_guard_threshold(tmp_path, tiny_markov):
         exact_marginals(net, max_table_size=plan.max_table_size - 1)
 
 
+def test_max_table_size_none_means_no_limit(tmp_path, tiny_markov):
+    """Issue #14.6: ``max_table_size=None`` raised a bare TypeError (None > int)."""
+    net = read_network(tiny_markov.write(tmp_path, "tiny.uai"))
+    expected = exact_marginals(net)
+    for a, b in zip(exact_marginals(net, max_table_size=None), expected, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert np.isfinite(log_partition(net, max_table_size=None))
+    assert sample_exact(net, size=3, rng=0, max_table_size=None).shape == (3, net.n_vars)
+    elimination_plan(net).check_size(None)
+
+
+@pytest.mark.parametrize("bad", [2.5, "1000", True, [10]])
+def test_max_table_size_of_the_wrong_type(tmp_path, tiny_markov, bad):
+    net = read_network(tiny_markov.write(tmp_path, "tiny.uai"))
+    with pytest.raises(TypeError, match=r"max_table_size must be a positive integer .* or None"):
+        exact_marginals(net, max_table_size=bad)
+
+
+@pytest.mark.parametrize("bad", [0, -5])
+def test_max_table_size_below_one(tmp_path, tiny_markov, bad):
+    net = read_network(tiny_markov.write(tmp_path, "tiny.uai"))
+    with pytest.raises(ValueError, match=rf"max_table_size must be a positive integer.*{bad}"):
+        sample_exact(net, max_table_size=bad)
+
+
+def test_impossible_evidence_names_the_file_and_the_factor(tmp_path, tiny_markov):
+    net = read_network(tiny_markov.write(tmp_path, "tiny.uai"))
+    evid = tmp_path / "dead.evid"
+    evid.write_text("2 3 1 4 0\n")  # factor 2 on (4, 3) is zero at x4 = 0, x3 = 1
+    with pytest.raises(ImpossibleEvidenceError) as err:
+        exact_marginals(net, evid)
+    assert str(err.value).startswith(f"{evid} (evidence for tiny.uai): the evidence is impossible")
+    assert "factor 2 on (4, 3) is zero at x4=0, x3=1" in str(err.value)
+
+
 def test_impossible_evidence(tmp_path, tiny_markov):
     net = read_network(tiny_markov.write(tmp_path, "tiny.uai"))
     # factor (4, 3) is zero at x4 = 0, x3 = 1 and at x4 = 2, x3 = 0; with x3 = 1 and the

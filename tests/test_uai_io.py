@@ -148,6 +148,22 @@ GOOD = "MARKOV\n3\n2 2 3\n2\n2 0 1\n1 2\n\n4\n1 2 3 4\n3\n0.5 0.5 1e-3\n"
         (GOOD + "7\n", r"line 12, token 21.*extra tokens after the last table"),
         (GOOD.replace("2 0 1", "2 1 1"), "repeats a variable"),
         (GOOD.replace("1e-3", "nan"), "NaN in table of factor 1"),
+        (GOOD.replace("1e-3", "inf"), r"line 11, token 20 \('inf'\).*non-finite entry \(inf\)"),
+        (GOOD.replace("2 2 3", "2 -2 3"), r"line 3, token 4.*cardinalities.*>= 1, got -2"),
+        (
+            GOOD.replace("2 2 3", "2 100000000000000000000 3"),
+            r"line 3, token 4 .*cardinalities: 100000000000000000000 is too large",
+        ),
+        (GOOD.replace("MARKOV\n3", "MARKOV\nthree"), r"line 2, token 2.*non-numeric.*variables"),
+        # truncated at every level of the header and the scopes
+        ("MARKOV\n", r"end of file.*inside number of variables: expected 1 number, found 0"),
+        ("MARKOV\n3\n2 2", r"end of file.*inside variable cardinalities: expected 3 numbers"),
+        ("MARKOV\n3\n2 2 3\n", r"end of file.*inside number of factors"),
+        ("MARKOV\n3\n2 2 3\n2\n2 0 1\n1", r"end of file.*inside scope of factor 1"),
+        (GOOD.split("\n\n")[0], r"end of file.*inside table size of factor 0"),
+        # a scope longer than the network (it cannot list distinct variables)
+        (GOOD.replace("2 0 1", "99 0 1"), r"line 5, token 7.*scope size of factor 0: 99 is out"),
+        (GOOD.replace("2 0 1", "2 0 -1"), r"line 5, token 9.*scope of factor 0: -1 is out of"),
     ],
 )
 def test_malformed_network(tmp_path, text, pattern):
@@ -156,6 +172,71 @@ def test_malformed_network(tmp_path, text, pattern):
     with pytest.raises(UAIFormatError, match=pattern) as err:
         read_network(path)
     assert "bad.uai" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("header", "pattern"),
+    [
+        # issue #14.6: 5 variables declared, 4 cardinalities listed (was "extra tokens after
+        # the last table" or a table size complaint far from the cause)
+        (
+            "MARKOV\n4\n2 2 3\n",
+            r"line 2, token 2 \('4'\): the header declares 4 variables, "
+            r"but line 3 lists 3 cardinalities",
+        ),
+        (
+            "MARKOV\n2\n2 2 3\n",
+            r"line 2, token 2 \('2'\): the header declares 2 variables, "
+            r"but line 3 lists 3 cardinalities",
+        ),
+    ],
+)
+def test_header_variable_count_mismatch(tmp_path, header, pattern):
+    path = tmp_path / "bad.uai"
+    path.write_text(GOOD.replace("MARKOV\n3\n2 2 3\n", header))
+    with pytest.raises(UAIFormatError, match=pattern) as err:
+        read_network(path)
+    assert "bad.uai" in str(err.value)
+
+
+def test_header_five_variables_four_cardinalities(tmp_path):
+    """The case of issue #14.6 as reported: the rest of the file is a valid 4-variable net."""
+    path = tmp_path / "five.uai"
+    path.write_text("MARKOV\n5\n2 2 2 2\n2\n1 0\n2 1 2\n\n2\n0.5 0.5\n4\n1 1 1 1\n")
+    with pytest.raises(UAIFormatError) as err:
+        read_network(path)
+    assert str(err.value) == (
+        f"{path}: line 2, token 2 ('5'): the header declares 5 variables, but line 3 lists 4 "
+        "cardinalities (the rest of the file fits 4 variables)"
+    )
+
+
+@pytest.mark.parametrize(("declared", "listed"), [(3, 2), (1, 2)])
+def test_header_factor_count_mismatch(tmp_path, declared, listed):
+    path = tmp_path / "bad.uai"
+    path.write_text(GOOD.replace("\n2\n2 0 1", f"\n{declared}\n2 0 1"))
+    with pytest.raises(UAIFormatError) as err:
+        read_network(path)
+    assert str(err.value) == (
+        f"{path}: line 4, token 6 ('{declared}'): the header declares {declared} factors, but "
+        f"lines 5..6 list {listed} scopes (the rest of the file fits {listed} factors)"
+    )
+
+
+def test_count_diagnosis_keeps_the_first_error_when_no_count_fits(tmp_path):
+    """A wrong count AND another fault: the positioned error of the stream parse stands."""
+    path = tmp_path / "bad.uai"
+    path.write_text(GOOD.replace("MARKOV\n3\n2 2 3", "MARKOV\n4\n2 2 3").replace("1e-3", "x"))
+    with pytest.raises(UAIFormatError, match=r"bad.uai: line \d+, token \d+") as err:
+        read_network(path)
+    assert "header declares" not in str(err.value)
+
+
+def test_cardinalities_over_several_lines_are_fine(tmp_path):
+    """Line breaks are not significant: wrapped cardinality lists still parse."""
+    path = tmp_path / "wrapped.uai"
+    path.write_text(GOOD.replace("2 2 3", "2 2\n3"))
+    assert read_network(path).cards.tolist() == [2, 2, 3]
 
 
 def test_bayes_with_two_cpts_for_one_child(tmp_path):
@@ -213,6 +294,10 @@ def test_evidence_forms(tmp_path, net3, text, expected):
         ("2 0 1 1 1 1", r"leading evidence-sample count must be 1"),
         ("2 0 1 0 0", "variable 0 is given twice"),
         ("1 a 1", "non-numeric token"),
+        ("1 -1 0", r"line 1, token 2.*evidence variable: -1 is out of range 0\.\.2"),
+        ("1 2 1.5", r"token 3.*value of evidence variable 2: expected an integer"),
+        ("3 0 1 1 0", r"3 evidence variables need 6 numbers after the count, found 4"),
+        ("4 0 1 1 0 2 0 0 1", r"token 1.*4 evidence variables, but the network has 3"),
     ],
 )
 def test_malformed_evidence(tmp_path, net3, text, pattern):

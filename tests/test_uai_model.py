@@ -179,6 +179,15 @@ def test_impossible_evidence_in_read_uai(tmp_path, tiny_markov, tiny_bayes):
         read_uai(tiny_bayes.write(tmp_path, "tiny_bn.uai"), {0: 1, 1: 1})
 
 
+def test_impossible_evidence_file_is_named(tmp_path, tiny_markov):
+    evid = tmp_path / "dead.evid"
+    evid.write_text("2 3 1 4 0\n")
+    with pytest.raises(ImpossibleEvidenceError) as err:
+        read_uai(tiny_markov.write(tmp_path, "tiny.uai"), evid)
+    assert str(err.value).startswith(f"{evid}: tiny.uai: the evidence is impossible: factor 2")
+    assert "x4=0, x3=1" in str(err.value) and err.value.definitive
+
+
 def test_impossible_evidence_only_visible_globally():
     eq = np.eye(2)
     net = UAINetwork("MARKOV", [2, 2, 2], [(0, 1), (1, 2)], [eq, eq])

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -13,9 +12,10 @@ from pymc.step_methods.state import dataclass_state
 from pymc_lbp import path_kernels
 from pymc_lbp.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.balancing import LogBalancing, resolve_balancing
-from pymc_lbp.neighbours import BINARY, CATEGORICAL, INTEGER, BlockLayout
 from pymc_lbp.path_proposals import (
     PathWeights,
+    check_single_site_share,
+    draw_path_length,
     draw_sites,
     draw_slots,
     log_prob_path,
@@ -23,7 +23,6 @@ from pymc_lbp.path_proposals import (
     reverse_slots,
     site_weights,
     slot_values,
-    stochastic_round,
 )
 from pymc_lbp.step_methods.base import (
     DiscreteStep,
@@ -55,16 +54,6 @@ class PathAuxiliaryState(DiscreteStepState):
     path_doubling: bool
 
 
-def _parity_bound(layout: BlockLayout) -> bool:
-    """Whether every move of the block changes a site's value by one "parity unit": binary
-    flips, +-1 integer steps, two-category sites. A path of fixed even length then preserves
-    the parity of the sum of the block, and a fixed length equal to the block size maps a
-    binary state to its complement: such chains are not irreducible."""
-    kinds = layout.site_kind
-    two_cats = (kinds == CATEGORICAL) & (layout.site_ncat == 2)
-    return bool(np.all((kinds == BINARY) | (kinds == INTEGER) | two_cats))
-
-
 class PathAuxiliaryLBP(DiscreteStep):
     """Path auxiliary locally balanced proposals: ``R`` distinct sites change per MH step.
 
@@ -78,26 +67,34 @@ class PathAuxiliaryLBP(DiscreteStep):
     :mod:`pymc_lbp.path_proposals`). ``R = 1`` is the single-site :class:`LocallyBalanced`.
     Each step costs one differences evaluation at the proposal, whatever ``R`` is.
 
-    The path length of a step is ``R = ceil(U)`` with probability ``frac(U)`` and ``floor(U)``
-    otherwise (unbiased stochastic rounding of the scale ``U``, ``E[R] = U``). With
-    ``path_length=None`` the scale is tuned during ``tune`` so that the mean acceptance
-    probability approaches ``target_accept`` (0.574, the asymptotically optimal rate for locally
-    balanced proposals; Sun, Dai, Schuurmans 2022): a doubling phase (``U = 1, 2, 4, ...`` while
-    steps accept at least the target), then Robbins-Monro on ``log U``. At the end of tuning
-    ``U`` is frozen (see :mod:`pymc_lbp.adaptation`), kept at least 0.1 away from an integer:
-    on binary (and +-1 integer) blocks a path of fixed even length never changes the parity of
-    the number of ones, so a single fixed ``R >= 2`` is not an irreducible chain; drawing ``R``
-    from two consecutive integers is.
+    Path length: each step is, with the fixed probability ``single_site_share``, a single-site
+    step (``R = 1``), and otherwise a *path step* whose ``R`` is ``ceil(U)`` with probability
+    ``frac(U)`` and ``floor(U)`` otherwise (unbiased stochastic rounding of the scale ``U``:
+    ``E[R | path step] = U``). With ``path_length=None`` the scale is tuned during ``tune`` so
+    that the mean acceptance probability of the path steps approaches ``target_accept`` (0.574,
+    the asymptotically optimal rate for locally balanced proposals; Sun, Dai, Schuurmans 2022): a
+    doubling phase (``U = 1, 2, 4, ...`` while steps accept at least the target), then
+    Robbins-Monro on ``log U``; at the end of tuning ``U`` is frozen (see
+    :mod:`pymc_lbp.adaptation`). The kernel is then a fixed mixture of pi-invariant kernels
+    whose single-site component keeps the chain irreducible (a path-only chain with a fixed
+    even ``R`` is parity-reducible on binary blocks, and one with ``R`` in ``{2, 3}`` was seen
+    trapped one site away from the mode of a near-deterministic posterior). The single-site
+    steps cost at most a share ``single_site_share`` of the expected jump distance.
 
     Parameters
     ----------
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
-    path_length : int or float, optional
-        ``None`` (default): tuned. An int fixes ``R`` exactly (warns when that chain is not
-        irreducible: even ``R``, or ``R`` = block size, on a binary/integer block). A float fixes
-        the scale ``U``, each step drawing ``R`` by stochastic rounding. Within
-        ``[1, number of sites]``.
+    path_length : float, optional
+        ``None`` (default): tuned. A number fixes the scale ``U``, the mean ``R`` of the path
+        steps; ints and floats mean the same (``3`` and ``3.0``: every path step has ``R = 3``;
+        ``2.5``: ``R`` is 2 or 3 with probability 1/2 each). Within ``[1, number of sites]``.
+        The single-site steps are mixed in whatever the value, so no setting is reducible.
+    single_site_share : float, default 0.1
+        Probability, fixed and state-independent, that a step is a single-site step
+        (``R = 1``), in (0, 1). A chain stuck where only a one-site change leads on escapes
+        after ``1 / single_site_share`` steps on average; the price is at most that share of
+        the jump distance per step.
     target_accept : float, default 0.574
         Target mean acceptance probability of the tuning, in (0, 1). For comparison, 0.234 is
         the optimal rate of random-walk Metropolis.
@@ -114,7 +111,8 @@ class PathAuxiliaryLBP(DiscreteStep):
     steps_per_draw : int, optional
         MH steps per recorded draw. ``None`` (default): enough steps that a draw proposes about
         one change per site, ``ceil(number of sites / E[R])`` with ``E[R]`` the current scale
-        (fixed after tuning; the ``mh_steps`` stat). Every step leaves the target invariant,
+        (fixed after tuning; the ``mh_steps`` stat), ``E[R] = s + (1 - s) U`` with ``s`` the
+        single-site share and ``U`` the scale. Every step leaves the target invariant,
         so the number of steps may change between tuning draws. At most 1,000,000.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
@@ -123,7 +121,8 @@ class PathAuxiliaryLBP(DiscreteStep):
     ------
     ValueError
         For ``target_accept`` outside (0, 1), a ``path_length`` that is not a number in
-        ``[1, number of sites]``, or an ``initial_path_length`` outside ``[1, number of sites]``.
+        ``[1, number of sites]``, an ``initial_path_length`` outside ``[1, number of sites]``, or
+        a ``single_site_share`` outside (0, 1).
 
     Notes
     -----
@@ -132,7 +131,8 @@ class PathAuxiliaryLBP(DiscreteStep):
     ``tune`` (bool)
         Whether the draw was made while tuning.
     ``accept`` (float)
-        Mean MH acceptance probability of the draw's steps.
+        Mean MH acceptance probability of the draw's steps (single-site steps included; the
+        tuning targets the path steps' acceptance).
     ``n_accepted`` (int)
         Number of accepted steps in the draw.
     ``mh_steps`` (int)
@@ -142,10 +142,12 @@ class PathAuxiliaryLBP(DiscreteStep):
         when the step samples every free variable of the model (next to other steps PyMC
         keeps the last step's ``model_logp``, e.g. NUTS's).
     ``path_length`` (float)
-        Mean number ``R`` of sites a step proposed to change (an integer when
-        ``steps_per_draw == 1``).
+        Mean number ``R`` of sites a step proposed to change, single-site steps included (an
+        integer when ``steps_per_draw == 1``); its expectation is ``s + (1 - s) U`` with ``s``
+        the ``single_site_share``.
     ``path_scale`` (float)
-        The scale ``U`` after the draw (``E[R] = U``): moves during tuning, constant after.
+        The scale ``U`` after the draw (the mean ``R`` of the path steps): moves during tuning,
+        constant after.
     ``jump_distance`` (int)
         Number of sites that differ between the previous and the new draw.
     ``step_jump_distance`` (float)
@@ -172,7 +174,8 @@ class PathAuxiliaryLBP(DiscreteStep):
         self,
         vars=None,
         *,
-        path_length: int | float | None = None,
+        path_length: float | None = None,
+        single_site_share: float = 0.1,
         target_accept: float = 0.574,
         balancing: str | LogBalancing = "sqrt",
         differences: str = "auto",
@@ -185,20 +188,17 @@ class PathAuxiliaryLBP(DiscreteStep):
         blocked: bool = True,
     ):
         self.target_accept = check_target_accept(target_accept)
-        self.fixed_path_length = self.fixed_path_scale = None
+        self.single_site_share = check_single_site_share(single_site_share)
+        self.fixed_path_scale: float | None = None
         if path_length is not None:
             if isinstance(path_length, bool) or not isinstance(
                 path_length, int | float | np.integer | np.floating
             ):
-                raise ValueError(
-                    f"path_length must be None, an int or a float >= 1, got {path_length!r}"
-                )
-            if not path_length >= 1:
-                raise ValueError(f"path_length must be >= 1, got {path_length}")
-            if isinstance(path_length, int | np.integer):
-                self.fixed_path_length = int(path_length)
-            else:
-                self.fixed_path_scale = float(path_length)
+                raise ValueError(f"path_length must be None or a number >= 1, got {path_length!r}")
+            if not path_length >= 1 or not math.isfinite(path_length):
+                raise ValueError(f"path_length must be a finite number >= 1, got {path_length}")
+            # one meaning whatever the type: the scale U (3 and 3.0 are the same setting)
+            self.fixed_path_scale = float(path_length)
         if isinstance(initial_path_length, bool) or not isinstance(
             initial_path_length, int | float | np.integer | np.floating
         ):
@@ -229,18 +229,21 @@ class PathAuxiliaryLBP(DiscreteStep):
             type(self).__name__,
             [s.name for s in self.specs],
             "first-order (gradient)" if self.differences_kind == "gradient" else "exact",
-            f"path length tuned toward acceptance {self.target_accept}"
-            if self.adaptive
-            else f"path length {path_length}",
+            (
+                f"path length tuned toward acceptance {self.target_accept}"
+                if self.adaptive
+                else f"path length {self.fixed_path_scale:g}"
+            )
+            + f", single-site share {self.single_site_share:g}",
         )
 
     def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs):
         # validate against the block size before the (slow) compilation
         n_sites = layout.n_sites
-        given = self.fixed_path_length or self.fixed_path_scale
+        given = self.fixed_path_scale
         if given is not None and given > n_sites:
             raise ValueError(
-                f"path_length={given} is larger than the block: it has {n_sites} site(s) "
+                f"path_length={given:g} is larger than the block: it has {n_sites} site(s) "
                 f"({[s.name for s in specs]}); a path changes distinct sites."
             )
         if self.adaptive and self.initial_path_length > n_sites:
@@ -248,25 +251,14 @@ class PathAuxiliaryLBP(DiscreteStep):
                 f"initial_path_length={self.initial_path_length} is larger than the block "
                 f"({n_sites} site(s))."
             )
-        R = self.fixed_path_length
-        if R is not None and R > 1 and _parity_bound(layout) and (R % 2 == 0 or R == n_sites):
-            why = "an even length" if R % 2 == 0 else "the whole block"
-            warnings.warn(
-                f"path_length={R} is {why}: on this block (binary / +-1 integer sites) such a "
-                "path cannot change the parity of the sum of the block"
-                + ("" if R % 2 == 0 else " or reach anything but the complement")
-                + ", so the chain is not irreducible and will not sample the whole target. "
-                "Use path_length=None (tuned), a float (e.g. "
-                f"{R - 0.5}: R drawn from {{{R - 1}, {R}}}) or an odd R < the block size.",
-                UserWarning,
-                stacklevel=4,
-            )
         return super()._make_differences(kind, model, specs, layout, shared, compile_kwargs)
 
     # -- tuning ---------------------------------------------------------------------------------
     def sweep_steps(self) -> int:
-        """Steps per draw of ``steps_per_draw=None``: ``ceil(n_sites / E[R])``."""
-        expected = self.fixed_path_length or self.path_scale
+        """Steps per draw of ``steps_per_draw=None``: ``ceil(n_sites / E[R])``, with
+        ``E[R] = s + (1 - s) U`` (``s`` the single-site share, ``U`` the current scale)."""
+        share = self.single_site_share
+        expected = share + (1.0 - share) * min(self.path_scale, self.layout.n_sites)
         return steps_for_a_sweep(self.layout.n_sites, expected)
 
     def _tuned_target(self) -> float | None:
@@ -287,13 +279,15 @@ class PathAuxiliaryLBP(DiscreteStep):
 
     @property
     def path_scale(self) -> float:
-        """The current scale ``U`` of the path length (``E[R] = U``)."""
+        """The current scale ``U``: the mean path length ``R`` of the path steps."""
+        if self.fixed_path_scale is not None:
+            return self.fixed_path_scale  # exactly as given (no log/exp round trip)
         return float(np.exp(self.path_log_u))
 
     def reset_tuning(self) -> None:
         """Restore the untuned path length (a step reused for a new chain starts fresh)."""
         super().reset_tuning()
-        start = self.fixed_path_length or self.fixed_path_scale or self.initial_path_length
+        start = self.fixed_path_scale or self.initial_path_length
         self.path_log_u = float(np.log(start))
         self.path_log_u_bar = self.path_log_u
         self.path_adapt_count = 0
@@ -314,14 +308,9 @@ class PathAuxiliaryLBP(DiscreteStep):
         self._weights_cache = (deltas, weights)
         return weights
 
-    def _draw_length(self) -> int:
-        if self.fixed_path_length is not None:
-            return self.fixed_path_length
-        R = stochastic_round(math.exp(self.path_log_u), self.rng)
-        return min(max(R, 1), self.layout.n_sites)
-
-    def _adapt(self, accept: float) -> None:
-        if self.adaptive and self.tune:
+    def _adapt(self, accept: float, path_step: bool) -> None:
+        # only path steps inform the scale: U is tuned on the steps of mean length U
+        if self.adaptive and self.tune and path_step:
             (
                 self.path_log_u,
                 self.path_log_u_bar,
@@ -336,11 +325,13 @@ class PathAuxiliaryLBP(DiscreteStep):
             )
 
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
-        length = self._draw_length()
+        length, path_step = draw_path_length(
+            self.path_scale, self.single_site_share, self.layout.n_sites, self.rng
+        )
         wx = self._weights(deltas)
         if wx.n_movable < length:
             # fewer movable sites than the path needs: no proposal (q(x, .) = 0), stay put
-            self._adapt(0.0)
+            self._adapt(0.0, path_step)
             extra = self._extra(length, False)
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False, extra=extra)
         layout = self.layout
@@ -359,7 +350,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         else:
             wy, log_q_rev = None, -np.inf
         prob, accepted = _accept(logp, logp_y, log_q_fwd, log_q_rev, self.rng)
-        self._adapt(prob)
+        self._adapt(prob, path_step)
         if accepted:
             self._weights_cache = (deltas_y, wy)
             return StepResult(y, logp_y, deltas_y, prob, True, extra=self._extra(length, True))

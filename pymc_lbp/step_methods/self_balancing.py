@@ -15,7 +15,12 @@ import numpy as np
 from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.learned_balancing import PARAMETRIZATIONS, make_parametrization
-from pymc_lbp.lsb_learning import AdamState, BalancingLearner, TransitionBatch
+from pymc_lbp.lsb_learning import (
+    AdamState,
+    BalancingLearner,
+    TransitionBatch,
+    check_learning_size,
+)
 from pymc_lbp.proposals import (
     draw_from_cdf,
     log_normalize,
@@ -103,6 +108,10 @@ class SelfBalancing(DiscreteStep):
         "auto": first-order when the model relaxes, exact otherwise (with a warning).
     n_particles : int, default 30
         Auxiliary particles advanced during tuning (the paper uses 30 on the Ising model).
+        Sizes whose learning is clearly out of range are refused: more than
+        ``lsb_learning.MAX_PARTICLES`` (10^5), or an estimated learning-step memory (particles x
+        slots, sites and hidden units, :func:`pymc_lbp.lsb_learning.learning_memory_bytes`)
+        above 2 GiB.
     learning_rate : float, default 1e-2
         Adam's step size.
     hidden : int, default 10
@@ -183,8 +192,11 @@ class SelfBalancing(DiscreteStep):
         if parametrization not in PARAMETRIZATIONS:
             make_parametrization(parametrization)  # raises the explanatory ValueError
         self.n_particles = _check_positive_int("n_particles", n_particles)
-        self.learning_rate = _check_positive_float("learning_rate", learning_rate)
         hidden = _check_positive_int("hidden", hidden)
+        learned_hidden = hidden if parametrization != "lsb1" else 0
+        # the particle count and the network's size need no model: refuse before compiling
+        check_learning_size(self.n_particles, 0, 0, learned_hidden)
+        self.learning_rate = _check_positive_float("learning_rate", learning_rate)
         max_grad_norm = _check_positive_float("max_grad_norm", max_grad_norm)
         if particle_weights not in PARTICLE_WEIGHTS:
             raise ValueError(
@@ -207,6 +219,10 @@ class SelfBalancing(DiscreteStep):
             initial_point=initial_point,
             compile_kwargs=compile_kwargs,
             blocked=blocked,
+        )
+        # memory of the learning step (particles x slots, network on its grid): refuse now
+        check_learning_size(
+            self.n_particles, self.layout.n_sites, self.layout.n_slots, learned_hidden
         )
         # deterministic initialisation (not a draw from self.rng), so that results are
         # reproducible from pm.sample's random_seed whatever rng the step was built with

@@ -13,7 +13,7 @@ exact.
 
 Before any table is built, the largest cluster table of the order is computed; if it exceeds
 ``max_table_size`` entries a :class:`TreewidthTooLargeError` (a ``MemoryError``) states the size
-and the induced width.
+and the induced width (``max_table_size=None``: no limit).
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from pymc_lbp.models.uai.errors import ImpossibleEvidenceError, TreewidthTooLargeError
 from pymc_lbp.models.uai.io import read_evidence
-from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
+from pymc_lbp.models.uai.network import UAINetwork, reduce_factors, zero_factor
 
 __all__ = [
     "DEFAULT_MAX_TABLE_SIZE",
     "EliminationPlan",
     "ExactResult",
+    "check_max_table_size",
     "elimination_plan",
     "exact_inference",
     "exact_marginals",
@@ -46,6 +47,38 @@ __all__ = [
 DEFAULT_MAX_TABLE_SIZE = 2**27
 EvidenceLike = str | os.PathLike | Mapping[int, int] | None
 _HEURISTICS = ("min-fill", "min-weight", "rcm")
+
+
+def check_max_table_size(value: object) -> int | None:
+    """Validate a ``max_table_size`` argument: a positive integer, or ``None`` for no limit.
+
+    Parameters
+    ----------
+    value : object
+        The argument as given.
+
+    Returns
+    -------
+    int or None
+        The limit in entries, or None (no limit: any table the order needs is built).
+
+    Raises
+    ------
+    TypeError
+        Not an integer (a bool, a float, a string, ...) and not None.
+    ValueError
+        An integer below 1.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(
+            "max_table_size must be a positive integer (entries of the largest elimination "
+            f"table) or None (no limit), got {value!r} of type {type(value).__name__}"
+        )
+    if value < 1:
+        raise ValueError(f"max_table_size must be a positive integer or None, got {value}")
+    return int(value)
 
 
 @dataclass(frozen=True)
@@ -88,9 +121,14 @@ class EliminationPlan:
         """Sum of all cluster table sizes (the work of one pass)."""
         return sum(self.table_sizes)
 
-    def check_size(self, max_table_size: int, name: str = "network") -> None:
-        """Raise :class:`TreewidthTooLargeError` if a cluster exceeds ``max_table_size``."""
-        if self.max_table_size > max_table_size:
+    def check_size(self, max_table_size: int | None, name: str = "network") -> None:
+        """Raise :class:`TreewidthTooLargeError` if a cluster exceeds ``max_table_size``.
+
+        ``None`` means no limit; anything else must be a positive integer (see
+        :func:`check_max_table_size`).
+        """
+        max_table_size = check_max_table_size(max_table_size)
+        if max_table_size is not None and self.max_table_size > max_table_size:
             size = self.max_table_size
             raise TreewidthTooLargeError(
                 f"{name}: exact elimination needs a table of {size} entries (~2^"
@@ -418,15 +456,35 @@ class _BucketTree:
 
 
 # --------------------------------------------------------------------------- public API
-def _impossible(network: UAINetwork, evidence: Mapping[int, int]) -> ImpossibleEvidenceError:
-    if evidence:
-        return ImpossibleEvidenceError(
-            f"{network.name}: the evidence is impossible: P(evidence) = 0 exactly "
-            f"(every state that agrees with the {len(evidence)} evidence values has a zero factor)"
+def _impossible(
+    network: UAINetwork, evidence: Mapping[int, int], source: EvidenceLike = None
+) -> ImpossibleEvidenceError:
+    """The error for P(evidence) = 0 (or Z = 0), naming the evidence file and, when one factor
+    alone rules the evidence out, that factor and the evidence values it meets."""
+    where = network.name
+    if isinstance(source, str | os.PathLike):
+        where = f"{os.fspath(source)} (evidence for {network.name})"
+    local = zero_factor(network, evidence)
+    if local is None:
+        detail = None
+    elif local[1]:
+        f, fixed = local
+        values = ", ".join(f"x{v}={evidence[v]}" for v in fixed)
+        detail = (
+            f"factor {f} on {network.scopes[f]} is zero at {values} for every value of its "
+            "other variables"
         )
-    return ImpossibleEvidenceError(
-        f"{network.name}: the partition function is 0: every state has a zero factor"
-    )
+    else:
+        detail = f"factor {local[0]} on {network.scopes[local[0]]} is zero everywhere"
+    if evidence:
+        detail = detail or (
+            f"every state that agrees with the {len(evidence)} evidence values has a zero factor"
+        )
+        return ImpossibleEvidenceError(
+            f"{where}: the evidence is impossible: P(evidence) = 0 exactly ({detail})"
+        )
+    detail = detail or "every state has a zero factor"
+    return ImpossibleEvidenceError(f"{where}: the partition function is 0: {detail}")
 
 
 def exact_inference(
@@ -434,7 +492,7 @@ def exact_inference(
     evidence: EvidenceLike = None,
     *,
     marginals: bool = True,
-    max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
+    max_table_size: int | None = DEFAULT_MAX_TABLE_SIZE,
     heuristic: str = "auto",
 ) -> ExactResult:
     """Partition function and (optionally) all posterior marginals by bucket-tree elimination.
@@ -446,8 +504,9 @@ def exact_inference(
         Evidence file or ``{variable: value}``.
     marginals : bool
         Also run the backward pass and return every marginal.
-    max_table_size : int
-        Refuse (``TreewidthTooLargeError``) when a cluster table would have more entries.
+    max_table_size : int or None
+        Refuse (``TreewidthTooLargeError``) when a cluster table would have more entries;
+        ``None``: no limit (the tables are built whatever their size).
     heuristic : {"auto", "min-fill", "min-weight", "rcm"}
         Elimination-order heuristic (see :func:`elimination_plan`).
 
@@ -457,12 +516,15 @@ def exact_inference(
 
     Raises
     ------
+    TypeError, ValueError
+        ``max_table_size`` is neither a positive integer nor None.
     TreewidthTooLargeError
         The chosen order needs a table above ``max_table_size``.
     ImpossibleEvidenceError
         ``marginals=True`` and the evidence has probability zero (or Z = 0).
     """
-    evidence = read_evidence(evidence, network)
+    max_table_size = check_max_table_size(max_table_size)
+    source, evidence = evidence, read_evidence(evidence, network)
     plan = elimination_plan(network, evidence, heuristic=heuristic)
     plan.check_size(max_table_size, network.name)
     tree = _BucketTree(network, evidence, plan)
@@ -470,7 +532,7 @@ def exact_inference(
     if not marginals:
         return ExactResult(log_z, None, plan)
     if log_z == -np.inf:
-        raise _impossible(network, evidence)
+        raise _impossible(network, evidence, source)
     free = tree.backward()
     out = []
     for v in range(network.n_vars):
@@ -487,7 +549,7 @@ def exact_marginals(
     network: UAINetwork,
     evidence: EvidenceLike = None,
     *,
-    max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
+    max_table_size: int | None = DEFAULT_MAX_TABLE_SIZE,
 ) -> list[np.ndarray]:
     """Posterior marginal ``P(x_i | evidence)`` of every variable.
 
@@ -495,8 +557,8 @@ def exact_marginals(
     ----------
     network : UAINetwork
     evidence : path, mapping or None
-    max_table_size : int
-        Largest cluster table allowed (entries); see :func:`exact_inference`.
+    max_table_size : int or None
+        Largest cluster table allowed (entries), None for no limit; see :func:`exact_inference`.
 
     Returns
     -------
@@ -511,7 +573,7 @@ def log_partition(
     evidence: EvidenceLike = None,
     *,
     log10: bool = False,
-    max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
+    max_table_size: int | None = DEFAULT_MAX_TABLE_SIZE,
 ) -> float:
     """Log partition function of the evidence-conditioned network.
 
@@ -521,8 +583,8 @@ def log_partition(
     evidence : path, mapping or None
     log10 : bool
         Return log10 (the ``.PR`` convention) instead of the natural log.
-    max_table_size : int
-        Largest cluster table allowed (entries).
+    max_table_size : int or None
+        Largest cluster table allowed (entries), None for no limit.
 
     Returns
     -------
@@ -540,7 +602,7 @@ def sample_exact(
     size: int = 1,
     *,
     rng: np.random.Generator | int | None = None,
-    max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
+    max_table_size: int | None = DEFAULT_MAX_TABLE_SIZE,
 ) -> np.ndarray:
     """Independent exact samples from the posterior, by backward sampling on the bucket tree.
 
@@ -552,8 +614,8 @@ def sample_exact(
         Number of samples.
     rng : numpy.random.Generator, int or None
         Random generator or seed.
-    max_table_size : int
-        Largest cluster table allowed (entries).
+    max_table_size : int or None
+        Largest cluster table allowed (entries), None for no limit.
 
     Returns
     -------
@@ -565,14 +627,15 @@ def sample_exact(
     ImpossibleEvidenceError
         P(evidence) = 0.
     """
+    max_table_size = check_max_table_size(max_table_size)
     rng = np.random.default_rng(rng)
-    evidence = read_evidence(evidence, network)
+    source, evidence = evidence, read_evidence(evidence, network)
     plan = elimination_plan(network, evidence)
     plan.check_size(max_table_size, network.name)
     tree = _BucketTree(network, evidence, plan)
     log_z = tree.forward() if np.isfinite(tree.log_constant) else -np.inf
     if log_z == -np.inf:
-        raise _impossible(network, evidence)
+        raise _impossible(network, evidence, source)
     states = np.zeros((size, network.n_vars), dtype=np.int64)
     for v, x in evidence.items():
         states[:, v] = x

@@ -42,6 +42,10 @@ __all__ = [
 
 PathLike = str | os.PathLike
 
+#: Largest integer accepted in a count, index or cardinality field: float64 (the token parser)
+#: holds every integer up to 2^53 exactly.
+_MAX_INT = 2**53
+
 
 class _Tokens:
     """Whitespace-separated tokens of a text with error positions (line, token number)."""
@@ -50,18 +54,20 @@ class _Tokens:
         self.text = text
         self.source = source
         self.tokens = text.split()
-        self._starts: np.ndarray | None = None
+        self._lines: np.ndarray | None = None  # 1-based line of every token
 
     def __len__(self) -> int:
         return len(self.tokens)
 
     def line_of(self, index: int) -> int:
         """1-based line of token ``index`` (the last line when ``index`` is past the end)."""
-        if self._starts is None:
-            self._starts = np.array([m.start() for m in re.finditer(r"\S+", self.text)])
-        if index >= len(self._starts):
+        if self._lines is None:
+            starts = np.array([m.start() for m in re.finditer(r"\S+", self.text)], dtype=np.int64)
+            newlines = np.array([m.start() for m in re.finditer("\n", self.text)], dtype=np.int64)
+            self._lines = np.searchsorted(newlines, starts) + 1
+        if index >= len(self._lines):
             return self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
-        return self.text.count("\n", 0, int(self._starts[index])) + 1
+        return int(self._lines[index])
 
     def error(self, index: int, message: str) -> UAIFormatError:
         """An error located at token ``index`` (0-based; reported 1-based)."""
@@ -110,7 +116,8 @@ class _Cursor:
         if vals.size < count:
             raise self.toks.error(
                 len(self.toks),
-                f"file ends inside {field}: expected {count} numbers, found {vals.size}",
+                f"file ends inside {field}: expected {count} "
+                f"{'number' if count == 1 else 'numbers'}, found {vals.size}",
             )
         bad = np.isnan(vals)
         if bad.any():
@@ -122,7 +129,7 @@ class _Cursor:
     def ints(self, count: int, field: str, *, low: int | None = None, high: int | None = None):
         """Take ``count`` integers in ``[low, high)``."""
         vals = self._slice(count, field)
-        bad = (vals != np.round(vals)) | ~np.isfinite(vals)
+        bad = (vals != np.round(vals)) | ~np.isfinite(vals) | (np.abs(vals) > _MAX_INT)
         if low is not None:
             bad |= vals < low
         if high is not None:
@@ -132,6 +139,8 @@ class _Cursor:
             v = vals[i]
             if not np.isfinite(v) or v != np.round(v):
                 msg = f"{field}: expected an integer"
+            elif abs(v) > _MAX_INT:
+                msg = f"{field}: {self.toks.tokens[self.pos + i]} is too large (above 2^53)"
             elif high is None:
                 msg = f"{field}: expected an integer >= {low}, got {int(v)}"
             else:
@@ -153,7 +162,7 @@ class _Cursor:
         if bad.any():
             i = int(np.argmax(bad))
             kind = "a negative entry" if np.isfinite(vals[i]) else "a non-finite entry"
-            raise self.toks.error(self.pos + i, f"{field} has {kind} ({vals[i]!r})")
+            raise self.toks.error(self.pos + i, f"{field} has {kind} ({float(vals[i])!r})")
         self.pos += count
         return vals.copy()
 
@@ -211,20 +220,113 @@ def parse_network(text: str, source: str = "<string>", path: PathLike | None = N
     kind = toks.tokens[0].upper()
     if kind not in NETWORK_KINDS:
         raise toks.error(0, "unknown network type: expected MARKOV or BAYES")
-    cur = _Cursor(toks, 1)
-    n = cur.int("number of variables", low=1)
-    cards = cur.ints(n, "variable cardinalities", low=1)
-    m = cur.int("number of factors", low=0)
-    parsed = _factors_fast(cur, m, cards.tolist())
-    if parsed is None:  # something is wrong: the careful walk finds and reports it
-        parsed = _factors_checked(cur, m, cards)
-    network = UAINetwork(kind, cards, *parsed, path=Path(path) if path else None)
+    try:
+        cards, scopes, tables = _parse_body(toks)
+    except UAIFormatError as exc:
+        better = _diagnose_counts(toks)
+        if better is None:
+            raise
+        raise better from exc
+    network = UAINetwork(kind, cards, scopes, tables, path=Path(path) if path else None)
     if kind == "BAYES":
         try:
             network.cpt_children()
         except ValueError as exc:
             raise UAIFormatError(f"{source}: {exc}") from None
     return network
+
+
+def _parse_body(
+    toks: _Tokens, *, n_vars: int | None = None, n_factors: int | None = None
+) -> tuple[np.ndarray, list[tuple[int, ...]], list[np.ndarray]]:
+    """Cardinalities, scopes and tables after the network type.
+
+    ``n_vars`` / ``n_factors`` override the counts written in the header (used to test whether a
+    file is consistent with another count; see :func:`_diagnose_counts`).
+    """
+    cur = _Cursor(toks, 1)
+    n = cur.int("number of variables", low=1)
+    n = n if n_vars is None else n_vars
+    cards = cur.ints(n, "variable cardinalities", low=1)
+    m = cur.int("number of factors", low=0)
+    m = m if n_factors is None else n_factors
+    parsed = _factors_fast(cur, m, cards.tolist())
+    if parsed is None:  # something is wrong: the careful walk finds and reports it
+        parsed = _factors_checked(cur, m, cards)
+    return cards, *parsed
+
+
+def _line_starts(toks: _Tokens, index: int) -> bool:
+    """Whether token ``index`` is the first token of its line."""
+    return index == 0 or toks.line_of(index - 1) != toks.line_of(index)
+
+
+def _tokens_on_line(toks: _Tokens, index: int) -> list[int]:
+    """Indices of the tokens on the line of token ``index``, from ``index`` on."""
+    line = toks.line_of(index)
+    out = []
+    while index < len(toks) and toks.line_of(index) == line:
+        out.append(index)
+        index += 1
+    return out
+
+
+def _parses(toks: _Tokens, **counts: int) -> bool:
+    try:
+        _parse_body(toks, **counts)
+    except UAIFormatError:
+        return False
+    return True
+
+
+def _diagnose_counts(toks: _Tokens) -> UAIFormatError | None:
+    """Find a header count that disagrees with the file's layout, once parsing has failed.
+
+    Line breaks carry no meaning in the format, so a header that declares 5 variables but lists
+    4 cardinalities makes the stream parser fail somewhere later, with a misleading message.
+    When the cardinalities (or the scopes, one per line) are laid out one line as usual, this
+    counts them; if the whole file parses with the counted number, the header count is the
+    error and is reported at its own position with both numbers. Returns None otherwise.
+    """
+    values = toks.floats(0)
+
+    def count_at(i: int) -> int | None:
+        if i >= len(toks) or not np.isfinite(values[i]) or values[i] != int(values[i]):
+            return None
+        return int(values[i])
+
+    n = count_at(1)
+    if n is None or n < 1 or len(toks) < 3 or not _line_starts(toks, 2):
+        return None
+    listed = len(_tokens_on_line(toks, 2))
+    if listed != n:
+        if _parses(toks, n_vars=listed):
+            return toks.error(
+                1,
+                f"the header declares {n} variables, but line {toks.line_of(2)} lists {listed} "
+                f"cardinalities (the rest of the file fits {listed} variables)",
+            )
+        return None
+    m_pos = 2 + n
+    m = count_at(m_pos)
+    if m is None or m_pos + 1 >= len(toks) or not _line_starts(toks, m_pos + 1):
+        return None
+    scopes, i = 0, m_pos + 1  # count the lines that look like a scope: "k v1 .. vk"
+    while i < len(toks):
+        line = _tokens_on_line(toks, i)
+        k = count_at(i)
+        if k is None or len(line) != k + 1 or any(count_at(j) is None for j in line):
+            break
+        scopes += 1
+        i = line[-1] + 1
+    if scopes != m and _parses(toks, n_factors=scopes):
+        first = toks.line_of(m_pos + 1)
+        return toks.error(
+            m_pos,
+            f"the header declares {m} factors, but lines {first}..{first + scopes - 1} list "
+            f"{scopes} scopes (the rest of the file fits {scopes} factors)",
+        )
+    return None
 
 
 def _factors_fast(
@@ -284,7 +386,7 @@ def _factors_checked(
     scopes: list[tuple[int, ...]] = []
     for f in range(m):
         scope_pos = cur.pos
-        k = cur.int(f"scope size of factor {f}", low=0)
+        k = cur.int(f"scope size of factor {f}", low=0, high=n + 1)
         scope = cur.ints(k, f"scope of factor {f}", low=0, high=n)
         if np.unique(scope).size != k:
             raise toks.error(scope_pos, f"scope of factor {f} repeats a variable: {scope}")

@@ -50,6 +50,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from pymc_lbp.models.uai.errors import ImpossibleEvidenceError
 from pymc_lbp.models.uai.io import read_evidence, read_map, read_network
 from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
 from pymc_lbp.models.uai.start import find_feasible_state
@@ -164,19 +165,10 @@ def _resolve_start(
 
 def _check_cpts(network: UAINetwork, cpt_atol: float) -> list[np.ndarray]:
     """Normalised CPT per child; raise if a row does not sum to 1 within ``cpt_atol``."""
-    children = network.cpt_children()
+    normalised = network.normalised_cpts(cpt_atol)
     cpts: list[np.ndarray] = [np.empty(0)] * network.n_vars
-    for f, v in enumerate(children):
-        sums = network.tables[f].sum(axis=-1, keepdims=True)
-        dev = np.abs(sums - 1.0)
-        if dev.size and dev.max() > cpt_atol:
-            row = np.unravel_index(int(np.argmax(dev)), sums.shape[:-1])
-            raise ValueError(
-                f"{network.name}: factor {f} is not a conditional distribution of variable {v}:"
-                f" the row for parents {network.scopes[f][:-1]} = {row} sums to "
-                f"{float(sums[row][0])!r} (cpt_atol={cpt_atol}); build it with kind='MARKOV'"
-            )
-        cpts[v] = network.tables[f] / sums
+    for scope, table in zip(normalised.scopes, normalised.tables, strict=True):
+        cpts[scope[-1]] = table
     return cpts
 
 
@@ -328,13 +320,20 @@ def read_uai(
         ``kind="BAYES"`` for a network that is not CPT-structured, or an invalid ``start``.
     """
     network = source if isinstance(source, UAINetwork) else read_network(source)
-    evidence = read_evidence(evidence, network)
+    evidence_source, evidence = evidence, read_evidence(evidence, network)
     kind = (kind or network.kind).upper()
     if kind not in ("MARKOV", "BAYES"):
         raise ValueError(f"kind must be 'MARKOV' or 'BAYES', not {kind!r}")
     fixed = {v: 0 for v in range(network.n_vars) if network.cards[v] == 1}
     cpts = _check_cpts(network, cpt_atol) if kind == "BAYES" else None
-    state, start_source = _resolve_start(network, evidence, start, seed)
+    try:
+        state, start_source = _resolve_start(network, evidence, start, seed)
+    except ImpossibleEvidenceError as exc:
+        if isinstance(evidence_source, str | os.PathLike):  # name the evidence file too
+            raise ImpossibleEvidenceError(
+                f"{os.fspath(evidence_source)}: {exc}", definitive=exc.definitive
+            ) from exc
+        raise
     with pm.Model() as model:
         if kind == "MARKOV":
             members, offset = _build_markov(network, {**fixed, **evidence}, state)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["NETWORK_KINDS", "UAINetwork", "reduce_factors"]
+__all__ = ["NETWORK_KINDS", "UAINetwork", "reduce_factors", "zero_factor"]
 
 NETWORK_KINDS = ("MARKOV", "BAYES")
 
@@ -172,6 +172,47 @@ class UAINetwork:
         self.topological_layers()  # raises on cycles
         return children
 
+    def normalised_cpts(self, atol: float = 1e-4) -> UAINetwork:
+        """The network with every CPT row rescaled to sum to exactly 1, after checking it.
+
+        The one check of a Bayesian-network reading of the tables, used by both the sampled
+        (:func:`~pymc_lbp.models.uai.read_uai` with ``kind="BAYES"``) and the exact paths.
+
+        Parameters
+        ----------
+        atol : float, default 1e-4
+            Allowed deviation of a row sum from 1 (finite, >= 0).
+
+        Returns
+        -------
+        UAINetwork
+            ``kind="BAYES"``, same scopes and path, the tables divided by their row sums.
+
+        Raises
+        ------
+        ValueError
+            The factors do not form a Bayesian network (see :meth:`cpt_children`), or a CPT row
+            does not sum to 1 within ``atol`` (the message names the factor, the child, the
+            parent values of the row and its sum).
+        """
+        if isinstance(atol, bool) or not np.isfinite(atol) or atol < 0:
+            raise ValueError(f"cpt_atol must be a finite number >= 0, got {atol!r}")
+        children = self.cpt_children()
+        tables = []
+        for f, v in enumerate(children.tolist()):
+            sums = self.tables[f].sum(axis=-1, keepdims=True)
+            dev = np.abs(sums - 1.0)
+            if dev.size and dev.max() > atol:
+                row = np.unravel_index(int(np.argmax(dev)), sums.shape[:-1])
+                raise ValueError(
+                    f"{self.name}: factor {f} is not a conditional distribution of variable {v}:"
+                    f" the row for parents {self.scopes[f][:-1]} = {tuple(int(r) for r in row)}"
+                    f" sums to {float(sums[row][0])!r} (cpt_atol={atol}); build it with "
+                    "kind='MARKOV'"
+                )
+            tables.append(self.tables[f] / sums)
+        return UAINetwork("BAYES", self.cards, self.scopes, tables, path=self.path)
+
     def parents(self) -> list[tuple[int, ...]]:
         """Parents of every variable (the other variables of its CPT, in file order)."""
         out: list[tuple[int, ...]] = [() for _ in range(self.n_vars)]
@@ -247,3 +288,28 @@ def reduce_factors(
         else:
             log_constant += float(reduced)
     return factors, log_constant
+
+
+def zero_factor(
+    network: UAINetwork, evidence: Mapping[int, int]
+) -> tuple[int, tuple[int, ...]] | None:
+    """The first factor that alone rules the evidence out, if any.
+
+    Parameters
+    ----------
+    network : UAINetwork
+    evidence : mapping of int to int
+        Fixed variables and their values (assumed valid).
+
+    Returns
+    -------
+    (factor, fixed) or None
+        ``factor`` is zero for every value of its free variables at the evidence values of its
+        variables ``fixed`` (in scope order; empty when the factor is zero everywhere); None
+        when every factor has a non-zero entry that agrees with the evidence.
+    """
+    for f, (scope, table) in enumerate(zip(network.scopes, network.tables, strict=True)):
+        reduced = table[tuple(evidence.get(v, slice(None)) for v in scope)]
+        if not np.any(reduced > 0):
+            return f, tuple(v for v in scope if v in evidence)
+    return None

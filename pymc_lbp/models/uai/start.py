@@ -22,7 +22,7 @@ import numpy as np
 from pymc_lbp.models.uai.errors import ImpossibleEvidenceError, UAIFormatError
 from pymc_lbp.models.uai.exact import elimination_plan, exact_inference, sample_exact
 from pymc_lbp.models.uai.io import read_map
-from pymc_lbp.models.uai.network import UAINetwork
+from pymc_lbp.models.uai.network import UAINetwork, zero_factor
 
 __all__ = ["check_evidence_locally", "find_feasible_state", "forward_sample", "greedy_repair"]
 
@@ -192,18 +192,23 @@ def check_evidence_locally(network: UAINetwork, evidence: Mapping[int, int]) -> 
     """Raise :class:`ImpossibleEvidenceError` if a single factor rules the evidence out.
 
     That is: a factor whose variables are all fixed is zero, or a factor is zero for every
-    value of its remaining free variables.
+    value of its remaining free variables. The message names the factor, its scope and the
+    evidence values it meets.
     """
-    for f, (scope, table) in enumerate(zip(network.scopes, network.tables, strict=True)):
-        reduced = table[tuple(evidence.get(v, slice(None)) for v in scope)]
-        if not np.any(reduced > 0):
-            fixed = [v for v in scope if v in evidence]
-            what = "the evidence is impossible" if fixed else "the network has Z = 0"
-            detail = f" at the evidence values of {fixed}" if fixed else ""
-            raise ImpossibleEvidenceError(
-                f"{network.name}: {what}: factor {f} on {scope} is zero for every value of its "
-                f"free variables{detail}"
-            )
+    found = zero_factor(network, evidence)
+    if found is None:
+        return
+    f, fixed = found
+    scope = network.scopes[f]
+    if fixed:
+        values = ", ".join(f"x{v}={evidence[v]}" for v in fixed)
+        raise ImpossibleEvidenceError(
+            f"{network.name}: the evidence is impossible: factor {f} on {scope} is zero at "
+            f"{values} for every value of its other variables"
+        )
+    raise ImpossibleEvidenceError(
+        f"{network.name}: the network has Z = 0: factor {f} on {scope} is zero everywhere"
+    )
 
 
 def find_feasible_state(
