@@ -449,7 +449,7 @@ def test_registered_auto_assignment_and_options():
                 progressbar=False,
                 compute_convergence_checks=False,
                 random_seed=1,
-                path_auxiliary_lbp={"path_length": 5},
+                path_auxiliary_lbp={"path_length": 5, "steps_per_draw": 1},
             )
     finally:
         pymc_lbp.unregister()

@@ -556,7 +556,7 @@ def test_exact_and_gradient_chains_coincide_on_a_multilinear_model():
         ({"n_particles": 10**7}, r"n_particles=10000000 is out of range"),
         ({"n_particles": MAX_PARTICLES + 1}, r"n_particles=100001 is out of range"),
         (
-            {"parametrization": "lsb2", "hidden_units": 10**6},
+            {"parametrization": "lsb2", "hidden": 10**6},
             r"would need about \d+\.\d GiB .*1000000 hidden units",
         ),
     ],
@@ -582,6 +582,6 @@ def test_particle_memory_bound_names_the_largest_count_that_fits():
 
 def test_sizes_within_range_are_accepted():
     with chain_target(3):
-        # lsb1 has no network: hidden_units is ignored, whatever its size
-        assert SelfBalancing(hidden_units=10**6).n_particles == 30
-        assert SelfBalancing(parametrization="lsb2", hidden_units=1000, n_particles=10**4)
+        # lsb1 has no network: hidden is ignored, whatever its size
+        assert SelfBalancing(hidden=10**6).n_particles == 30
+        assert SelfBalancing(parametrization="lsb2", hidden=1000, n_particles=10**4)
