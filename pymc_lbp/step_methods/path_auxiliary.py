@@ -271,8 +271,9 @@ class PathAuxiliaryLBP(DiscreteStep):
     def _tuning_advice(self, too_high: bool) -> str:
         if not too_high and self.path_scale < 1.5:
             return (
-                "Even paths of about one site are accepted this rarely: the first-order "
-                "differences may be poor here (try differences='exact') or the target is hard "
+                "Even paths of about one site are accepted this rarely: the posterior may be "
+                "concentrated on a few states (then this is expected), the first-order "
+                "differences may be poor here (try differences='exact'), or the target is hard "
                 "for local moves."
             )
         return "Tune longer (pm.sample(tune=...)) or fix path_length."
