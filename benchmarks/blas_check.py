@@ -47,8 +47,8 @@ def per_call(step, x, n):
 out = {"blas_ldflags": pytensor.config.blas__ldflags}
 for name, (model, var) in {"ising30": (segmentation_model(3), "x"), "rbm784x100": rbm()}.items():
     with model:
-        gwg = GibbsWithGradients([model[var]])
-        lb = LocallyBalanced([model[var]])
+        gwg = GibbsWithGradients([model[var]], steps_per_draw=1)
+        lb = LocallyBalanced([model[var]], differences="exact", steps_per_draw=1)
     x = np.asarray(model.initial_point()[var]).ravel().astype(np.int64)
     out[name] = {"gradient_call_us": 1e6 * per_call(gwg, x, 2000),
                  "exact_call_ms": 1e3 * per_call(lb, x, 10)}

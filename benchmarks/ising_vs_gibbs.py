@@ -39,7 +39,9 @@ from pymc_lbp.models import LSB_CASES, segmentation_model  # noqa: E402
 
 def samplers(n_sites: int) -> dict:
     out = {
-        f"LB-{g}": (lambda v, g=g: LocallyBalanced(v, balancing=g, steps_per_draw=1))
+        f"LB-{g}": (
+            lambda v, g=g: LocallyBalanced(v, balancing=g, differences="exact", steps_per_draw=1)
+        )
         for g in ("sqrt", "barker", "min", "max")
     }
     out["GWG"] = lambda v: GibbsWithGradients(v, steps_per_draw=n_sites // 2)

@@ -82,7 +82,7 @@ def make_step(name, v, thin, particles, lr):
     if name == "GWG":
         return GibbsWithGradients([v], steps_per_draw=thin)
     if name == "LB-sqrt-exact":
-        return LocallyBalanced([v], balancing="sqrt", steps_per_draw=thin)
+        return LocallyBalanced([v], balancing="sqrt", differences="exact", steps_per_draw=thin)
     if name in ("FLSB1", "FLSB2"):
         return SelfBalancing(
             [v],

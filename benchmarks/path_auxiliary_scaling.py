@@ -150,7 +150,7 @@ def run_target(name: str, quick: bool, seed: int) -> dict:
         def make():
             # the grid's path steps use a fixed integer R as the paper's LBP-R does; like ALBP
             # they are mixed with the sampler's share of single-site steps (irreducibility)
-            return PathAuxiliaryLBP(model.value_vars, **kw)
+            return PathAuxiliaryLBP(model.value_vars, **{"steps_per_draw": 1, **kw})
 
         return make
 

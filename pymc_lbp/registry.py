@@ -20,7 +20,8 @@ def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]
     ----------
     step_class : subclass of DiscreteStep, optional
         Defaults to :class:`pymc_lbp.LocallyBalanced`. Any previously registered class is
-        unregistered first.
+        unregistered first. :class:`pymc_lbp.NeuralBlock` is refused (``ValueError``): it needs
+        blocks and a proposal that ``pm.sample()`` cannot supply.
 
     Returns
     -------
@@ -33,6 +34,13 @@ def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]
         step_class = LocallyBalanced
     if not (isinstance(step_class, type) and issubclass(step_class, DiscreteStep)):
         raise TypeError(f"register() takes a pymc_lbp step class, got {step_class!r}")
+    if not step_class.auto_assignable:
+        raise ValueError(
+            f"{step_class.__name__} cannot be registered: pm.sample() builds auto-assigned steps "
+            f"from the variables alone, and {step_class.__name__} also needs "
+            f"{step_class.auto_assign_needs}. Pass it explicitly: "
+            f"pm.sample(step=[{step_class.__name__}(vars, ...)])."
+        )
     unregister()
     pm.STEP_METHODS.insert(0, step_class)
     step_class._registered = True

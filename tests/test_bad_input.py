@@ -109,3 +109,110 @@ def test_huge_logits_no_nan():
     assert (xs[:, 0] == 1).all() and (xs[:, 1] == 0).all()
     assert 0 < xs[:, 2].mean() < 1
     assert not np.isnan(idata.sample_stats["accept"].values).any()
+
+
+# -- one clear error for every sampler (issue #14.6, #14.8) ------------------------------------
+def _all_samplers(**kw):
+    from pymc_lbp import NeuralBlock, PathAuxiliaryLBP, SelfBalancing
+
+    return {
+        "LocallyBalanced": lambda v=None: LocallyBalanced(v, **kw),
+        "GibbsWithGradients": lambda v=None: GibbsWithGradients(v, **kw),
+        "PathAuxiliaryLBP": lambda v=None: PathAuxiliaryLBP(v, **kw),
+        "SelfBalancing": lambda v=None: SelfBalancing(v, **kw),
+        "NeuralBlock": lambda v=None: NeuralBlock(v, blocks=None, **kw),
+    }
+
+
+SAMPLER_NAMES = list(_all_samplers())
+
+
+@pytest.mark.parametrize("sampler", SAMPLER_NAMES)
+def test_model_without_free_variables(sampler):
+    with pm.Model():
+        pm.Potential("p", pt.constant(1.0))
+        with pytest.raises(ValueError, match=rf"^{sampler}: nothing to sample: vars=None takes"):
+            _all_samplers()[sampler]()
+        with pytest.raises(ValueError, match=rf"^{sampler}: nothing to sample: vars is empty"):
+            _all_samplers()[sampler]([])
+
+
+@pytest.mark.parametrize("sampler", SAMPLER_NAMES)
+def test_same_variable_twice(sampler):
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", p=0.5, shape=2)
+        pm.Bernoulli("y", p=0.5)
+        match = rf"^{sampler}: variable 'x' appears more than once in vars"
+        with pytest.raises(ValueError, match=match):
+            _all_samplers()[sampler]([x, model["y"], x])
+        with pytest.raises(ValueError, match=match):  # an RV and its value variable
+            _all_samplers()[sampler]([x, model.rvs_to_values[x]])
+
+
+@pytest.mark.parametrize("sampler", SAMPLER_NAMES)
+def test_steps_per_draw_out_of_range_is_refused_before_compiling(sampler):
+    with pm.Model():
+        x = pm.Bernoulli("x", p=0.5, shape=2)
+        with pytest.raises(ValueError, match=r"steps_per_draw=1000000000000 is out of range"):
+            _all_samplers(steps_per_draw=10**12)[sampler]([x])
+        step = _all_samplers(steps_per_draw=10**6)[sampler]([x])  # the bound itself is fine
+        assert step.steps_per_draw == 10**6
+        with pytest.raises(ValueError, match="out of range"):
+            step.steps_per_draw = 10**6 + 1
+
+
+def test_register_refuses_neural_block():
+    import pymc_lbp
+
+    with pytest.raises(ValueError, match="NeuralBlock cannot be registered: .*blocks and a"):
+        pymc_lbp.register(pymc_lbp.NeuralBlock)
+    assert pymc_lbp.registered() is None
+
+
+def _not_relaxable_model():
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", p=0.5, shape=3)
+        pm.Potential("bad", pt.sum(pt.floor(pt.sum(x) / 2.0)))
+    return model
+
+
+def test_registered_gibbs_with_gradients_on_a_model_it_cannot_relax():
+    """register(GibbsWithGradients) + pm.sample() used to raise; now the auto-assigned step
+    falls back to exact differences (with a warning) and samples correctly."""
+    import pymc_lbp
+
+    model = _not_relaxable_model()
+    try:
+        pymc_lbp.register(GibbsWithGradients)
+        with model, pytest.warns(UserWarning, match="falling back to exact"):
+            idata = pm.sample(
+                draws=400,
+                tune=50,
+                chains=1,
+                random_seed=2,
+                progressbar=False,
+                compute_convergence_checks=False,
+            )
+    finally:
+        pymc_lbp.unregister()
+    # exact answer by enumeration: pi(x) ∝ 2^-3 exp(floor(sum x / 2))
+    import itertools
+
+    states = np.array(list(itertools.product([0, 1], repeat=3)))
+    w = np.exp(np.floor(states.sum(axis=1) / 2.0))
+    exact_mean = (w[:, None] * states).sum(axis=0) / w.sum()
+    draws = idata.posterior["x"].values[0]
+    # 400 draws of a sweep each (3 steps); se <= 0.5/sqrt(400) = 0.025 if independent;
+    # 6 se allows for autocorrelation up to ~9 (far above these sweeps')
+    assert np.abs(draws.mean(axis=0) - exact_mean).max() < 6 * 0.025
+
+
+def test_not_relaxable_error_advises_an_option_that_exists():
+    from pymc_lbp import NotRelaxableError
+
+    model = _not_relaxable_model()
+    with model:
+        with pytest.raises(NotRelaxableError, match="differences='exact'"):
+            GibbsWithGradients([model["x"]], differences="gradient")
+        step = GibbsWithGradients([model["x"]], differences="exact")  # ... and it is accepted
+    assert step.differences_kind == "exact"

@@ -118,11 +118,15 @@ def no_nan_stats(idata) -> None:
 
 
 SAMPLERS = {
-    "lb-exact": lambda z, c: pymc_lbp.LocallyBalanced([z, c]),
+    "lb-exact": lambda z, c: pymc_lbp.LocallyBalanced([z, c], differences="exact"),
     "lb-gradient": lambda z, c: pymc_lbp.LocallyBalanced([z, c], differences="gradient"),
     "gwg": lambda z, c: pymc_lbp.GibbsWithGradients([z, c]),
-    "lsb1": lambda z, c: pymc_lbp.SelfBalancing([z, c], parametrization="lsb1", n_particles=10),
-    "lsb2": lambda z, c: pymc_lbp.SelfBalancing([z, c], parametrization="lsb2", n_particles=10),
+    "lsb1": lambda z, c: pymc_lbp.SelfBalancing(
+        [z, c], parametrization="lsb1", differences="exact", n_particles=10
+    ),
+    "lsb2": lambda z, c: pymc_lbp.SelfBalancing(
+        [z, c], parametrization="lsb2", differences="exact", n_particles=10
+    ),
     "flsb": lambda z, c: pymc_lbp.SelfBalancing([z, c], differences="gradient", n_particles=10),
     "pas": lambda z, c: pymc_lbp.PathAuxiliaryLBP([z, c]),
 }
@@ -224,9 +228,19 @@ def extreme_exact(forbid: bool) -> np.ndarray:
 # (sampler, forbid): the first-order samplers only see saturated logits: a -inf Potential has
 # no gradient, and first-order differences then never propose its sites (a separate issue)
 EXTREME_SAMPLERS = {
-    "lb-exact": (lambda z: pymc_lbp.LocallyBalanced([z]), True),
-    "lsb1": (lambda z: pymc_lbp.SelfBalancing([z], parametrization="lsb1", n_particles=10), True),
-    "lsb2": (lambda z: pymc_lbp.SelfBalancing([z], parametrization="lsb2", n_particles=10), True),
+    "lb-exact": (lambda z: pymc_lbp.LocallyBalanced([z], differences="exact"), True),
+    "lsb1": (
+        lambda z: pymc_lbp.SelfBalancing(
+            [z], parametrization="lsb1", differences="exact", n_particles=10
+        ),
+        True,
+    ),
+    "lsb2": (
+        lambda z: pymc_lbp.SelfBalancing(
+            [z], parametrization="lsb2", differences="exact", n_particles=10
+        ),
+        True,
+    ),
     "pas-exact": (lambda z: pymc_lbp.PathAuxiliaryLBP([z], differences="exact"), True),
     "gwg": (lambda z: pymc_lbp.GibbsWithGradients([z]), False),
     "flsb": (lambda z: pymc_lbp.SelfBalancing([z], differences="gradient", n_particles=10), False),

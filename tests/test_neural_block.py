@@ -210,7 +210,7 @@ def test_factor_local_and_model_logp_give_the_same_kernel():
     with model:
         local = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, compile_kwargs=FAST)
         full = NeuralBlock(
-            model.free_RVs, blocks=BLOCKS, proposal=prop, logp="model", compile_kwargs=FAST
+            model.free_RVs, blocks=BLOCKS, proposal=prop, differences="model", compile_kwargs=FAST
         )
     assert (local.logp_mode, full.logp_mode) == ("factors", "model")
     rng = np.random.default_rng(1)
@@ -486,6 +486,6 @@ def test_shipped_grid_bn_proposal_short_path(uai_dir):
         )
     stats = idata.sample_stats
     assert step.steps_per_draw == 16
-    assert {"accept", "accepted", "block", "jump_distance"} <= set(stats)
+    assert {"accept", "n_accepted", "mh_steps", "block", "jump_distance"} <= set(stats)
     assert stats["block"].values.max() < 16
     assert stats["accept"].values.mean() > 0

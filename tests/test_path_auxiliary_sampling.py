@@ -92,7 +92,7 @@ def test_visit_frequencies_binary_adaptive():
         x = pm.Bernoulli("x", 0.5, shape=N_B)
         xf = pt.cast(x, "float64")
         pm.Potential("pot", pt.dot(H_B, xf) + pt.dot(xf, pt.dot(J_B, xf)))
-    step = PathAuxiliaryLBP([x], model=model)
+    step = PathAuxiliaryLBP([x], model=model, steps_per_draw=1)
     idata = sample(model, step, draws=3000, tune=600, seed=11)
     assert step.differences_kind == "gradient"
     assert_frozen_scale(idata)
@@ -140,7 +140,7 @@ def test_visit_frequencies_potts_adaptive():
         for a, b in EDGES:
             pot = pot + beta * pt.eq(z[a], z[b])
         pm.Potential("pot", pot)
-    step = PathAuxiliaryLBP([z], model=model)
+    step = PathAuxiliaryLBP([z], model=model, steps_per_draw=1)
     idata = sample(model, step, draws=3000, tune=600, seed=12)
     assert_frozen_scale(idata)
     samples = potts_stats(idata.posterior["z"].values)
@@ -178,7 +178,7 @@ def test_mixed_model_with_nuts():
         z = pm.Bernoulli("z", 0.3, shape=N_Z)
         mu = pm.Normal("mu", 0, 1)
         pm.Normal("y", mu + A_MIX * pt.sum(z), 1.0, observed=Y_MIX)
-    step = [PathAuxiliaryLBP([z], model=model), pm.NUTS([mu], model=model)]
+    step = [PathAuxiliaryLBP([z], model=model, steps_per_draw=1), pm.NUTS([mu], model=model)]
     idata = sample(model, step, draws=1500, tune=500, seed=13)
     zs = idata.posterior["z"].values.astype(float)
     mus = idata.posterior["mu"].values
@@ -220,7 +220,7 @@ def test_adaptation_reaches_target_and_freezes():
     i.e. ~0.02 in acceptance before averaging; rounding R (~100) to an integer adds < 0.005.
     """
     model = product_model(400)
-    step = PathAuxiliaryLBP(model=model, target_accept=0.574)
+    step = PathAuxiliaryLBP(model=model, target_accept=0.574, steps_per_draw=1)
     idata = sample(model, step, draws=800, tune=1500, seed=3, discard_tuned_samples=False)
     warm = idata.warmup_sample_stats.path_scale.values
     assert warm[:, 0].max() <= 2  # starts at U = 1 (then doubles)
@@ -254,7 +254,7 @@ def test_lower_target_gives_longer_paths():
     model = product_model(200, seed=1)
     lengths = []
     for target in (0.8, 0.3):
-        step = PathAuxiliaryLBP(model=model, target_accept=target)
+        step = PathAuxiliaryLBP(model=model, target_accept=target, steps_per_draw=1)
         idata = sample(model, step, draws=50, tune=800, seed=4, chains=1)
         lengths.append(float(idata.sample_stats.path_scale.values[0, 0]))
     assert lengths[1] > 1.5 * lengths[0]
@@ -264,7 +264,7 @@ def test_unbiased_rounding_in_steps():
     """With the scale held at U = 3.3 (zero gain), a share 0.1 of the tuning steps are
     single-site steps, the others have mean R = U, and only those update the adaptation."""
     model = product_model(50)
-    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(0))
+    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(0), steps_per_draw=1)
     step.adaptation = PathLengthAdaptation(0.574, 50, gamma0=0.0)
     step.path_log_u = float(np.log(3.3))
     step.path_doubling = False
@@ -287,7 +287,7 @@ def test_unbiased_rounding_in_steps():
 
 def test_reset_tuning_and_sampling_state_round_trip():
     model = product_model(100)
-    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(1))
+    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(1), steps_per_draw=1)
     fresh = step.sampling_state
     sample(model, step, draws=20, tune=200, seed=5, chains=1)
     assert step.path_scale > 1 and not step.tune and not step.path_doubling
@@ -316,8 +316,9 @@ def test_fixed_path_length_is_constant_and_reported():
     assert abs(r.mean() - (0.1 + 0.9 * 7)) < 4 * se
     assert np.all(idata.sample_stats.path_scale.values == 7)
     assert not idata.sample_stats.exact_differences.values.any()
-    for name in PathAuxiliaryLBP.stats_dtypes_shapes:
-        assert name in idata.sample_stats
+    for name in step.stats_dtypes_shapes:
+        if name != "tune":  # ArviZ drops it (tuning draws are the warmup groups)
+            assert {"model_logp": "lp"}.get(name, name) in idata.sample_stats
 
 
 # ----------------------------------------------------------------------------- robustness
@@ -328,17 +329,19 @@ def test_fewer_movable_sites_than_path_stays_put():
     with pm.Model() as model:
         x = pm.Bernoulli("x", 0.5, shape=3, initval=np.zeros(3, dtype=int))
         pm.Potential("forbid", pt.switch(pt.gt(x[0], 0), -np.inf, 0.0))
-    step = PathAuxiliaryLBP([x], model=model, path_length=3, differences="exact")
+    step = PathAuxiliaryLBP([x], model=model, path_length=3, differences="exact", steps_per_draw=1)
     idata = sample(model, step, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
     path_steps = idata.sample_stats.path_length.values == 3
     assert path_steps.any() and (~path_steps).any()
     assert np.all(idata.sample_stats.accept.values[path_steps] == 0)
-    assert idata.sample_stats.accepted.values[~path_steps].any()
-    step2 = PathAuxiliaryLBP([x], model=model, path_length=2)  # first-order, floored log 0
+    assert idata.sample_stats.n_accepted.values[~path_steps].any()
+    step2 = PathAuxiliaryLBP(
+        [x], model=model, path_length=2, steps_per_draw=1
+    )  # first-order, floored log 0
     idata = sample(model, step2, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
-    assert idata.sample_stats.accepted.values.mean() > 0.3
+    assert idata.sample_stats.n_accepted.values.mean() > 0.3
 
 
 PARITY_P = np.array([0.2, 0.7, 0.4, 0.9, 0.3, 0.6, 0.5, 0.8])
@@ -352,7 +355,7 @@ def test_parity_changes_for_every_path_length(path_length):
     test failed); the tuned sampler (None) is checked the same way."""
     with pm.Model() as model:
         x = pm.Bernoulli("x", p=PARITY_P, shape=PARITY_P.size, initval=np.zeros(8, dtype=int))
-    step = PathAuxiliaryLBP([x], model=model, path_length=path_length)
+    step = PathAuxiliaryLBP([x], model=model, path_length=path_length, steps_per_draw=1)
     idata = sample(model, step, draws=1500, tune=300, seed=3)
     even = (idata.posterior["x"].values.sum(axis=-1) % 2 == 0).astype(float)
     exact = 0.5 * (1 + np.prod(1 - 2 * PARITY_P))
@@ -365,7 +368,7 @@ def test_int_and_float_path_length_are_one_setting():
     model = product_model(12)
     runs = []
     for path_length in (3, 3.0, np.int64(3)):
-        step = PathAuxiliaryLBP(model=model, path_length=path_length)
+        step = PathAuxiliaryLBP(model=model, path_length=path_length, steps_per_draw=1)
         assert step.path_scale == 3.0 and step.fixed_path_scale == 3.0
         runs.append(sample(model, step, draws=100, tune=20, seed=8, chains=1).posterior["x"])
     for other in runs[1:]:
@@ -399,7 +402,7 @@ def test_near_deterministic_posterior_is_not_trapped():
         with pm.Model() as model:
             z = pm.Bernoulli("z", 0.5, shape=5)
             pm.Normal("y", pt.switch(z, 3.0, -3.0), 1.0, observed=y)
-        step = PathAuxiliaryLBP([z], model=model)
+        step = PathAuxiliaryLBP([z], model=model, steps_per_draw=1)
         idata = sample(model, step, draws=300, tune=300, seed=3, chains=2)
         zs = idata.posterior["z"].values
         off_mode = np.any(zs != states[np.argmax(p)], axis=-1).mean()
@@ -446,7 +449,7 @@ def test_registered_auto_assignment_and_options():
                 progressbar=False,
                 compute_convergence_checks=False,
                 random_seed=1,
-                path_auxiliary_lbp={"path_length": 5},
+                path_auxiliary_lbp={"path_length": 5, "steps_per_draw": 1},
             )
     finally:
         pymc_lbp.unregister()

@@ -176,7 +176,7 @@ def test_gradient_fallback_warns_and_gradient_request_raises():
         pm.Potential("bad", pt.sum(pt.floor(pt.sum(x) / 2.0)))
     with m:
         with pytest.raises(NotRelaxableError):
-            GibbsWithGradients([x])
+            GibbsWithGradients([x], differences="gradient")
         with pytest.warns(UserWarning, match="falling back to exact"):
             step = LocallyBalanced([x], differences="auto")
     assert step.differences_kind == "exact"

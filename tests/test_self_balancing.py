@@ -244,7 +244,9 @@ def test_sample_frequencies_coupled_binary_lsb2_exact():
         x = pm.Bernoulli("x", logit_p=np.array([0.5, -0.3, 0.0, 0.8, -1.0]), shape=5)
         s = 2 * x - 1
         pm.Potential("coupling", 0.8 * (s[1:] * s[:-1]).sum() + 0.5 * s[0] * s[4])
-        step = SelfBalancing([x], parametrization="lsb2", n_particles=6)
+        step = SelfBalancing(
+            [x], parametrization="lsb2", n_particles=6, differences="exact", steps_per_draw=1
+        )
         params_seen = []
 
         def callback(trace, draw):
@@ -296,7 +298,9 @@ def test_sample_frequencies_detect_a_wrong_target():
         x = pm.Bernoulli("x", logit_p=np.array([0.5, -0.3, 0.0, 0.8, -1.0]), shape=5)
         s = 2 * x - 1
         pm.Potential("coupling", 0.8 * (s[1:] * s[:-1]).sum())
-        step = SelfBalancing([x], parametrization="lsb1", n_particles=3)
+        step = SelfBalancing(
+            [x], parametrization="lsb1", n_particles=3, differences="exact", steps_per_draw=1
+        )
         idata = pm.sample(
             tune=100, draws=2500, step=step, chains=2, cores=1, random_seed=13,
             progressbar=False, compute_convergence_checks=False,
@@ -362,7 +366,13 @@ def test_learning_moves_lsb1_towards_the_best_function():
     }
     assert min(fixed, key=fixed.get) == "sqrt" and sorted(fixed.values())[1] - fixed["sqrt"] > 0.1
     with model:
-        step = SelfBalancing(parametrization="lsb1", n_particles=10, rng=np.random.default_rng(3))
+        step = SelfBalancing(
+            parametrization="lsb1",
+            n_particles=10,
+            rng=np.random.default_rng(3),
+            differences="exact",
+            steps_per_draw=1,
+        )
     mi_before = exact_mutual_information(step.balancing_function, states, kinds, log_pi_fn)
     q = DictToArrayBijection.map({"x": model.initial_point()["x"]})
     for _ in range(300):
@@ -379,7 +389,9 @@ def test_learning_batch_records_are_consistent():
     """Each record pairs a state's differences with the move proposed from that state."""
     model = chain_target(6)
     with model:
-        step = SelfBalancing(n_particles=5, rng=np.random.default_rng(2))
+        step = SelfBalancing(
+            n_particles=5, rng=np.random.default_rng(2), differences="exact", steps_per_draw=1
+        )
     batches = []
     update = step.learner.update
 
@@ -406,8 +418,8 @@ def test_logp_evals_include_the_particles():
     model = chain_target(4)
     counts = {}
     for name, make in (
-        ("lb", lambda: LocallyBalanced(steps_per_draw=2)),
-        ("sb", lambda: SelfBalancing(n_particles=5, steps_per_draw=2)),
+        ("lb", lambda: LocallyBalanced(steps_per_draw=2, differences="exact")),
+        ("sb", lambda: SelfBalancing(n_particles=5, steps_per_draw=2, differences="exact")),
     ):
         with model:
             idata = pm.sample(
@@ -426,7 +438,13 @@ def test_logp_evals_include_the_particles():
 
 def _tuned_step(model, **kwargs):
     with model:
-        step = SelfBalancing(rng=np.random.default_rng(7), n_particles=4, **kwargs)
+        step = SelfBalancing(
+            rng=np.random.default_rng(7),
+            n_particles=4,
+            differences="exact",
+            steps_per_draw=1,
+            **kwargs,
+        )
     q = DictToArrayBijection.map({"x": model.initial_point()["x"]})
     for _ in range(15):
         q, _ = step.astep(q)
@@ -441,7 +459,11 @@ def test_sampling_state_round_trip_and_pickle(parametrization):
     state = step.sampling_state
     with model:
         other = SelfBalancing(
-            rng=np.random.default_rng(99), n_particles=4, parametrization=parametrization
+            rng=np.random.default_rng(99),
+            n_particles=4,
+            parametrization=parametrization,
+            differences="exact",
+            steps_per_draw=1,
         )
     other.sampling_state = state
     np.testing.assert_array_equal(other.lsb_params, step.lsb_params)
@@ -471,7 +493,7 @@ def test_reset_tuning_restores_the_untuned_parameters():
 def test_multiprocess_spawn_sampling_keeps_working():
     model = chain_target(4)
     with model:
-        step = SelfBalancing(parametrization="lsb1", n_particles=3)
+        step = SelfBalancing(parametrization="lsb1", n_particles=3, steps_per_draw=1)
         idata = pm.sample(
             tune=30, draws=30, step=step, chains=2, cores=2, mp_ctx="spawn", random_seed=5,
             progressbar=False, compute_convergence_checks=False,
@@ -492,7 +514,7 @@ def test_multiprocess_spawn_sampling_keeps_working():
         ({"n_particles": 0}, "n_particles must be a positive int"),
         ({"n_particles": -3}, "n_particles must be a positive int"),
         ({"n_particles": 2.5}, "n_particles must be a positive int"),
-        ({"hidden_units": 0}, "hidden_units must be a positive int"),
+        ({"hidden": 0}, "hidden must be a positive int"),
         ({"particle_weights": "best"}, "particle_weights must be one of"),
         ({"differences": "second"}, "differences must be one of"),
     ],
@@ -534,7 +556,7 @@ def test_exact_and_gradient_chains_coincide_on_a_multilinear_model():
         ({"n_particles": 10**7}, r"n_particles=10000000 is out of range"),
         ({"n_particles": MAX_PARTICLES + 1}, r"n_particles=100001 is out of range"),
         (
-            {"parametrization": "lsb2", "hidden_units": 10**6},
+            {"parametrization": "lsb2", "hidden": 10**6},
             r"would need about \d+\.\d GiB .*1000000 hidden units",
         ),
     ],
@@ -560,6 +582,6 @@ def test_particle_memory_bound_names_the_largest_count_that_fits():
 
 def test_sizes_within_range_are_accepted():
     with chain_target(3):
-        # lsb1 has no network: hidden_units is ignored, whatever its size
-        assert SelfBalancing(hidden_units=10**6).n_particles == 30
-        assert SelfBalancing(parametrization="lsb2", hidden_units=1000, n_particles=10**4)
+        # lsb1 has no network: hidden is ignored, whatever its size
+        assert SelfBalancing(hidden=10**6).n_particles == 30
+        assert SelfBalancing(parametrization="lsb2", hidden=1000, n_particles=10**4)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+import warnings
+
 import cloudpickle
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 
 import pymc_lbp
@@ -12,6 +16,8 @@ from pymc_lbp import GibbsWithGradients, LocallyBalanced
 from pymc_lbp.models import ising_model
 
 SMALL = dict(draws=60, tune=20, chains=2, progressbar=False, compute_convergence_checks=False)
+QUIET = dict(progressbar=False, compute_convergence_checks=False)
+FAST_COMPILE = {"compile_kwargs": {"mode": "FAST_COMPILE"}}
 
 
 def mixed_model():
@@ -28,16 +34,20 @@ def test_stats_present_with_declared_dtypes_next_to_nuts():
         step = LocallyBalanced([model["x"]], steps_per_draw=2)
         idata = pm.sample(step=[step], cores=1, random_seed=1, **SMALL)
     ss = idata.sample_stats
-    for name, (dtype, shape) in LocallyBalanced.stats_dtypes_shapes.items():
+    assert "model_logp" not in step.stats_dtypes_shapes  # next to NUTS: NUTS's lp only
+    for name, (dtype, shape) in step.stats_dtypes_shapes.items():
         assert shape == []
+        if name == "tune":  # ArviZ drops it (warmup groups instead)
+            continue
         assert name in ss, name
         assert ss[name].dtype == np.dtype(dtype), name
     # NUTS's own stats are still there and ours use none of their names
     assert "step_size" in ss and "diverging" in ss
     nuts_names = set(pm.NUTS.stats_dtypes_shapes)
-    assert not nuts_names & set(LocallyBalanced.stats_dtypes_shapes)
+    assert not nuts_names & set(step.stats_dtypes_shapes)
     assert ss["jump_distance"].values.max() <= 2
     assert ss["logp_evals"].values.min() >= 3  # one call per step + the draw's initial call
+    assert (ss["mh_steps"].values == 2).all()
 
 
 @pytest.mark.parametrize("cores", [1, 2])
@@ -68,7 +78,7 @@ def test_pickle_roundtrip_and_spawn():
 def test_tuning_frozen_and_sampling_state_roundtrip():
     model = ising_model((2, 2), 0.3, 0.0)
     with model:
-        step = LocallyBalanced([model["x"]])
+        step = LocallyBalanced([model["x"]], steps_per_draw=1)
         assert step.tune
         pm.sample(step=[step], cores=1, random_seed=0, **SMALL)
     assert not step.tune
@@ -109,3 +119,155 @@ def test_register_round_trip():
         idata = pm.sample(cores=1, random_seed=0, **SMALL)
     # PyMC's BinaryGibbsMetropolis again (it records no stats at all)
     assert "jump_distance" not in getattr(idata, "sample_stats", {})
+
+
+# -- defaults and consistent options (issue #11.1-2) -------------------------------------------
+ALL = {
+    "LocallyBalanced": pymc_lbp.LocallyBalanced,
+    "GibbsWithGradients": pymc_lbp.GibbsWithGradients,
+    "PathAuxiliaryLBP": pymc_lbp.PathAuxiliaryLBP,
+    "SelfBalancing": pymc_lbp.SelfBalancing,
+    "NeuralBlock": pymc_lbp.NeuralBlock,
+}
+
+
+@pytest.mark.parametrize("name", list(ALL))
+def test_one_name_one_default(name):
+    params = inspect.signature(ALL[name].__init__).parameters
+    assert params["differences"].default == "auto"
+    assert params["steps_per_draw"].default is None
+    assert "logp" not in params or params["logp"].default is None  # deprecated alias only
+    assert "hidden_units" not in params or params["hidden_units"].default is None
+    doc = ALL[name].__doc__
+    for stat in ("tune", "accept", "n_accepted", "mh_steps", "model_logp", "jump_distance"):
+        assert stat in doc, (name, stat)
+    assert "``accepted``" not in doc
+
+
+def test_deprecated_aliases_warn_and_work():
+    with pm.Model():
+        x = pm.Bernoulli("x", 0.5, shape=3)
+        with pytest.warns(FutureWarning, match="hidden_units"):
+            step = pymc_lbp.SelfBalancing([x], parametrization="lsb2", hidden_units=4)
+        assert (
+            step.parametrization.n_params
+            == pymc_lbp.SelfBalancing(
+                [x], parametrization="lsb2", hidden=4
+            ).parametrization.n_params
+        )
+        with pytest.warns(FutureWarning, match="logp="):
+            nb = pymc_lbp.NeuralBlock([x], blocks=None, logp="model")
+        assert nb.logp_mode == "model"
+
+
+def test_default_draw_is_one_sweep():
+    """steps_per_draw=None: one step per site (single-site samplers and NeuralBlock's site
+    updates), ceil(n_sites / E[R]) for the path sampler, decided from the current scale."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=7)
+        c = pm.Categorical("c", p=[0.2, 0.3, 0.5], shape=2)
+        pm.Potential("pair", 0.3 * pt.eq(x[0], x[1]))
+    with model:
+        for cls in (LocallyBalanced, GibbsWithGradients, pymc_lbp.SelfBalancing):
+            assert cls([x, c], **FAST_COMPILE).steps_per_draw == 9
+        assert pymc_lbp.NeuralBlock([x, c], blocks=None, **FAST_COMPILE).steps_per_draw == 9
+        # E[R] = s + (1 - s) U with the single-site share s = 0.1
+        pal = pymc_lbp.PathAuxiliaryLBP([x, c], path_length=2.5, **FAST_COMPILE)
+        assert pal.steps_per_draw == 4  # ceil(9 / 2.35)
+        pal = pymc_lbp.PathAuxiliaryLBP([x, c], path_length=5, **FAST_COMPILE)
+        assert pal.steps_per_draw == 2  # ceil(9 / 4.6)
+        pal = pymc_lbp.PathAuxiliaryLBP([x, c], **FAST_COMPILE)
+        assert pal.steps_per_draw == 9  # untuned: U = 1
+        pal.path_log_u = np.log(4.0)
+        assert pal.steps_per_draw == 3  # ceil(9 / 3.7)
+        pal.steps_per_draw = 5  # an explicit value replaces the rule
+        assert pal.steps_per_draw == 5
+
+
+# -- pm.set_data between two pm.sample calls with one step (issue #14.2) ------------------------
+SET_DATA_STEPS = {
+    "LocallyBalanced": lambda z: LocallyBalanced([z]),
+    "GibbsWithGradients": lambda z: GibbsWithGradients([z]),
+    "SelfBalancing": lambda z: pymc_lbp.SelfBalancing([z], n_particles=2),
+    "PathAuxiliaryLBP": lambda z: pymc_lbp.PathAuxiliaryLBP([z]),
+}
+# (NeuralBlock is not here: with blocks=None its site updates evaluate every state afresh, so
+# this test passed on the old code too; its neural units used the carried logp, now fresh)
+
+
+@pytest.mark.parametrize("name", list(SET_DATA_STEPS))
+def test_reused_step_sees_set_data(name):
+    """The issue's example: after set_data flips the sign of d, P(z_i = 1) = 1/(1 + e^10),
+    so a correct chain's mean is < 1e-3 in expectation; the stale cache gave 1.0."""
+    with pm.Model():
+        d = pm.Data("d", np.full(3, 5.0))
+        z = pm.Bernoulli("z", 0.5, shape=3)
+        pm.Potential("p", (d * (2 * z - 1)).sum())
+        step = SET_DATA_STEPS[name](z)
+        kw = dict(draws=100, tune=20, chains=1, step=[step], random_seed=1, progressbar=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "did not move" at the mode
+            first = pm.sample(**kw, compute_convergence_checks=False)
+            pm.set_data({"d": np.full(3, -5.0)})
+            second = pm.sample(**kw, compute_convergence_checks=False)
+    assert first.posterior["z"].values[0, -50:].mean() > 0.9
+    assert second.posterior["z"].values[0, -50:].mean() < 0.1
+
+
+# -- warnings after tuning (issue #11.1) --------------------------------------------------------
+def test_warns_when_the_chain_never_moved_during_tuning():
+    """Two sites constrained equal: no single-site move is ever possible from 00."""
+    with pm.Model():
+        x = pm.Bernoulli("x", 0.5, shape=2, initval=np.array([0, 0]))
+        pm.Potential("equal", pt.switch(pt.eq(x[0], x[1]), 0.0, -np.inf))
+        step = LocallyBalanced([x])
+        with pytest.warns(UserWarning, match="did not move during tuning"):
+            pm.sample(draws=5, tune=30, chains=1, step=[step], random_seed=1, **QUIET)
+
+
+def test_no_tuning_warning_on_a_healthy_chain():
+    with pm.Model():
+        x = pm.Bernoulli("x", 0.5, shape=4)
+        step = pymc_lbp.PathAuxiliaryLBP([x])
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            pm.sample(draws=5, tune=100, chains=1, step=[step], random_seed=1, **QUIET)
+
+
+def _tuned(step, accepts):
+    step.reset_tuning()
+    for a in accepts:
+        step._record_tuning(float(a), 1)
+
+
+def test_warns_when_tuned_acceptance_is_far_from_its_target():
+    """The rule (tested on the record, whatever the adaptation does): second-half mean
+    acceptance further than ACCEPT_TOLERANCE from target_accept, unless the scale is at the
+    bound that explains it (acceptance above target with paths as long as the block)."""
+    from pymc_lbp.step_methods.base import ACCEPT_TOLERANCE
+
+    with pm.Model():
+        x = pm.Bernoulli("x", 0.5, shape=6)
+        pal = pymc_lbp.PathAuxiliaryLBP([x])
+        lb = LocallyBalanced([x])
+    target = pal.target_accept
+    low = [0.9] * 20 + [target - ACCEPT_TOLERANCE - 0.05] * 20  # the second half counts
+    _tuned(pal, low)
+    pal.path_log_u_bar = pal.path_log_u = 0.0
+    with pytest.warns(UserWarning, match="far from its target.*Even paths of about one site"):
+        pal.stop_tuning()
+    _tuned(pal, [min(1.0, target + ACCEPT_TOLERANCE + 0.05)] * 40)
+    pal.path_log_u_bar = pal.path_log_u = np.log(3.3)
+    with pytest.warns(UserWarning, match="far from its target.*Tune longer"):
+        pal.stop_tuning()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        _tuned(pal, [0.99] * 40)
+        pal.path_log_u_bar = pal.path_log_u = np.log(6.0)  # at the block size: expected
+        pal.stop_tuning()
+        _tuned(pal, [target - ACCEPT_TOLERANCE + 0.05] * 40)  # within tolerance
+        pal.stop_tuning()
+        _tuned(pal, [0.05] * 10)  # too few tuning draws to judge
+        pal.stop_tuning()
+        _tuned(lb, [0.05] * 40)  # no target: LocallyBalanced tunes nothing
+        lb.stop_tuning()

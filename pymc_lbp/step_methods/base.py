@@ -4,11 +4,16 @@ It owns the variable bookkeeping (a raveled int64 block of one or more discrete 
 compiled neighbour differences, ``self.rng``, the stats, tune-then-freeze and competence. A
 subclass implements :meth:`DiscreteStep.mh_step`, one Metropolis-Hastings transition from a state
 whose logp and neighbour differences are already known; the base runs ``steps_per_draw`` of them
-per recorded draw and caches ``(logp, differences)`` of the current state between them.
+per recorded draw and carries ``(logp, differences)`` of the current state from one step to the
+next within the draw. Nothing is carried from one draw to the next: between draws other steps
+move the variables the block's logp depends on, and ``pm.set_data`` changes its data, so every
+draw starts with a fresh evaluation at its current state (one differences evaluation per draw,
+about ``1 / steps_per_draw`` of the draw's cost with the default of one sweep per draw).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -33,6 +38,49 @@ from pymc_lbp.neighbours import (
 from pymc_lbp.relax import NotRelaxableError
 
 DIFFERENCES = ("exact", "gradient", "auto")
+
+MAX_STEPS_PER_DRAW = 1_000_000
+"""Largest ``steps_per_draw`` accepted, unless the block has more than a tenth of it in sites
+(then ten sweeps, ``10 * n_sites``). One MH step costs at least tens of microseconds (a compiled
+logp call plus the proposal), so this bound is already tens of seconds per recorded draw: take
+more draws instead."""
+
+TUNING_CHECK_MIN_DRAWS = 20
+"""Tuning diagnostics (:meth:`DiscreteStep.stop_tuning`) need at least this many tuning draws."""
+
+ACCEPT_TOLERANCE = 0.25
+"""A tuned mean acceptance further than this from ``target_accept`` is reported."""
+
+
+def steps_for_a_sweep(n_sites: int, sites_per_step: float = 1.0) -> int:
+    """MH steps per draw that propose about one change per site: ``ceil(n_sites / sites_per_step)``.
+
+    ``sites_per_step`` is the expected number of sites one step proposes to change (1 for the
+    single-site samplers, ``E[R]`` for a path of length ``R``).
+    """
+    return max(1, math.ceil(n_sites / max(float(sites_per_step), 1.0)))
+
+
+def check_steps_per_draw(value, n_sites: int) -> int | None:
+    """Validate ``steps_per_draw``: None (one sweep, see the samplers) or a positive int within
+    :data:`MAX_STEPS_PER_DRAW` (or ten sweeps on huge blocks)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(
+            f"steps_per_draw must be None (one sweep per draw) or a positive int, got {value!r}"
+        )
+    if value < 1:
+        raise ValueError(f"steps_per_draw must be >= 1, got {value}")
+    bound = max(MAX_STEPS_PER_DRAW, 10 * n_sites)
+    if value > bound:
+        raise ValueError(
+            f"steps_per_draw={value} is out of range: at most {bound} MH steps per recorded draw "
+            f"(max({MAX_STEPS_PER_DRAW}, 10 x the block's {n_sites} sites)); each step costs at "
+            "least tens of microseconds, so this draw alone would take hours. Use "
+            "steps_per_draw=None (one sweep per draw) and more draws."
+        )
+    return int(value)
 
 
 @dataclass
@@ -72,10 +120,13 @@ class DiscreteStep(ArrayStepShared):
     ----------
     vars : list of variables, optional
         Discrete random variables or their value variables; the block may mix variables of
-        different shapes and kinds. Defaults to all the model's value variables.
-    steps_per_draw : int, default 1
-        Metropolis-Hastings steps per recorded draw.
-    differences : {"exact", "gradient", "auto"}
+        different shapes and kinds, each listed once. Defaults to all the model's value
+        variables. An empty block or a repeated variable is a ``ValueError``.
+    steps_per_draw : int, optional
+        Metropolis-Hastings steps per recorded draw. ``None`` (default): one sweep's worth,
+        :meth:`sweep_steps` (single-site samplers: the number of sites of the block). At most
+        :data:`MAX_STEPS_PER_DRAW` (or ten sweeps on blocks of more than 100,000 sites).
+    differences : {"auto", "exact", "gradient"}, default "auto"
         How neighbour log-probability differences are computed: exact (one logp evaluation per
         neighbour, batched), first-order from the relaxed logp's gradient (one evaluation per
         step), or "auto" (gradient when the model relaxes, exact otherwise, with a warning).
@@ -90,23 +141,37 @@ class DiscreteStep(ArrayStepShared):
 
     name = "discrete_step"
     default_blocked = True
+    # Names shared with PyMC's steps have their dtypes there ("accept" float64, "tune" bool,
+    # "model_logp" float64 as NUTS/HMC); PyMC's "accepted" is float64 in Metropolis and bool in
+    # DEMetropolis/HMC, so no dtype coexists with both: we count accepted steps in "n_accepted".
     stats_dtypes_shapes: ClassVar[dict] = {
+        "tune": (bool, []),
         "accept": (np.float64, []),
-        "accepted": (bool, []),
         "n_accepted": (np.int64, []),
+        "mh_steps": (np.int64, []),
         "jump_distance": (np.int64, []),
+        "model_logp": (np.float64, []),
         "logp_evals": (np.int64, []),
         "grad_evals": (np.int64, []),
     }
+    target_accept: float | None = None
+    auto_assignable: ClassVar[bool] = True
+    auto_assign_needs: ClassVar[str] = ""
     _state_class = DiscreteStepState
     _registered: ClassVar[bool] = False
+
+    def __new__(cls, *args, **kwargs):
+        # PyMC's BlockedStep.__new__ inspects vars first; give our errors before its own
+        vars = args[0] if args else kwargs.get("vars")
+        cls._resolve_vars(vars, pm.modelcontext(kwargs.get("model")))
+        return super().__new__(cls, *args, **kwargs)
 
     def __init__(
         self,
         vars=None,
         *,
-        steps_per_draw: int = 1,
-        differences: str = "exact",
+        steps_per_draw: int | None = None,
+        differences: str = "auto",
         model=None,
         rng=None,
         initial_point: dict | None = None,
@@ -114,28 +179,77 @@ class DiscreteStep(ArrayStepShared):
         blocked: bool = True,
     ):
         model = pm.modelcontext(model)
+        vars = self._resolve_vars(vars, model)
         if initial_point is None:
             initial_point = model.initial_point()
-        vars = model.value_vars if vars is None else get_value_vars_from_user_vars(vars, model)
-        if isinstance(steps_per_draw, bool) or not isinstance(steps_per_draw, int | np.integer):
-            raise ValueError(f"steps_per_draw must be a positive int, got {steps_per_draw!r}")
-        if steps_per_draw < 1:
-            raise ValueError(f"steps_per_draw must be >= 1, got {steps_per_draw}")
         if differences not in DIFFERENCES:
             raise ValueError(f"differences must be one of {DIFFERENCES}, got {differences!r}")
-        self.steps_per_draw = int(steps_per_draw)
 
         specs = describe_block(model, vars, initial_point)
         self.specs = specs
         self.layout = BlockLayout(specs)
+        self._steps_per_draw = check_steps_per_draw(steps_per_draw, self.layout.n_sites)
         shared = pm.make_shared_replacements(initial_point, vars, model)
         self.differences = self._make_differences(
             differences, model, specs, self.layout, shared, compile_kwargs
         )
         self.differences_kind = self.differences.kind
         self.tune = True
+        self._reset_tuning_record()
+        # model_logp only where it is the logp of the recorded point: PyMC's CompoundStep keeps
+        # the last step's model_logp only (others record 0) and stacks same-named stats, so
+        # next to NUTS ours would turn ArviZ's `lp` into a (chain, draw, 2) array
+        self.emits_model_logp = set(vars) == set(model.value_vars)
+        if not self.emits_model_logp:
+            self.stats_dtypes_shapes = {
+                k: v for k, v in self.stats_dtypes_shapes.items() if k != "model_logp"
+            }
+            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
         super().__init__(vars, shared, blocked=blocked, rng=rng)
         self._check_start(initial_point)
+
+    @classmethod
+    def _resolve_vars(cls, vars, model) -> list:
+        """The block's value variables, with one clear error for an empty or repeated list."""
+        name = cls.__name__
+        if vars is None:
+            if not model.value_vars:
+                raise ValueError(
+                    f"{name}: nothing to sample: vars=None takes the model's free random "
+                    "variables and this model has none (a model made only of Potentials and "
+                    "observed data has no free variables). Add discrete random variables."
+                )
+            return list(model.value_vars)
+        if isinstance(vars, str) or not isinstance(vars, list | tuple):
+            vars = [vars]
+        if len(vars) == 0:
+            raise ValueError(f"{name}: nothing to sample: vars is empty")
+        values = get_value_vars_from_user_vars(list(vars), model)
+        seen: set = set()
+        for v in values:
+            if v in seen:
+                raise ValueError(
+                    f"{name}: variable {v.name!r} appears more than once in vars; list each "
+                    "variable once."
+                )
+            seen.add(v)
+        return values
+
+    # -- steps per draw ------------------------------------------------------------------------
+    @property
+    def steps_per_draw(self) -> int:
+        """MH steps the next draw makes: the value given, or the one-sweep rule
+        (:meth:`sweep_steps`) when ``steps_per_draw=None``."""
+        fixed = self._steps_per_draw
+        return self.sweep_steps() if fixed is None else fixed
+
+    @steps_per_draw.setter
+    def steps_per_draw(self, value: int | None) -> None:
+        self._steps_per_draw = check_steps_per_draw(value, self.layout.n_sites)
+
+    def sweep_steps(self) -> int:
+        """Steps per draw of ``steps_per_draw=None``: one sweep, one step per site of the block."""
+        return self.layout.n_sites
 
     # -- construction helpers ------------------------------------------------------------------
     def _balancing(self):
@@ -190,29 +304,88 @@ class DiscreteStep(ArrayStepShared):
     def reset_tuning(self) -> None:
         """Restore the untuned settings (a step reused for a new chain starts fresh)."""
         self.tune = True
+        self._reset_tuning_record()
 
     def stop_tuning(self) -> None:
-        """End tuning: adapted settings are frozen from now on."""
+        """End tuning: adapted settings are frozen from now on.
+
+        Warns (``UserWarning``) when, over at least :data:`TUNING_CHECK_MIN_DRAWS` tuning draws,
+        the chain never moved, or the mean acceptance of the second half of tuning is further
+        than :data:`ACCEPT_TOLERANCE` from ``target_accept`` (samplers that tune toward one).
+        """
+        if self.tune:
+            self._check_tuning()
         self.tune = False
+
+    def _reset_tuning_record(self) -> None:
+        self._tune_draws = 0
+        self._tune_accepted = 0
+        self._tune_accept: list[float] = []
+
+    def _record_tuning(self, accept: float, n_accepted: int) -> None:
+        self._tune_draws += 1
+        self._tune_accepted += n_accepted
+        self._tune_accept.append(accept)
+
+    def _check_tuning(self) -> None:
+        n = self._tune_draws
+        if n < TUNING_CHECK_MIN_DRAWS:
+            return
+        name = f"{type(self).__name__} on {self.var_names}"
+        if self._tune_accepted == 0:
+            warnings.warn(
+                f"{name}: the chain did not move during tuning ({n} draws, no step accepted). "
+                "Either the posterior is concentrated on the start point or the sampler is "
+                "stuck there; the draws will not explore the posterior. Check the start point, "
+                "the model, or try another sampler (e.g. PathAuxiliaryLBP).",
+                UserWarning,
+                stacklevel=2,
+            )
+            return
+        target = self._tuned_target()
+        if target is None:
+            return
+        late = float(np.mean(self._tune_accept[n // 2 :]))
+        if abs(late - target) <= ACCEPT_TOLERANCE or self._tuning_at_bound(late > target):
+            return
+        warnings.warn(
+            f"{name}: mean acceptance {late:.3f} over the second half of tuning is far from its "
+            f"target {target}. " + self._tuning_advice(late > target),
+            UserWarning,
+            stacklevel=2,
+        )
+
+    def _tuned_target(self) -> float | None:
+        """The acceptance rate tuning aimed at (None: this step tunes no acceptance)."""
+        return self.target_accept
+
+    def _tuning_at_bound(self, too_high: bool) -> bool:
+        """Whether the tuned setting sits at the bound that explains a missed target (then the
+        miss is expected, e.g. acceptance above target with paths as long as the block)."""
+        return False
+
+    def _tuning_advice(self, too_high: bool) -> str:
+        return "Tune longer (pm.sample(tune=...))."
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         x0 = np.asarray(q0.data, dtype=np.int64)
         x = x0.copy()
         self.differences.refresh_bounds(x)
-        reused = self._reusable_state(x)
-        logp, deltas = reused if reused is not None else self.differences(x)
+        # always a fresh evaluation: other steps and pm.set_data change the logp between draws
+        logp, deltas = self.differences(x)
         if not np.isfinite(logp):
             raise pm.exceptions.SamplingError(
                 f"{type(self).__name__}: the current state of {self.var_names} has "
                 f"log-probability {logp}; the discrete block cannot move from a state of zero "
                 "probability. Check the start point and the other steps' variables."
             )
-        evals = 0 if reused is not None else self.differences.logp_evals_per_call
-        grads = 0 if reused is not None else self.differences.grad_evals_per_call
+        evals = self.differences.logp_evals_per_call
+        grads = self.differences.grad_evals_per_call
+        n_steps = self.steps_per_draw
         total_accept = 0.0
         n_accepted = 0
         extras: dict[str, list] = {}
-        for _ in range(self.steps_per_draw):
+        for _ in range(n_steps):
             res = self.mh_step(x, logp, deltas)
             if res.evaluated:
                 evals += self.differences.logp_evals_per_call
@@ -222,26 +395,22 @@ class DiscreteStep(ArrayStepShared):
             n_accepted += int(res.accepted)
             for key, val in (res.extra or {}).items():
                 extras.setdefault(key, []).append(val)
+        accept = total_accept / n_steps
         stats = {
-            "accept": total_accept / self.steps_per_draw,
-            "accepted": n_accepted > 0,
+            "tune": bool(self.tune),
+            "accept": accept,
             "n_accepted": n_accepted,
+            "mh_steps": n_steps,
             "jump_distance": int(np.count_nonzero(x != x0)),
             "logp_evals": int(evals),
             "grad_evals": int(grads),
         }
+        if self.emits_model_logp:
+            stats["model_logp"] = float(logp)
         stats.update(self.summarize_extras(extras))
-        # the block's logp and differences depend on nothing else when it has no shared inputs
-        self._last_state = None if self.shared else (x.copy(), logp, deltas)
+        if self.tune:
+            self._record_tuning(accept, n_accepted)
         return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
-
-    def _reusable_state(self, x: np.ndarray) -> tuple[float, np.ndarray] | None:
-        """``(logp, deltas)`` at ``x`` left by the previous draw, when still valid (the block
-        has no other inputs and ``x`` is where the previous draw ended); else None."""
-        last = getattr(self, "_last_state", None)
-        if last is None or self.shared or not np.array_equal(last[0], x):
-            return None
-        return last[1], last[2]
 
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         """Reduce per-step extra stats to per-draw scalars (default: the mean)."""

@@ -21,19 +21,37 @@ class GibbsWithGradients(LocallyBalanced):
     ----------
     vars : list of variables, optional
         Discrete variables; one block.
-    steps_per_draw : int, default 1
-        MH steps per recorded draw.
+    differences : {"auto", "gradient", "exact"}, default "auto"
+        "auto": first-order differences when the model's logp relaxes, else exact ones with a
+        warning (the step is then :class:`LocallyBalanced` with ``g = sqrt``, still an exact
+        sampler); "gradient": first-order or a ``NotRelaxableError``; "exact": exact ones.
+    steps_per_draw : int, optional
+        MH steps per recorded draw. ``None`` (default): one per site of the block (one sweep).
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
     Raises
     ------
     pymc_lbp.relax.NotRelaxableError
-        When the model's logp has no differentiable extension; use :class:`LocallyBalanced`.
+        With ``differences="gradient"``, when the model's logp has no differentiable extension.
 
     Notes
     -----
-    Sampler statistics are those of :class:`LocallyBalanced`.
+    Sampler statistics are those of :class:`LocallyBalanced`:
+
+    ============== ======= ==================================================================
+    stat           dtype   meaning
+    ============== ======= ==================================================================
+    tune           bool    whether the draw was made while tuning
+    accept         float64 mean MH acceptance probability over the draw's steps
+    n_accepted     int64   accepted steps in the draw
+    mh_steps       int64   MH steps made for the draw
+    jump_distance  int64   sites that differ between the previous and the new draw
+    model_logp     float64 model logp at the new draw (only when the step samples every
+                           free variable of the model; ArviZ: ``lp``)
+    logp_evals     int64   model logp evaluations made for the draw
+    grad_evals     int64   relaxed-logp gradient evaluations made for the draw
+    ============== ======= ==================================================================
     """
 
     name = "gibbs_with_gradients"
@@ -42,7 +60,8 @@ class GibbsWithGradients(LocallyBalanced):
         self,
         vars=None,
         *,
-        steps_per_draw: int = 1,
+        differences: str = "auto",
+        steps_per_draw: int | None = None,
         model=None,
         rng=None,
         initial_point: dict | None = None,
@@ -52,7 +71,7 @@ class GibbsWithGradients(LocallyBalanced):
         super().__init__(
             vars,
             balancing="sqrt",
-            differences="gradient",
+            differences=differences,
             steps_per_draw=steps_per_draw,
             model=model,
             rng=rng,

@@ -29,11 +29,15 @@ class LocallyBalanced(DiscreteStep):
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
         The balancing function ``g`` (see :mod:`pymc_lbp.balancing`); a callable maps log-ratios
         ``d`` to ``log g(e^d)`` and must be balanced.
-    differences : {"exact", "gradient", "auto"}, default "exact"
-        Exact neighbour differences (one logp evaluation per neighbour, batched) or first-order
-        ones from the relaxed logp (see :class:`GibbsWithGradients`).
-    steps_per_draw : int, default 1
-        MH steps per recorded draw.
+    differences : {"auto", "exact", "gradient"}, default "auto"
+        Exact neighbour differences (one logp evaluation per neighbour, batched), first-order
+        ones from the relaxed logp (one logp and one gradient evaluation per step; see
+        :class:`GibbsWithGradients`), or "auto": first-order when the model relaxes, exact
+        otherwise (with a warning). The choice made is in :attr:`differences_kind`.
+    steps_per_draw : int, optional
+        MH steps per recorded draw. ``None`` (default): one per site of the block, so that a
+        draw is one sweep's worth of single-site moves (the ``mh_steps`` stat). At most
+        1,000,000 (see :data:`pymc_lbp.step_methods.base.MAX_STEPS_PER_DRAW`).
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -41,18 +45,22 @@ class LocallyBalanced(DiscreteStep):
     -----
     Sampler statistics (one scalar per draw):
 
-    ``accept`` (float)
-        Mean MH acceptance probability over the draw's steps.
-    ``accepted`` (bool)
-        Whether any of the draw's steps was accepted.
-    ``n_accepted`` (int)
-        Number of accepted steps in the draw.
-    ``jump_distance`` (int)
-        Number of sites that differ between the previous and the new draw.
-    ``logp_evals`` (int)
-        Model logp evaluations made for the draw (exact differences: one per neighbour).
-    ``grad_evals`` (int)
-        Relaxed-logp gradient evaluations made for the draw.
+    ============== ======= ==================================================================
+    stat           dtype   meaning
+    ============== ======= ==================================================================
+    tune           bool    whether the draw was made while tuning (ArviZ puts tuning draws
+                           in the ``warmup_*`` groups and drops this stat)
+    accept         float64 mean MH acceptance probability over the draw's steps
+    n_accepted     int64   accepted steps in the draw
+    mh_steps       int64   MH steps made for the draw (``steps_per_draw``)
+    jump_distance  int64   sites that differ between the previous and the new draw
+    model_logp     float64 model logp at the new draw, as the step evaluated it (ArviZ:
+                           ``lp``); only when the step samples every free variable of the
+                           model (next to other steps PyMC keeps the last step's, NUTS's)
+    logp_evals     int64   model logp evaluations made for the draw (exact differences: one
+                           per neighbour and step, plus one per draw)
+    grad_evals     int64   relaxed-logp gradient evaluations made for the draw
+    ============== ======= ==================================================================
     """
 
     name = "locally_balanced"
@@ -62,8 +70,8 @@ class LocallyBalanced(DiscreteStep):
         vars=None,
         *,
         balancing: str | LogBalancing = "sqrt",
-        differences: str = "exact",
-        steps_per_draw: int = 1,
+        differences: str = "auto",
+        steps_per_draw: int | None = None,
         model=None,
         rng=None,
         initial_point: dict | None = None,

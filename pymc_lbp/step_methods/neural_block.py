@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -113,10 +114,11 @@ class NeuralBlock(DiscreteStep):
         A proposal for the blocks' motif (same shapes; see :func:`pymc_lbp.load_proposal`), or
         ``"exact"`` for exact block Gibbs on the same blocks.
     steps_per_draw : int, optional
-        MH steps per recorded draw; default the number of units (blocks plus uncovered sites),
-        i.e. one sweep's worth of updates per draw.
-    logp : {"auto", "factors", "model"}, default "auto"
-        How target differences are computed: ``"model"`` evaluates the compiled model logp
+        MH steps per recorded draw; ``None`` (default): the number of units (blocks plus
+        uncovered sites), i.e. one sweep's worth of updates per draw (the ``mh_steps`` stat).
+    differences : {"auto", "factors", "model"}, default "auto"
+        How target differences are computed (``logp=`` is a deprecated alias of this option):
+        ``"model"`` evaluates the compiled model logp
         (one call per proposal, batched over the states of exact updates); ``"factors"`` sums
         the log factors that meet the moved sites (models from :func:`read_uai` only, see
         :mod:`pymc_lbp.local_logp`; checked against the model logp at construction); ``"auto"``
@@ -140,12 +142,18 @@ class NeuralBlock(DiscreteStep):
     -----
     Sampler statistics (one scalar per draw):
 
+    ``tune`` (bool)
+        Whether the draw was made while tuning (nothing is tuned; for PyMC's bookkeeping).
     ``accept`` (float)
         Mean MH acceptance probability over the draw's steps (1 for exact and Gibbs updates).
-    ``accepted`` (bool)
-        Whether any of the draw's steps was accepted.
     ``n_accepted`` (int)
         Number of accepted steps in the draw.
+    ``mh_steps`` (int)
+        Unit updates (MH steps) made for the draw.
+    ``model_logp`` (float)
+        Model logp at the new draw, as the step evaluated it (factor-local updates add their
+        differences to the draw's first model evaluation; ArviZ: ``lp``); only when the step
+        samples every free variable of the model.
     ``block`` (int)
         Index into ``units`` of the unit updated by the draw's last step.
     ``jump_distance`` (int)
@@ -163,6 +171,8 @@ class NeuralBlock(DiscreteStep):
     """
 
     name = "neural_block"
+    auto_assignable = False
+    auto_assign_needs = "blocks and a proposal (blocks=..., proposal=...)"
     stats_dtypes_shapes: ClassVar[dict] = {
         **DiscreteStep.stats_dtypes_shapes,
         "block": (np.int64, []),
@@ -175,14 +185,22 @@ class NeuralBlock(DiscreteStep):
         blocks: BlockSet | None,
         proposal: NeuralProposal | str | None = None,
         steps_per_draw: int | None = None,
-        logp: str = "auto",
+        differences: str = "auto",
         max_exact_states: int = 65536,
         model=None,
         rng=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
         blocked: bool = True,
+        logp: str | None = None,
     ):
+        if logp is not None:
+            warnings.warn(
+                "NeuralBlock(logp=...) is deprecated; use differences=...",
+                FutureWarning,
+                stacklevel=2,
+            )
+            differences = logp
         if blocks is not None and not isinstance(blocks, BlockSet):
             raise TypeError(
                 f"blocks must be a BlockSet (e.g. from uai_grid_blocks), got {type(blocks)}"
@@ -205,8 +223,8 @@ class NeuralBlock(DiscreteStep):
                     f"{p.cond_size} conditioning variables, {p.n_params} parameters); the blocks "
                     f"are motif {m.name!r} ({m.block_size}, {m.cond_size}, {m.n_params})"
                 )
-        if logp not in LOGP_MODES:
-            raise ValueError(f"logp must be one of {LOGP_MODES}, got {logp!r}")
+        if differences not in LOGP_MODES:
+            raise ValueError(f"differences must be one of {LOGP_MODES}, got {differences!r}")
         self.blockset = blocks
         self.proposal = proposal
         self.max_exact_states = int(max_exact_states)
@@ -216,7 +234,7 @@ class NeuralBlock(DiscreteStep):
             initial_point = model.initial_point()
         super().__init__(
             vars,
-            steps_per_draw=1 if steps_per_draw is None else steps_per_draw,
+            steps_per_draw=steps_per_draw,
             differences="exact",
             model=model,
             rng=rng,
@@ -229,9 +247,11 @@ class NeuralBlock(DiscreteStep):
             raise ValueError(
                 f"NeuralBlock samples binary and categorical variables; {bad} are integer-valued"
             )
-        self._build_units(model, initial_point, logp)
-        if steps_per_draw is None:
-            self.steps_per_draw = len(self._units)
+        self._build_units(model, initial_point, differences)
+
+    def sweep_steps(self) -> int:
+        """Steps per draw of ``steps_per_draw=None``: one update of each unit on average."""
+        return len(self._units)
 
     def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs):
         return ModelLogp(model, specs, layout, shared, compile_kwargs)
@@ -370,7 +390,7 @@ class NeuralBlock(DiscreteStep):
         if not unmodified:
             if mode == "factors":
                 raise ValueError(
-                    "logp='factors' needs a model built by read_uai and left unchanged (no "
+                    "differences='factors' needs a model built by read_uai and left unchanged (no "
                     "added variables or potentials)"
                 )
             return "model"

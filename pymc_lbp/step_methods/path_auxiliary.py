@@ -24,7 +24,12 @@ from pymc_lbp.path_proposals import (
     site_weights,
     slot_values,
 )
-from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, StepResult
+from pymc_lbp.step_methods.base import (
+    DiscreteStep,
+    DiscreteStepState,
+    StepResult,
+    steps_for_a_sweep,
+)
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -103,8 +108,12 @@ class PathAuxiliaryLBP(DiscreteStep):
         ``exact_differences``.
     initial_path_length : float, default 1.0
         Starting value of the tuned scale ``U`` (only with ``path_length=None``).
-    steps_per_draw : int, default 1
-        MH steps per recorded draw.
+    steps_per_draw : int, optional
+        MH steps per recorded draw. ``None`` (default): enough steps that a draw proposes about
+        one change per site, ``ceil(number of sites / E[R])`` with ``E[R]`` the current scale
+        (fixed after tuning; the ``mh_steps`` stat), ``E[R] = s + (1 - s) U`` with ``s`` the
+        single-site share and ``U`` the scale. Every step leaves the target invariant,
+        so the number of steps may change between tuning draws. At most 1,000,000.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -119,13 +128,19 @@ class PathAuxiliaryLBP(DiscreteStep):
     -----
     Sampler statistics (one scalar per draw; per-step values are averaged over the draw):
 
+    ``tune`` (bool)
+        Whether the draw was made while tuning.
     ``accept`` (float)
         Mean MH acceptance probability of the draw's steps (single-site steps included; the
         tuning targets the path steps' acceptance).
-    ``accepted`` (bool)
-        Whether any of the draw's steps was accepted.
     ``n_accepted`` (int)
         Number of accepted steps in the draw.
+    ``mh_steps`` (int)
+        MH steps made for the draw.
+    ``model_logp`` (float)
+        Model logp at the new draw, as the step evaluated it (ArviZ calls it ``lp``); only
+        when the step samples every free variable of the model (next to other steps PyMC
+        keeps the last step's ``model_logp``, e.g. NUTS's).
     ``path_length`` (float)
         Mean number ``R`` of sites a step proposed to change, single-site steps included (an
         integer when ``steps_per_draw == 1``); its expectation is ``s + (1 - s) U`` with ``s``
@@ -165,7 +180,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         balancing: str | LogBalancing = "sqrt",
         differences: str = "auto",
         initial_path_length: float = 1.0,
-        steps_per_draw: int = 1,
+        steps_per_draw: int | None = None,
         model=None,
         rng=None,
         initial_point: dict | None = None,
@@ -239,6 +254,30 @@ class PathAuxiliaryLBP(DiscreteStep):
         return super()._make_differences(kind, model, specs, layout, shared, compile_kwargs)
 
     # -- tuning ---------------------------------------------------------------------------------
+    def sweep_steps(self) -> int:
+        """Steps per draw of ``steps_per_draw=None``: ``ceil(n_sites / E[R])``, with
+        ``E[R] = s + (1 - s) U`` (``s`` the single-site share, ``U`` the current scale)."""
+        share = self.single_site_share
+        expected = share + (1.0 - share) * min(self.path_scale, self.layout.n_sites)
+        return steps_for_a_sweep(self.layout.n_sites, expected)
+
+    def _tuned_target(self) -> float | None:
+        return self.target_accept if self.adaptive else None
+
+    def _tuning_at_bound(self, too_high: bool) -> bool:
+        # acceptance above target with paths as long as the block: nothing left to tune
+        return too_high and self.path_scale >= self.layout.n_sites - 0.5
+
+    def _tuning_advice(self, too_high: bool) -> str:
+        if not too_high and self.path_scale < 1.5:
+            return (
+                "Even paths of about one site are accepted this rarely: the posterior may be "
+                "concentrated on a few states (then this is expected), the first-order "
+                "differences may be poor here (try differences='exact'), or the target is hard "
+                "for local moves."
+            )
+        return "Tune longer (pm.sample(tune=...)) or fix path_length."
+
     @property
     def path_scale(self) -> float:
         """The current scale ``U``: the mean path length ``R`` of the path steps."""

@@ -7,6 +7,7 @@ Sansone, "LSB: Local Self-Balancing MCMC in Discrete Spaces" (ICML 2022). The ma
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import field
 from typing import Any
 
@@ -102,8 +103,9 @@ class SelfBalancing(DiscreteStep):
         hidden layer (starts at ``g = sqrt``). ``"lsb2_min"``: ``g = min{h(t), t h(1/t)}`` (the
         paper's first version; reaches light tails at near-impossible neighbours more easily). See
         :mod:`pymc_lbp.learned_balancing`.
-    differences : {"exact", "gradient", "auto"}, default "exact"
-        Exact neighbour differences (LSB) or first-order ones from the relaxed logp (FLSB).
+    differences : {"auto", "exact", "gradient"}, default "auto"
+        Exact neighbour differences (LSB), first-order ones from the relaxed logp (FLSB), or
+        "auto": first-order when the model relaxes, exact otherwise (with a warning).
     n_particles : int, default 30
         Auxiliary particles advanced during tuning (the paper uses 30 on the Ising model).
         Sizes whose learning is clearly out of range are refused: more than
@@ -112,16 +114,18 @@ class SelfBalancing(DiscreteStep):
         above 2 GiB.
     learning_rate : float, default 1e-2
         Adam's step size.
-    hidden_units : int, default 10
-        Hidden units of the LSB2 network (ignored by ``"lsb1"``).
+    hidden : int, default 10
+        Hidden units of the LSB2 network (ignored by ``"lsb1"``); the name
+        :class:`~pymc_lbp.NeuralProposal` uses. ``hidden_units=`` is a deprecated alias.
     particle_weights : {"uniform", "target"}, default "uniform"
         Weights of the batch's transitions in the objective: equal, or proportional to the
         target density of their starting states (self-normalised over the batch, as in the
         paper's code; focuses learning on the best particle during burn-in).
     max_grad_norm : float, default 10
         The gradient is rescaled to at most this norm before each Adam step.
-    steps_per_draw : int, default 1
-        MH steps per recorded draw (each one a learning update while tuning).
+    steps_per_draw : int, optional
+        MH steps per recorded draw (each one a learning update while tuning). ``None``
+        (default): one per site of the block (one sweep; the ``mh_steps`` stat).
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -129,12 +133,17 @@ class SelfBalancing(DiscreteStep):
     -----
     Sampler statistics (one scalar per draw):
 
+    ``tune`` (bool)
+        Whether the draw was made while tuning (learning).
     ``accept`` (float)
         Mean MH acceptance probability of the chain's steps in the draw.
-    ``accepted`` (bool)
-        Whether any of the draw's steps was accepted.
     ``n_accepted`` (int)
         Number of accepted steps in the draw.
+    ``mh_steps`` (int)
+        MH steps of the chain made for the draw.
+    ``model_logp`` (float)
+        Model logp at the new draw, as the step evaluated it (ArviZ: ``lp``); only when the
+        step samples every free variable of the model.
     ``jump_distance`` (int)
         Number of sites that differ between the previous and the new draw.
     ``logp_evals`` (int)
@@ -159,26 +168,34 @@ class SelfBalancing(DiscreteStep):
         vars=None,
         *,
         parametrization: str = "lsb1",
-        differences: str = "exact",
+        differences: str = "auto",
         n_particles: int = 30,
         learning_rate: float = 1e-2,
-        hidden_units: int = 10,
+        hidden: int = 10,
         particle_weights: str = "uniform",
         max_grad_norm: float = 10.0,
-        steps_per_draw: int = 1,
+        steps_per_draw: int | None = None,
         model=None,
         rng=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
         blocked: bool = True,
+        hidden_units: int | None = None,
     ):
+        if hidden_units is not None:
+            warnings.warn(
+                "SelfBalancing(hidden_units=...) is deprecated; use hidden=...",
+                FutureWarning,
+                stacklevel=2,
+            )
+            hidden = hidden_units
         if parametrization not in PARAMETRIZATIONS:
             make_parametrization(parametrization)  # raises the explanatory ValueError
         self.n_particles = _check_positive_int("n_particles", n_particles)
-        hidden_units = _check_positive_int("hidden_units", hidden_units)
-        hidden = hidden_units if parametrization != "lsb1" else 0
+        hidden = _check_positive_int("hidden", hidden)
+        learned_hidden = hidden if parametrization != "lsb1" else 0
         # the particle count and the network's size need no model: refuse before compiling
-        check_learning_size(self.n_particles, 0, 0, hidden)
+        check_learning_size(self.n_particles, 0, 0, learned_hidden)
         self.learning_rate = _check_positive_float("learning_rate", learning_rate)
         max_grad_norm = _check_positive_float("max_grad_norm", max_grad_norm)
         if particle_weights not in PARTICLE_WEIGHTS:
@@ -186,7 +203,7 @@ class SelfBalancing(DiscreteStep):
                 f"particle_weights must be one of {PARTICLE_WEIGHTS}, got {particle_weights!r}"
             )
         self.particle_weights = particle_weights
-        self.parametrization = make_parametrization(parametrization, hidden_units)
+        self.parametrization = make_parametrization(parametrization, hidden)
         self.stats_dtypes_shapes = {
             **DiscreteStep.stats_dtypes_shapes,
             "lsb_loss": (np.float64, []),
@@ -204,7 +221,9 @@ class SelfBalancing(DiscreteStep):
             blocked=blocked,
         )
         # memory of the learning step (particles x slots, network on its grid): refuse now
-        check_learning_size(self.n_particles, self.layout.n_sites, self.layout.n_slots, hidden)
+        check_learning_size(
+            self.n_particles, self.layout.n_sites, self.layout.n_slots, learned_hidden
+        )
         # deterministic initialisation (not a draw from self.rng), so that results are
         # reproducible from pm.sample's random_seed whatever rng the step was built with
         self._initial_params = self.parametrization.initial_params(np.random.default_rng(INIT_SEED))
