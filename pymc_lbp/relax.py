@@ -19,12 +19,20 @@ differentiable ``f~`` with ``f~ = f`` on every discrete point. This module build
 * ``eq(z, k)``, ``neq``, ``lt``, ... of a one-hot variable become sums of one-hot entries;
   ``switch(c, a, b)`` on a relaxed indicator becomes ``c a + (1 - c) b``; logical and/or/not act
   on indicators as products.
+* A comparison or non-differentiable integer function of one bounded value (``z == 2``,
+  ``z // 2``, ``z % 2``) is tabulated over its categories, ``f(z) = sum_k O_k f(k)``, and kept
+  lazy like an index contraction, so ``where`` chains on one value stay multilinear.
+* Shapes are constants of the relaxation: ``Shape``/``Shape_i``, the shape operand of ``fill``
+  (``ones_like``) and ``SpecifyShape`` do not read values, so integer graphs built on them
+  (``roll``'s shift modulo a length, ``x.size``, ``alloc`` sizes) never block it. The relaxed
+  logp reads no block value variable (shape reads get constants of the block's shapes).
 * Arithmetic uses take the float value; parameter checks (``CheckParameterValue``/``Assert``) are
   dropped (they guard parameters, not the target's values).
 
-Where none of these rules applies (a non-differentiable function of a discrete value, a discrete
-value indexing a tensor that itself depends on the block, ...), :class:`NotRelaxableError` names
-the operation: the relaxation never returns a silent zero gradient. Comparisons of unbounded
+Where none of these rules applies (a non-differentiable function of an unbounded or computed
+value, a discrete value indexing a tensor that itself depends on the block, a shape that depends on
+values, ...), :class:`NotRelaxableError` names the operation, the block variables it reads and the
+model term: the relaxation never returns a silent zero gradient. Comparisons of unbounded
 integer variables (support checks such as ``value < 0``) are kept piecewise constant and listed in
 :attr:`RelaxedLogp.piecewise`, so callers can warn.
 
@@ -45,7 +53,7 @@ from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import ancestors
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
-from pytensor.tensor.basic import Join, MakeVector, ScalarFromTensor, TensorFromScalar
+from pytensor.tensor.basic import Alloc, Join, MakeVector, ScalarFromTensor, TensorFromScalar
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
@@ -640,6 +648,8 @@ class _Relaxer:
         if isinstance(op, ScalarFromTensor | TensorFromScalar) and reps[0].onehot is not None:
             # tensor <-> scalar conversions of a category index keep its one-hot
             return [_Rep(value=op(reps[0].get_value()), onehot=reps[0].onehot)]
+        if isinstance(op, Alloc) and any(r is not None for r in reps[1:]):
+            raise self._fail(node, "a discrete value determines a shape (as in bincount)")
         inputs = [self.value(inp) for inp in node.inputs]
         if isinstance(op, CAReduce) and not node.outputs[0].dtype.startswith("float"):
             x = pt.cast(inputs[0], "float64")

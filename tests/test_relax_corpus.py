@@ -393,12 +393,14 @@ def shapes_sizes_and_fills():
         zeros = pt.zeros_like(x, dtype="float64")
         full = pt.alloc(0.5, x.size)
         fixed = pt.specify_shape(x, (4,))
+        first = pt.full_like(x, x[0], dtype="float64")  # fill with a block-dependent value
         pm.Potential(
             "c",
             pt.sum(ones * x) / n
             + pt.sum(zeros + full * fixed)
             + 0.2 * pt.sum(fixed[1:] * x[:-1])
-            + pt.cast(pt.shape(x)[0], "float64"),
+            + pt.cast(pt.shape(x)[0], "float64")
+            - 0.3 * pt.sum(first * np.arange(4.0)),
         )
     return m
 
@@ -658,6 +660,19 @@ def test_corpus_entry(name):
     check_first_order_equals_exact(model, e.block, e.int_range, exact_needed=e.multilinear)
 
 
+def test_relaxed_logp_reads_no_block_value():
+    """Shape reads of block variables become constants: the relaxed logp is a function of its
+    float inputs (and the model's other variables) alone."""
+    from pytensor.graph.traversal import graph_inputs
+
+    for name in ("ising_with_roll", "shapes_sizes_and_fills", "dims_and_coords"):
+        e = ENTRIES[name]
+        model = e.build()
+        vars, _, specs, _ = _block(model, e.block)
+        inputs = set(graph_inputs([relaxed_logp(model, specs).logp]))
+        assert not inputs & set(vars), name
+
+
 def test_zero_probability_states_are_checked():
     """Entries with zero-probability states inside the support do reach them."""
     for name in ("n_mixture_abundance", "occupancy_detections", "hidden_markov_chain"):
@@ -702,3 +717,21 @@ def test_integer_division_of_unbounded_value_is_not_relaxable_and_named():
         relaxed_logp(m, specs)
     message = str(info.value)
     assert "`k`" in message and "`x`" not in message and "`halves`" in message
+
+
+@pytest.mark.parametrize(
+    "use, match",
+    [
+        (lambda z: pt.sum(pt.bincount(z, minlength=3) ** 2), "determines a shape"),
+        (lambda z: pt.sum(pt.nonzero(z)[0]), "Nonzero"),
+    ],
+    ids=["bincount", "nonzero"],
+)
+def test_value_dependent_shapes_are_not_relaxable(use, match):
+    with pm.Model() as m:
+        z = pm.Categorical("z", p=np.ones(3) / 3, shape=4)
+        pm.Potential("counts", use(z))
+    _, _, specs, _ = _block(m, ["z"])
+    with pytest.raises(NotRelaxableError, match=match) as info:
+        relaxed_logp(m, specs)
+    assert "`z`" in str(info.value) and "`counts`" in str(info.value)
