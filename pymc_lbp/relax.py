@@ -19,12 +19,20 @@ differentiable ``f~`` with ``f~ = f`` on every discrete point. This module build
 * ``eq(z, k)``, ``neq``, ``lt``, ... of a one-hot variable become sums of one-hot entries;
   ``switch(c, a, b)`` on a relaxed indicator becomes ``c a + (1 - c) b``; logical and/or/not act
   on indicators as products.
+* A comparison or non-differentiable integer function of one bounded value (``z == 2``,
+  ``z // 2``, ``z % 2``) is tabulated over its categories, ``f(z) = sum_k O_k f(k)``, and kept
+  lazy like an index contraction, so ``where`` chains on one value stay multilinear.
+* Shapes are constants of the relaxation: ``Shape``/``Shape_i``, the shape operand of ``fill``
+  (``ones_like``) and ``SpecifyShape`` do not read values, so integer graphs built on them
+  (``roll``'s shift modulo a length, ``x.size``, ``alloc`` sizes) never block it. The relaxed
+  logp reads no block value variable (shape reads get constants of the block's shapes).
 * Arithmetic uses take the float value; parameter checks (``CheckParameterValue``/``Assert``) are
   dropped (they guard parameters, not the target's values).
 
-Where none of these rules applies (a non-differentiable function of a discrete value, a discrete
-value indexing a tensor that itself depends on the block, ...), :class:`NotRelaxableError` names
-the operation: the relaxation never returns a silent zero gradient. Comparisons of unbounded
+Where none of these rules applies (a non-differentiable function of an unbounded or computed
+value, a discrete value indexing a tensor that itself depends on the block, a shape that depends on
+values, ...), :class:`NotRelaxableError` names the operation, the block variables it reads and the
+model term: the relaxation never returns a silent zero gradient. Comparisons of unbounded
 integer variables (support checks such as ``value < 0``) are kept piecewise constant and listed in
 :attr:`RelaxedLogp.piecewise`, so callers can warn.
 
@@ -38,17 +46,23 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.replace import clone_replace
+from pytensor.graph.traversal import ancestors
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
-from pytensor.tensor.basic import Join, ScalarFromTensor, TensorFromScalar
+from pytensor.tensor.basic import Alloc, Join, MakeVector, ScalarFromTensor, TensorFromScalar
 from pytensor.tensor.elemwise import CAReduce, DimShuffle, Elemwise
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
-from pytensor.tensor.shape import Reshape
+from pytensor.tensor.shape import Reshape, Shape, Shape_i, SpecifyShape
 from pytensor.tensor.subtensor import (
+    AdvancedIncSubtensor,
+    AdvancedIncSubtensor1,
     AdvancedSubtensor,
     AdvancedSubtensor1,
+    IncSubtensor,
     Subtensor,
     indices_from_subtensor,
 )
@@ -75,9 +89,10 @@ _NON_DIFFERENTIABLE = (
     ps.IntDiv,
     ps.BinaryBitOp,
     ps.Invert,
-    ps.IsNan,
-    ps.IsInf,
 )
+_GUARDS = (ps.IsNan, ps.IsInf)  # constant on finite values: piecewise, never reported
+_SHAPE_OPS = (Shape, Shape_i)  # read only the (fixed) shape of their input
+_INC_SUBTENSOR = (IncSubtensor, AdvancedIncSubtensor1, AdvancedIncSubtensor)
 
 
 @dataclass
@@ -154,21 +169,48 @@ class RelaxedLogp:
 class _Relaxer:
     def __init__(self, leaves: dict[Variable, _Rep], n_categories: dict[Variable, int]):
         self.memo: dict[Variable, _Rep | None] = dict(leaves)
+        self.block_vars = set(leaves)
         self.n_categories = n_categories
         self.piecewise: list[str] = []
         self._w_cache: dict[tuple, Variable] = {}
 
     # -- entry point -------------------------------------------------------------------------
     def relax(self, var: Variable) -> _Rep | None:
-        """Relaxed representation of ``var``; ``None`` if it does not depend on the block."""
+        """Relaxed representation of ``var``; ``None`` if it does not depend on the block.
+
+        "Depends" means on the block's *values*: shapes of block-dependent tensors are fixed
+        (the block's shapes do not change while sampling), so ``Shape``/``Shape_i`` and the shape
+        operand of ``fill`` (``ones_like``, ``zeros_like``) are value-independent, and integer
+        graphs built on them (``roll``'s shift modulo a length, ``x.size``, ``arange(n)``,
+        ``alloc`` sizes) are constants of the relaxation. Their graphs still read the block's
+        value variables; :func:`relaxed_logp` replaces those by constants of the same shape.
+        """
         if var in self.memo:
             return self.memo[var]
         node = var.owner
         if node is None:
             self.memo[var] = None
             return None
-        if isinstance(node.op, CheckAndRaise):
+        op = node.op
+        if isinstance(op, _SHAPE_OPS):
+            for out in node.outputs:
+                self.memo[out] = None
+            return None
+        if isinstance(op, CheckAndRaise):
             rep = self.relax(node.inputs[0])
+            self.memo[var] = rep
+            return rep
+        if isinstance(op, SpecifyShape):
+            rep = self.relax(node.inputs[0])
+            if any(self.relax(i) is not None for i in node.inputs[1:]):
+                raise self._fail(node, "a discrete value determines a shape")
+            self.memo[var] = rep
+            return rep
+        if isinstance(op, Elemwise) and isinstance(op.scalar_op, ps.Second):
+            # fill(x, v): v broadcast to x's shape; x's values are not read
+            rep = self.relax(node.inputs[1])
+            if rep is not None:
+                rep = _Rep(value=pt.second(node.inputs[0], rep.get_value()))
             self.memo[var] = rep
             return rep
         reps = [self.relax(inp) for inp in node.inputs]
@@ -193,15 +235,19 @@ class _Relaxer:
             return [self._elemwise(node, reps)]
         if isinstance(op, AdvancedSubtensor1 | AdvancedSubtensor | Subtensor):
             return [self._indexing(node, reps)]
-        if isinstance(op, DimShuffle | Reshape | Join):
+        if isinstance(op, DimShuffle | Reshape | Join | MakeVector):
             return [self._structural(node, reps)]
+        if isinstance(op, _INC_SUBTENSOR):
+            return [self._inc_subtensor(node, reps)]
         return self._generic(node, reps)
 
     def _fail(self, node, why: str) -> NotRelaxableError:
+        names = sorted({f"`{v.name}`" for v in ancestors(node.inputs) if v in self.block_vars})
+        on = f" of block variable(s) {', '.join(names)}" if names else ""
         return NotRelaxableError(
             f"Cannot build a differentiable extension of the model's logp: {why} "
-            f"(operation {node.op} in `{node.outputs[0]}`). Use exact neighbour differences "
-            "(differences='exact') for this model."
+            f"(operation {node.op}{on}, output `{node.outputs[0]}`). Use exact neighbour "
+            "differences (differences='exact') for this model."
         )
 
     # -- elementwise -------------------------------------------------------------------------
@@ -237,7 +283,17 @@ class _Relaxer:
             reps[i].indicator or self._is_binary(reps[i]) for i in dep
         ):
             return self._logical(node, reps)
+        if isinstance(scalar_op, _GUARDS):
+            # isnan/isinf (e.g. logsumexp's guard of its max): constant on finite values
+            out = node.op(self.value(node.inputs[0]))
+            return _Rep(value=pt.cast(out, "float64"), indicator=True, piecewise=True)
         if isinstance(scalar_op, _NON_DIFFERENTIABLE):
+            onehots = {id(reps[i].onehot): reps[i].onehot for i in dep}
+            if len(onehots) == 1 and None not in [reps[i].onehot for i in dep]:
+                # a function of one bounded value (z // 2, z % 3, floor of a category):
+                # tabulated over its categories, f(z) = sum_k O_k f(k), exactly multilinear
+                (O,) = onehots.values()
+                return self._elemwise_on_tables(node, reps, self._onehot_table(O), tabulate=True)
             raise self._fail(node, "a non-differentiable function of a discrete value")
         inputs = [self.value(inp) for inp in node.inputs]
         out = node.op(*inputs)
@@ -271,13 +327,19 @@ class _Relaxer:
             new_parts.append(_Rep(value=out) if isinstance(part, _Rep) else out)
         return _Rep(join=(axis, new_parts))
 
-    def _elemwise_on_tables(self, node, reps, table: _Table) -> _Rep:
+    def _onehot_table(self, O: Variable) -> _Table:
+        """The value of a one-hot variable as a lazy table ``sum_k O_k k``."""
+        n_b = O.ndim - 1
+        cats = pt.shape_padleft(pt.arange(O.shape[-1]), n_b)
+        return _Table(cats, O, n_b, 1, ("onehot", id(O)))
+
+    def _elemwise_on_tables(self, node, reps, table: _Table, tabulate: bool = False) -> _Rep:
         out_ndim = node.outputs[0].ndim
         n_rest = out_ndim - table.n_batch
         args = []
         for inp, rep in zip(node.inputs, reps, strict=True):
             if rep is not None:
-                args.append(rep.table.G)
+                args.append(table.G if tabulate else rep.table.G)
                 continue
             # align an independent operand with G: pad to the output rank, insert the K axes
             x = pt.as_tensor_variable(inp)
@@ -311,14 +373,14 @@ class _Relaxer:
             ka, kb = pt.arange(Oa.shape[-1]), pt.arange(Ob.shape[-1])
             table = pt.cast(op(ka[:, None], kb[None, :]), "float64")
             val = pt.sum(Oa[..., :, None] * Ob[..., None, :] * table, axis=(-2, -1))
-        elif ra is not None:
-            O = ra.onehot
-            cats = pt.arange(O.shape[-1])
-            val = pt.sum(O * pt.cast(op(cats, pt.shape_padright(b, 1)), "float64"), axis=-1)
         else:
-            O = rb.onehot
-            cats = pt.arange(O.shape[-1])
-            val = pt.sum(O * pt.cast(op(pt.shape_padright(a, 1), cats), "float64"), axis=-1)
+            # one bounded value against a block-independent operand: tabulated over the
+            # categories and kept lazy, so switch/where chains on the same value
+            # (where(z == 2, a, where(z < 1, b, c))) stay one multilinear table
+            O = (ra if ra is not None else rb).onehot
+            rep = self._elemwise_on_tables(node, reps, self._onehot_table(O), tabulate=True)
+            rep.indicator = True
+            return rep
         return _Rep(value=val, indicator=True)
 
     def _switch(self, node, reps) -> _Rep:
@@ -334,6 +396,8 @@ class _Relaxer:
             if rc.piecewise:
                 out = pt.switch(pt.gt(c, 0.5), va, vb)
             else:
+                # -inf branches (log 0) floored: 0 * -inf would be NaN
+                va, vb = (_floor_log(v) for v in (va, vb))
                 out = c * va + (1.0 - c) * vb
         if not out.dtype.startswith("float"):
             out = pt.cast(out, "float64")
@@ -353,7 +417,10 @@ class _Relaxer:
             out = vals[0] + vals[1] - vals[0] * vals[1]
         else:
             out = vals[0] + vals[1] - 2.0 * vals[0] * vals[1]
-        return _Rep(value=out, indicator=True)
+        # a piecewise operand (comparison of an unbounded integer) makes the result piecewise:
+        # it is then used as a hard condition (see _switch)
+        piecewise = any(r.piecewise for r in reps if r is not None)
+        return _Rep(value=out, indicator=True, piecewise=piecewise)
 
     # -- indexing ----------------------------------------------------------------------------
     def _indexing(self, node, reps) -> _Rep:
@@ -367,10 +434,10 @@ class _Relaxer:
                 return self._subtensor_by_discrete(node)
             return self._index_by_discrete(node, node.inputs[0], node.inputs[1:], idx_reps)
         # the indexed tensor depends on the block, the indices do not
-        if x_rep.table is not None and x_rep.value is None:
-            rep = self._index_table(node, x_rep.table)
-            if rep is not None:
-                return rep
+        if x_rep.table is not None:  # (possibly materialised already: stays lazy here)
+            table = self._index_table(node, x_rep.table)
+            if table is not None:
+                return _Rep(table=table, indicator=x_rep.indicator)
         value = node.op(x_rep.get_value(), *node.inputs[1:])
         onehot = None
         if x_rep.onehot is not None:
@@ -386,17 +453,32 @@ class _Relaxer:
         indices = indices_from_subtensor(node.inputs[1:], node.op.idx_list)
         return onehot[tuple(indices)]
 
-    def _index_table(self, node, table: _Table) -> _Rep | None:
-        """Basic indexing of a lazy table that leaves its batch axes whole."""
+    def _index_table(self, node, table: _Table) -> _Table | None:
+        """Basic indexing (integers and slices) of a lazy table: applied to ``G`` and ``W`` alike.
+
+        Axes of length one that only broadcast (static shape 1) take index 0 or a full slice, so
+        the table stays a contraction; indexing beyond the batch axes applies to ``G`` alone.
+        """
         if not isinstance(node.op, Subtensor):
             return None
         indices = indices_from_subtensor(node.inputs[1:], node.op.idx_list)
-        head, tail = indices[: table.n_batch], indices[table.n_batch :]
-        full = all(isinstance(i, slice) and i == slice(None) for i in head)
-        if not full or len(head) < table.n_batch:
-            return None
-        G = table.G[tuple(head) + (slice(None),) * table.n_k + tuple(tail)]
-        return _Rep(table=_Table(G, table.W, table.n_batch, table.n_k, table.key))
+        head, tail = list(indices[: table.n_batch]), list(indices[table.n_batch :])
+        head += [slice(None)] * (table.n_batch - len(head))
+        k_axes = (slice(None),) * table.n_k
+        if all(isinstance(i, slice) and i == slice(None) for i in head):
+            G = table.G[tuple(head) + k_axes + tuple(tail)]
+            return _Table(G, table.W, table.n_batch, table.n_k, table.key)
+
+        def adapt(i, broadcastable):
+            if not broadcastable:
+                return i
+            return slice(None) if isinstance(i, slice) else 0
+
+        g_bc, w_bc = table.G.type.broadcastable, table.W.type.broadcastable
+        G = table.G[tuple(adapt(i, g_bc[d]) for d, i in enumerate(head)) + k_axes + tuple(tail)]
+        W = table.W[tuple(adapt(i, w_bc[d]) for d, i in enumerate(head))]
+        n_batch = sum(isinstance(i, slice) for i in head)
+        return _Table(G, W, n_batch, table.n_k, ("index", id(node)))
 
     def _subtensor_by_discrete(self, node) -> _Rep:
         """Basic indexing ``A[z, ...]`` by scalar discrete values: as index arrays of ndim 0."""
@@ -483,7 +565,17 @@ class _Relaxer:
                 for inp, r in zip(node.inputs[1:], reps[1:], strict=True)
             ]
             return _Rep(join=(node.inputs[0], parts))
+        if isinstance(op, MakeVector):
+            # stack of scalars: relaxed values are floats whatever the original dtype
+            values = [pt.cast(self.value(inp), "float64") for inp in node.inputs]
+            onehots = self._onehots(node.inputs, reps)
+            return _Rep(
+                value=pt.stack(values),
+                onehot=pt.stack(onehots) if onehots is not None else None,
+            )
         values = [self.value(inp) for inp in node.inputs]
+        if isinstance(op, Join):
+            values = [values[0]] + [pt.cast(v, "float64") for v in values[1:]]
         value = op(*values)
         onehot = None
         if isinstance(op, DimShuffle) and reps[0].onehot is not None:
@@ -493,12 +585,61 @@ class _Relaxer:
             O = reps[0].onehot
             shape = pt.concatenate([pt.as_tensor_variable(node.inputs[1]), O.shape[-1:]])
             onehot = O.reshape(shape, ndim=op.ndim + 1)
-        elif isinstance(op, Join) and all(r is not None and r.onehot is not None for r in reps[1:]):
+        elif isinstance(op, Join):
+            ohs = self._onehots(node.inputs[1:], reps[1:])
             axis = node.inputs[0]
-            ohs = [r.onehot for r in reps[1:]]
-            onehot = pt.join(
-                axis % node.outputs[0].ndim if isinstance(axis, Constant) else axis, *ohs
-            )
+            if ohs is not None:
+                onehot = pt.join(
+                    axis % node.outputs[0].ndim if isinstance(axis, Constant) else axis, *ohs
+                )
+        return _Rep(value=value, onehot=onehot)
+
+    def _onehots(self, inputs, reps) -> list[Variable] | None:
+        """One-hots of parts put together (join, stack, set_subtensor), or None.
+
+        Block-dependent parts must carry a one-hot (all with the same K); independent parts
+        must be integer constants in ``[0, K)`` (e.g. a fixed initial state joined in front).
+        """
+        dep = [r.onehot for r in reps if r is not None]
+        if not dep or any(o is None for o in dep):
+            return None
+        ks = {o.type.shape[-1] for o in dep}
+        if len(ks) != 1 or None in ks:
+            return None
+        (K,) = ks
+        out = []
+        for inp, rep in zip(inputs, reps, strict=True):
+            if rep is not None:
+                out.append(rep.onehot)
+                continue
+            try:
+                data = pt.get_underlying_scalar_constant_value(inp) if inp.ndim == 0 else None
+            except Exception:  # noqa: BLE001 - not a constant
+                data = None
+            if data is None and isinstance(inp, Constant):
+                data = inp.data
+            if data is None:
+                return None
+            data = np.asarray(data)
+            if data.dtype.kind not in "iub" or data.size and (data.min() < 0 or data.max() >= K):
+                return None
+            out.append(pt.as_tensor_variable(np.eye(K)[data.astype(np.int64)]))
+        return out
+
+    # -- set_subtensor / inc_subtensor -------------------------------------------------------------
+    def _inc_subtensor(self, node, reps) -> _Rep:
+        """``set_subtensor``/``inc_subtensor`` at block-independent positions: on float values."""
+        if any(r is not None for r in reps[2:]):
+            raise self._fail(node, "a discrete value used as the position of a set/inc_subtensor")
+        x, y, *idx = node.inputs
+        vx = pt.cast(self.value(x), "float64")
+        vy = pt.cast(self.value(y), "float64")
+        value = node.op.make_node(vx, vy, *idx).outputs[0]
+        onehot = None
+        if getattr(node.op, "set_instead_of_inc", False):
+            ohs = self._onehots([x, y], reps[:2])
+            if ohs is not None:
+                onehot = node.op.make_node(ohs[0], ohs[1], *idx).outputs[0]
         return _Rep(value=value, onehot=onehot)
 
     # -- everything else -----------------------------------------------------------------------
@@ -507,12 +648,28 @@ class _Relaxer:
         if isinstance(op, ScalarFromTensor | TensorFromScalar) and reps[0].onehot is not None:
             # tensor <-> scalar conversions of a category index keep its one-hot
             return [_Rep(value=op(reps[0].get_value()), onehot=reps[0].onehot)]
+        if isinstance(op, Alloc) and any(r is not None for r in reps[1:]):
+            raise self._fail(node, "a discrete value determines a shape (as in bincount)")
         inputs = [self.value(inp) for inp in node.inputs]
         if isinstance(op, CAReduce) and not node.outputs[0].dtype.startswith("float"):
-            if not isinstance(op.scalar_op, ps.Add | ps.Mul):
+            x = pt.cast(inputs[0], "float64")
+            scalar_op = op.scalar_op
+            if isinstance(scalar_op, ps.AND | ps.OR):
+                # all/any of indicators: products, multilinear like logical and/or
+                if not (reps[0].indicator or self._is_binary(reps[0])):
+                    raise self._fail(node, "all/any of values that are not 0/1 indicators")
+                if isinstance(scalar_op, ps.AND):
+                    out = pt.prod(x, axis=op.axis)
+                else:
+                    out = 1.0 - pt.prod(1.0 - x, axis=op.axis)
+                return [_Rep(value=out, indicator=True, piecewise=reps[0].piecewise)]
+            fns = {ps.Add: pt.sum, ps.Mul: pt.prod, ps.ScalarMaximum: pt.max}
+            fns[ps.ScalarMinimum] = pt.min
+            fn = next((f for cls, f in fns.items() if isinstance(scalar_op, cls)), None)
+            if fn is None:
                 raise self._fail(node, "an integer reduction of discrete values")
-            fn = pt.sum if isinstance(op.scalar_op, ps.Add) else pt.prod
-            return [_Rep(value=fn(inputs[0], axis=op.axis))]
+            # max/min of the float values: equal on discrete points, (sub)differentiable
+            return [_Rep(value=fn(x, axis=op.axis))]
         try:
             outs = op.make_node(*inputs).outputs
         except Exception as err:  # noqa: BLE001 - reported as not relaxable
@@ -523,6 +680,11 @@ class _Relaxer:
                 raise self._fail(node, f"the relaxed value would have integer dtype {out.dtype}")
             result.append(_Rep(value=out))
         return result
+
+
+def _floor_log(v: Variable) -> Variable:
+    """``max(v, LOG_FLOOR)`` for float ``v`` (a ``log 0`` about to meet a relaxed weight)."""
+    return pt.maximum(v, LOG_FLOOR) if v.dtype.startswith("float") else v
 
 
 def _is_full_slice(var: Variable) -> bool:
@@ -588,21 +750,48 @@ def relaxed_logp(model, specs) -> RelaxedLogp:
         if (other or model.potentials)
         else []
     )
+    term_names = [v.name for v in other + list(model.potentials)]
+    if len(term_names) != len(terms):
+        term_names = [str(t) for t in terms]
 
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 20000))
     try:
         total = pt.constant(0.0, dtype="float64")
-        for term in terms:
-            total = total + pt.sum(relaxer.value(term))
+        for name, term in zip(term_names, terms, strict=True):
+            with _in_term(name):
+                total = total + pt.sum(relaxer.value(term))
         # comparisons met so far are the model's own; those in the block variables' own terms
         # (support checks of integer variables) are expected and not reported
         user_piecewise = list(relaxer.piecewise)
         for spec, leaf in zip(specs, inputs, strict=True):
-            total = total + _own_term(model, spec, leaf, relaxer)
+            with _in_term(spec.name):
+                total = total + _own_term(model, spec, leaf, relaxer)
     finally:
         sys.setrecursionlimit(old_limit)
+    # What still reads a block value variable reads only its shape (see _Relaxer.relax): give
+    # those reads constants of the block's shapes, so the relaxed logp is a function of its
+    # float inputs alone and a wrongly value-independent path would show as a wrong value.
+    shapes_only = {
+        s.value_var: pt.constant(np.zeros(s.shape, dtype=s.value_var.dtype)) for s in specs
+    }
+    (total,) = clone_replace([total], replace=shapes_only, rebuild_strict=False)
     return RelaxedLogp(inputs=inputs, logp=total, piecewise=user_piecewise)
+
+
+class _in_term:
+    """Context that adds the model term being relaxed to a NotRelaxableError."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is NotRelaxableError and "in the logp term" not in str(exc):
+            raise NotRelaxableError(f"{exc} [in the logp term of `{self.name}`]") from exc
+        return False
 
 
 def _floored(rep: _Rep | None, graph: Variable) -> Variable:
