@@ -201,6 +201,16 @@ def switch_and_where():
     return m
 
 
+@entry(["z"])
+def hard_constraint_switch_to_minus_inf():
+    """A forbidden configuration written ``switch(cond, -inf, 0)``: before the floored switch
+    branches the relaxed logp was NaN everywhere and first-order differences froze sites."""
+    with pm.Model() as m:
+        z = pm.Bernoulli("z", 0.5, shape=3)
+        pm.Potential("p", pt.switch(pt.eq(z[0], 1) & pt.eq(z[1], 1), -np.inf, 0) + 0.5 * z.sum())
+    return m
+
+
 @entry(["x", "z"])
 def comparisons_with_constants():
     with pm.Model() as m:
@@ -675,7 +685,12 @@ def test_relaxed_logp_reads_no_block_value():
 
 def test_zero_probability_states_are_checked():
     """Entries with zero-probability states inside the support do reach them."""
-    for name in ("n_mixture_abundance", "occupancy_detections", "hidden_markov_chain"):
+    for name in (
+        "n_mixture_abundance",
+        "occupancy_detections",
+        "hidden_markov_chain",
+        "hard_constraint_switch_to_minus_inf",
+    ):
         e = ENTRIES[name]
         _, n_zero = check_relaxed_equals_logp(e.build(), e.block, e.int_range)
         assert n_zero > 0, name

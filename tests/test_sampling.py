@@ -107,3 +107,21 @@ def test_mixed_model_with_nuts_matches_closed_form():
     ys = idata.posterior["y"]
     mcse = float(pm.stats.mcse(ys)["y"])
     assert abs(float(ys.mean()) - mean_y) < 4.0 * mcse
+
+
+def test_hard_constraint_potential_with_first_order_differences():
+    """A forbidden configuration written ``switch(cond, -inf, 0)``: first-order differences used
+    to be -inf for the constrained sites at every state (NaN relaxed logp), so GibbsWithGradients
+    never moved them (P(z0 = 1) was 0.000 against 0.384 exact)."""
+    import pytensor.tensor as pt
+
+    with pm.Model():
+        z = pm.Bernoulli("z", 0.5, shape=3, initval=np.zeros(3, dtype=int))
+        pm.Potential("p", pt.switch(pt.eq(z[0], 1) & pt.eq(z[1], 1), -np.inf, 0) + 0.5 * z.sum())
+        idata = pm.sample(step=[GibbsWithGradients([z])], random_seed=4, **SAMPLE_KW)
+    states = np.array(list(itertools.product([0, 1], repeat=3)))
+    log_pi = 0.5 * states.sum(1) + np.where(states[:, 0] & states[:, 1], -np.inf, 0.0)
+    probs = np.exp(log_pi - log_pi.max())
+    probs /= probs.sum()
+    zmax, crit = max_z_score(posterior_draws(idata, ["z"]), states, probs)
+    assert zmax < crit
