@@ -30,9 +30,8 @@ def bench():
 
 def test_pymc_side_quick_without_numpyro(bench, tmp_path):
     """--quick on the 4x4 lattice, PyMC samplers only: every run measured, files written."""
-    payload = bench.main(
-        ["--quick", "--no-numpyro", "--targets", "tiny", "--out", str(tmp_path), "--draws", "20"]
-    )
+    args = ["--quick", "--no-numpyro", "--targets", "tiny", "--tune", "5", "--draws", "15"]
+    payload = bench.main([*args, "--out", str(tmp_path)])
     rows = {r["sampler"]: r for r in payload["rows"]}
     assert set(rows) == set(bench.PYMC_SAMPLERS)
     for row in rows.values():
@@ -43,7 +42,7 @@ def test_pymc_side_quick_without_numpyro(bench, tmp_path):
     assert rows["PyMC-BinaryGibbs"]["mh_steps_per_draw"] == 16  # one sweep of the 16 sites
     saved = json.loads((tmp_path / "vs_numpyro.json").read_text())
     assert saved["protocol"]["chains"] == 2
-    assert len(saved["runs"]) == 3 and {r["draws"] for r in saved["runs"]} == {20}
+    assert len(saved["runs"]) == 3 and {r["draws"] for r in saved["runs"]} == {15}
     assert (tmp_path / "vs_numpyro.png").exists()
     assert "PathAuxiliaryLBP" in (tmp_path / "vs_numpyro.md").read_text()
 
@@ -88,7 +87,15 @@ def test_same_target_check_detects_a_different_model(bench):
         bench.check_same_target(wrong, numpyro=False)
 
 
-@pytest.mark.parametrize("name", ["lsb3", "ising50", "spike_slab"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tiny",
+        "spike_slab",
+        pytest.param("lsb3", marks=pytest.mark.slow),
+        pytest.param("ising50", marks=pytest.mark.slow),
+    ],
+)
 def test_numpyro_models_are_the_same_targets(bench, name):
     """NumPyro's log densities equal PyMC's up to a constant at random states (when installed)."""
     pytest.importorskip("numpyro")
