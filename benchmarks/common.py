@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pymc as pm
 
-from pymc_lbp.diagnostics import ess, hamming_trace
+from pymc_lbp.diagnostics import ess, hamming_trace, reference_state
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
@@ -157,11 +157,51 @@ def machine_info() -> dict:
     }
 
 
-def write_results(name: str, payload: dict, markdown: str) -> tuple[Path, Path]:
-    """Write ``docs/results/<name>.json`` and ``.md``."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    json_path = RESULTS / f"{name}.json"
-    md_path = RESULTS / f"{name}.md"
+def hamming_ess(draws: np.ndarray, seed: int = 12345) -> float:
+    """Bulk ESS of the Hamming distance to a fixed random reference state.
+
+    ``draws`` is a ``(chain, draw, n_sites)`` array of binary states from any sampler (PyMC or
+    not); the reference is :func:`pymc_lbp.diagnostics.reference_state` with ``seed``, the one
+    :func:`run_step` uses for binary blocks.
+    """
+    draws = np.asarray(draws)
+    reference = reference_state(draws.shape[-1], 2, seed)
+    return ess((draws != reference).sum(axis=-1).astype(float))
+
+
+def phase_seconds(stamps: dict[int, list[tuple[float, float]]], tune: int) -> tuple[float, float]:
+    """Wall and CPU seconds of the recorded draws, summed over chains.
+
+    ``stamps[chain]`` holds ``(perf_counter, process_time)`` taken by a ``pm.sample`` callback
+    after every draw, tuning included; the sampling phase of a chain runs from its last tuning
+    draw (or its first draw when ``tune == 0``) to its last draw.
+    """
+    wall = cpu = 0.0
+    for st in stamps.values():
+        first = st[tune - 1] if tune else st[0]
+        wall += st[-1][0] - first[0]
+        cpu += st[-1][1] - first[1]
+    return wall, cpu
+
+
+def load_info() -> str:
+    """The 1/5/15-minute load averages, as a string (the machine is shared)."""
+    import os
+
+    try:
+        return " ".join(f"{v:.1f}" for v in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def write_results(
+    name: str, payload: dict, markdown: str, results: Path = RESULTS
+) -> tuple[Path, Path]:
+    """Write ``<results>/<name>.json`` and ``.md`` (``docs/results`` by default)."""
+    results = Path(results)
+    results.mkdir(parents=True, exist_ok=True)
+    json_path = results / f"{name}.json"
+    md_path = results / f"{name}.md"
 
     def default(o):
         if isinstance(o, Run):

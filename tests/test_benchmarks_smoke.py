@@ -1,0 +1,115 @@
+"""Smoke runs of benchmarks/vs_numpyro.py: the PyMC side without numpyro, NumPyro when present.
+
+NumPyro and jax are an optional, benchmark-only backend (``pip install .[bench]``): the tests
+that need them skip cleanly when they are absent; everything else runs without them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("vs_numpyro", BENCH / "vs_numpyro.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["vs_numpyro"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("vs_numpyro", None)
+
+
+def test_pymc_side_quick_without_numpyro(bench, tmp_path):
+    """--quick on the 4x4 lattice, PyMC samplers only: every run measured, files written."""
+    args = ["--quick", "--no-numpyro", "--targets", "tiny", "--tune", "5", "--draws", "15"]
+    payload = bench.main([*args, "--out", str(tmp_path)])
+    rows = {r["sampler"]: r for r in payload["rows"]}
+    assert set(rows) == set(bench.PYMC_SAMPLERS)
+    for row in rows.values():
+        assert row["ess"] > 0 and row["wall"] > 0 and row["cpu"] > 0
+        assert row["construct_first"] > 0
+    assert rows["PathAuxiliaryLBP"]["mh_steps_per_draw"] == 10
+    assert rows["GibbsWithGradients"]["mh_steps_per_draw"] == 100
+    assert rows["PyMC-BinaryGibbs"]["mh_steps_per_draw"] == 16  # one sweep of the 16 sites
+    saved = json.loads((tmp_path / "vs_numpyro.json").read_text())
+    assert saved["protocol"]["chains"] == 2
+    assert len(saved["runs"]) == 3 and {r["draws"] for r in saved["runs"]} == {15}
+    assert (tmp_path / "vs_numpyro.png").exists()
+    assert "PathAuxiliaryLBP" in (tmp_path / "vs_numpyro.md").read_text()
+
+
+def test_every_pymc_lbp_option_is_explicit(bench):
+    """The benchmark passes steps_per_draw (and PAS's other options), never relies on defaults."""
+    for table in (bench.PYMC_LBP_OPTIONS, bench.PYMC_LBP_OPTIONS_MIXED):
+        assert table["GibbsWithGradients"]["steps_per_draw"] >= 1
+        pas = table["PathAuxiliaryLBP"]
+        for key in (
+            "path_length",
+            "single_site_share",
+            "target_accept",
+            "balancing",
+            "differences",
+            "initial_path_length",
+            "steps_per_draw",
+        ):
+            assert key in pas
+
+
+def test_hamming_ess_matches_pymc_reference(bench):
+    """common.hamming_ess uses the reference state of pymc_lbp.diagnostics.hamming_trace."""
+    import arviz as az
+
+    from pymc_lbp.diagnostics import ess, hamming_trace
+
+    draws = np.random.default_rng(1).integers(0, 2, size=(2, 50, 4, 4))
+    idata = az.from_dict(posterior={"x": draws})
+    expected = ess(hamming_trace(idata, ["x"], seed=bench.HAMMING_SEED))
+    assert bench.efficiency(bench.make_target("tiny"), {"x": draws}) == pytest.approx(expected)
+
+
+def test_same_target_check_detects_a_different_model(bench):
+    """The PyMC model equals the numpy Ising energy up to a constant; a wrong coupling fails."""
+    target = bench.make_target("tiny")
+    assert bench.check_same_target(target, numpyro=False)["pymc_vs_numpy_energy"] < 1e-9
+    wrong = bench.make_target("tiny")
+    wrong.coupling = target.coupling + 0.1  # the PyMC model keeps the old coupling
+    wrong._model = target.pymc_model()
+    with pytest.raises(AssertionError, match="pymc_vs_numpy_energy"):
+        bench.check_same_target(wrong, numpyro=False)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tiny",
+        "spike_slab",
+        pytest.param("lsb3", marks=pytest.mark.slow),
+        pytest.param("ising50", marks=pytest.mark.slow),
+    ],
+)
+def test_numpyro_models_are_the_same_targets(bench, name):
+    """NumPyro's log densities equal PyMC's up to a constant at random states (when installed)."""
+    pytest.importorskip("numpyro")
+    checks = bench.check_same_target(bench.make_target(name), numpyro=True)
+    assert "pymc_vs_numpyro" in checks
+
+
+@pytest.mark.slow
+def test_numpyro_side_quick(bench, tmp_path):
+    """DiscreteHMCGibbs plain and modified on the 4x4 lattice: sampling and JIT timed apart."""
+    pytest.importorskip("numpyro")
+    target = bench.make_target("tiny")
+    for modified in (False, True):
+        res = bench.run_numpyro(target, modified, tune=5, draws=20, seed=0)
+        assert res["ess"] > 0 and res["wall"] > 0
+        assert res["compile_warmup"] > 0 and res["compile_sampling"] > 0
+        assert res["mh_steps_per_draw"] == 16
