@@ -360,7 +360,7 @@ def test_samplers_with_exact_differences_use_the_local_method():
 
     model = segmentation_model(case=3, n=10)
     with model:
-        step = LocallyBalanced([model["x"]], steps_per_draw=3)
+        step = LocallyBalanced([model["x"]], differences="exact", steps_per_draw=3)
         idata = pm.sample(
             draws=5, tune=5, step=[step], chains=1, cores=1, random_seed=3,
             progressbar=False, compute_convergence_checks=False,
@@ -404,7 +404,7 @@ def test_locally_balanced_with_local_differences_matches_exact_marginals():
         x = pm.Bernoulli("x", logit_p=2 * h, shape=64)
         s = 2 * x - 1
         pm.Potential("coupling", J * pt.sum(s[:-1] * s[1:]))
-        step = LocallyBalanced([x], steps_per_draw=32)
+        step = LocallyBalanced([x], differences="exact", steps_per_draw=32)
         idata = pm.sample(
             draws=400, tune=100, step=[step], chains=2, cores=1, random_seed=14,
             progressbar=False, compute_convergence_checks=False,
