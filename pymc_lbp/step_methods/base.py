@@ -48,6 +48,21 @@ class StepResult:
     extra: dict[str, Any] | None = None
 
 
+@dataclass
+class DrawResult:
+    """Outcome of the ``steps_per_draw`` transitions of one draw (see
+    :meth:`DiscreteStep.run_steps`)."""
+
+    x: np.ndarray
+    logp: float
+    deltas: np.ndarray
+    sum_accept: float
+    n_accepted: int
+    logp_evals: int
+    grad_evals: int
+    extras: dict[str, list]
+
+
 @dataclass_state
 class DiscreteStepState(StepMethodState):
     tune: bool
@@ -209,8 +224,29 @@ class DiscreteStep(ArrayStepShared):
             )
         evals = 0 if reused is not None else self.differences.logp_evals_per_call
         grads = 0 if reused is not None else self.differences.grad_evals_per_call
+        run = self.run_steps(x, logp, deltas)
+        x, logp, deltas = run.x, run.logp, run.deltas
+        evals += run.logp_evals
+        grads += run.grad_evals
+        n_accepted, extras = run.n_accepted, run.extras
+        stats = {
+            "accept": run.sum_accept / self.steps_per_draw,
+            "accepted": n_accepted > 0,
+            "n_accepted": n_accepted,
+            "jump_distance": int(np.count_nonzero(x != x0)),
+            "logp_evals": int(evals),
+            "grad_evals": int(grads),
+        }
+        stats.update(self.summarize_extras(extras))
+        # the block's logp and differences depend on nothing else when it has no shared inputs
+        self._last_state = None if self.shared else (x.copy(), logp, deltas)
+        return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
+
+    def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> DrawResult:
+        """The ``steps_per_draw`` MH transitions of one draw from a state of known logp and
+        differences (default: :meth:`mh_step` in a Python loop; compiled kernels override)."""
         total_accept = 0.0
-        n_accepted = 0
+        n_accepted = evals = grads = 0
         extras: dict[str, list] = {}
         for _ in range(self.steps_per_draw):
             res = self.mh_step(x, logp, deltas)
@@ -222,18 +258,7 @@ class DiscreteStep(ArrayStepShared):
             n_accepted += int(res.accepted)
             for key, val in (res.extra or {}).items():
                 extras.setdefault(key, []).append(val)
-        stats = {
-            "accept": total_accept / self.steps_per_draw,
-            "accepted": n_accepted > 0,
-            "n_accepted": n_accepted,
-            "jump_distance": int(np.count_nonzero(x != x0)),
-            "logp_evals": int(evals),
-            "grad_evals": int(grads),
-        }
-        stats.update(self.summarize_extras(extras))
-        # the block's logp and differences depend on nothing else when it has no shared inputs
-        self._last_state = None if self.shared else (x.copy(), logp, deltas)
-        return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
+        return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, grads, extras)
 
     def _reusable_state(self, x: np.ndarray) -> tuple[float, np.ndarray] | None:
         """``(logp, deltas)`` at ``x`` left by the previous draw, when still valid (the block

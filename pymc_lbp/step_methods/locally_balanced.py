@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from pymc_lbp.balancing import LogBalancing, balanced_log_weights, resolve_balancing
+from pymc_lbp.kernels import SingleSiteMoves, compile_steps, single_site_kernel
+from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.proposals import (
     draw_from_cdf,
     mh_accept,
     mh_log_ratio,
     prepare_weights,
 )
-from pymc_lbp.step_methods.base import DiscreteStep, StepResult
+from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
 
 
 class LocallyBalanced(DiscreteStep):
@@ -71,6 +75,7 @@ class LocallyBalanced(DiscreteStep):
         blocked: bool = True,
     ):
         self.balancing, self.log_g = resolve_balancing(balancing)
+        log_g_graph = graph_balancing(self.balancing, self.log_g)
         self._cache_key: np.ndarray | None = None
         self._cache = None
         super().__init__(
@@ -83,6 +88,32 @@ class LocallyBalanced(DiscreteStep):
             compile_kwargs=compile_kwargs,
             blocked=blocked,
         )
+        self.kernel = compile_steps(
+            partial(
+                single_site_kernel,
+                target=self.differences.graph,
+                log_g=log_g_graph,
+                moves=SingleSiteMoves(self.layout),
+            ),
+            n_uniforms=2,
+            compile_kwargs=compile_kwargs,
+        )
+
+    def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> DrawResult:
+        """All ``steps_per_draw`` transitions in one call of the compiled kernel
+        (:func:`pymc_lbp.kernels.single_site_kernel`), two uniforms per step from ``self.rng``."""
+        res = self.kernel(x, logp, deltas, self.rng.random((self.steps_per_draw, 2)))
+        d = self.differences
+        return DrawResult(
+            res.x,
+            res.logp,
+            res.deltas,
+            res.sum_accept,
+            res.n_accepted,
+            res.n_evaluated * d.logp_evals_per_call,
+            res.n_evaluated * d.grad_evals_per_call,
+            {},
+        )
 
     def _prepared(self, deltas: np.ndarray):
         """Proposal weights of the current state (cached between steps of a draw)."""
@@ -92,6 +123,8 @@ class LocallyBalanced(DiscreteStep):
         return self._cache
 
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
+        """One transition in numpy: the tested reference of the compiled kernel (sampling uses
+        :meth:`run_steps`). Given the same two uniforms it makes the same move."""
         prep = self._prepared(deltas)
         if prep is None:  # no neighbour has positive probability
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False)
