@@ -177,9 +177,7 @@ def compiled_step_kernel(step, states: np.ndarray, kinds: list[tuple]) -> np.nda
     from pymc_lbp.kernels.single_site import graph_balancing, proposal_log_probs
 
     d = pt.vector("d", dtype="float64")
-    log_q_fn = pm_compile(
-        [d], proposal_log_probs(d, graph_balancing(step.balancing, step.log_g))
-    )
+    log_q_fn = pm_compile([d], proposal_log_probs(d, graph_balancing(step.balancing, step.log_g)))
     index = {tuple(s): n for n, s in enumerate(states)}
     n = len(states)
     T = np.zeros((n, n))
