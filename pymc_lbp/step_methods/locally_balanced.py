@@ -26,13 +26,19 @@ class LocallyBalanced(DiscreteStep):
     ``Q(s|x) ∝ g(pi(x^(s)) / pi(x))`` and accepted with
     ``min{1, pi(y) Q(s'|y) / (pi(x) Q(s|x))}``, ``s'`` the move back.
 
+    The ``steps_per_draw`` transitions of a draw run inside one compiled call
+    (:func:`pymc_lbp.kernels.single_site_kernel` in a pytensor ``scan``, compiled with the
+    backend of ``compile_kwargs``: C by default, ``{"mode": "NUMBA"}``); each step consumes two
+    uniforms from ``self.rng``. :meth:`mh_step` is the numpy reference of one transition.
+
     Parameters
     ----------
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
         The balancing function ``g`` (see :mod:`pymc_lbp.balancing`); a callable maps log-ratios
-        ``d`` to ``log g(e^d)`` and must be balanced.
+        ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor tensors
+        (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
     differences : {"exact", "gradient", "auto"}, default "exact"
         Exact neighbour differences (one logp evaluation per neighbour, batched) or first-order
         ones from the relaxed logp (see :class:`GibbsWithGradients`).
