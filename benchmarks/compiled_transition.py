@@ -20,6 +20,7 @@ one core: the compiled kernel against the same step running the Python loop of `
 Writes docs/results/compiled_transition.{json,md}.
 
 Usage: python benchmarks/compiled_transition.py [--quick] [--modes C NUMBA]
+       [--parts steps construct sample]
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import numpy as np
 import pymc as pm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine_info, markdown_table, run_step, write_results  # noqa: E402
+from common import RESULTS, machine_info, markdown_table, run_step, write_results  # noqa: E402
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced  # noqa: E402
 from pymc_lbp.models import segmentation_model  # noqa: E402
@@ -138,7 +139,7 @@ def construction_times() -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
         flags = env.get("PYTENSOR_FLAGS", "")
-        env["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, f"compiledir={tmp}") if f)
+        env["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, f"base_compiledir={tmp}") if f)
         env["PYTHONPATH"] = str(root)
         out = []
         for _ in range(2):
@@ -147,9 +148,10 @@ def construction_times() -> dict:
                 env=env,
                 capture_output=True,
                 text=True,
-                check=True,
                 cwd=root,
             )
+            if r.returncode:
+                raise RuntimeError(f"construction run failed:\n{r.stderr[-3000:]}")
             out.append(float(r.stdout.strip().splitlines()[-1]))
     return {"cold_s": out[0], "warm_s": out[1]}
 
@@ -188,10 +190,31 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--modes", nargs="+", default=["C", "NUMBA"])
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["steps", "construct", "sample"],
+        help="parts to run; the others are kept from the previous results file",
+    )
     args = parser.parse_args(argv)
     n = 100 if args.quick else 300
     draws, tune = (200, 50) if args.quick else (1000, 200)
+    previous = RESULTS / "compiled_transition.json"
+    payload = json.loads(previous.read_text()) if previous.exists() else {}
+    payload["machine"] = machine_info()
 
+    if "steps" in args.parts:
+        payload["per_step"] = per_step_rows(args.modes, n)
+    if "construct" in args.parts:
+        payload["construction"] = construction_times()
+        print(payload["construction"], flush=True)
+    if "sample" in args.parts:
+        payload["sampling"] = ess_runs(draws, tune, 2)
+        payload["sampling_protocol"] = {"draws": draws, "tune": tune, "chains": 2}
+    write_results("compiled_transition", payload, render(payload))
+
+
+def per_step_rows(modes: list[str], n: int) -> list[dict]:
     targets = [
         (
             "LSB case 3 (900 binary), GWG",
@@ -212,8 +235,8 @@ def main(argv=None) -> None:
             lambda v, ck: LocallyBalanced(v, differences="exact", compile_kwargs=ck),
         ),
     ]
-    steps_rows = []
-    for mode in args.modes:
+    rows = []
+    for mode in modes:
         for target, model, var, make in targets:
             exact = "exact" in target
             for steps in (10, 100):
@@ -226,20 +249,18 @@ def main(argv=None) -> None:
                     steps,
                     max(20, n // 50) if exact else n,
                 )
-                steps_rows.append(row)
+                rows.append(row)
                 print(json.dumps(row), flush=True)
-    construct = construction_times()
-    print(construct, flush=True)
-    ess_rows = ess_runs(draws, tune, 2)
-    for r in ess_rows:
-        print(r, flush=True)
+    return rows
 
+
+def render(payload: dict) -> str:
     md = [
         "# Compiled transition vs the Python loop of MH steps\n",
-        f"Machine: {machine_info()}\n",
+        f"Machine: {payload['machine']}\n",
         "## Per MH step (microseconds; min over 7 interleaved rounds)\n",
         markdown_table(
-            steps_rows,
+            payload.get("per_step", []),
             [
                 ("target", "target"),
                 ("mode", "backend"),
@@ -252,32 +273,32 @@ def main(argv=None) -> None:
                 ("construct_s", "step construction (s)"),
             ],
         ),
-        "\n## Construction of GibbsWithGradients on LSB case 3 (seconds)\n",
-        f"cold (empty compile cache): {construct['cold_s']:.1f}; warm: {construct['warm_s']:.1f}\n",
-        f"## pm.sample, LSB case 3, 2 chains, {draws} draws + {tune} tune, one core\n",
-        markdown_table(
-            ess_rows,
-            [
-                ("sampler", "sampler"),
-                ("seconds", "seconds"),
-                ("ess", "ESS (Hamming)"),
-                ("ess_per_second", "ESS/s"),
-                ("us_per_mh_step", "us per MH step (all in)"),
-                ("accept", "accept"),
-            ],
-        ),
-        "",
     ]
-    write_results(
-        "compiled_transition",
-        {
-            "machine": machine_info(),
-            "per_step": steps_rows,
-            "construction": construct,
-            "sampling": ess_rows,
-        },
-        "\n".join(md),
-    )
+    construct = payload.get("construction")
+    if construct:
+        md += [
+            "\n## Construction of GibbsWithGradients on LSB case 3 (seconds)\n",
+            f"cold (empty compile cache): {construct['cold_s']:.1f}; "
+            f"warm: {construct['warm_s']:.1f}\n",
+        ]
+    if payload.get("sampling"):
+        p = payload["sampling_protocol"]
+        md += [
+            f"## pm.sample, LSB case 3, {p['chains']} chains, {p['draws']} draws + "
+            f"{p['tune']} tune, one core\n",
+            markdown_table(
+                payload["sampling"],
+                [
+                    ("sampler", "sampler"),
+                    ("seconds", "seconds"),
+                    ("ess", "ESS (Hamming)"),
+                    ("ess_per_second", "ESS/s"),
+                    ("us_per_mh_step", "us per MH step (all in)"),
+                    ("accept", "accept"),
+                ],
+            ),
+        ]
+    return "\n".join([*md, ""])
 
 
 if __name__ == "__main__":
