@@ -35,12 +35,13 @@ class StepsResult:
 def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
     """Graphs of the final state and summaries after one kernel step per row of ``uniforms``."""
 
-    def body(u, x, logp, deltas, sum_accept, n_accepted, n_evaluated):
-        new, info = kernel(u, State(x, logp, deltas))
+    n_state = len(State._fields)
+
+    def body(u, *carry):
+        *current, sum_accept, n_accepted, n_evaluated = carry
+        new, info = kernel(u, State(*current[:n_state]))
         return (
-            new.x,
-            new.logp,
-            new.deltas,
+            *new,
             sum_accept + info.accept,
             n_accepted + pt.cast(info.accepted, "int64"),
             n_evaluated + pt.cast(info.evaluated, "int64"),
@@ -51,10 +52,12 @@ def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
     outs = pytensor.scan(
         body,
         sequences=[uniforms],
-        outputs_info=[state.x, state.logp, state.deltas, zero_f, zero_i, zero_i],
+        outputs_info=[*state, zero_f, zero_i, zero_i],
         return_updates=False,
     )
-    return [o[-1] for o in outs]
+    last = [o[-1] for o in outs]
+    # the state's (x, logp, deltas) and the summaries; prepared weights stay inside
+    return last[:3] + last[n_state:]
 
 
 class CompiledSteps:
@@ -66,17 +69,26 @@ class CompiledSteps:
         ``(u, State) -> (State, Info)`` graph builder; ``u`` a row of ``n_uniforms`` uniforms.
     n_uniforms : int
         Uniforms one step consumes.
+    prepare : callable
+        ``deltas -> (log_w, cdf, log_z)`` graphs, the prepared weights of the starting state
+        (e.g. :func:`~pymc_lbp.kernels.single_site.balanced_weights` with the balancing bound).
     compile_kwargs : dict, optional
         Passed to :func:`pymc.pytensorf.compile` (e.g. ``{"mode": "NUMBA"}``).
     """
 
-    def __init__(self, kernel: Kernel, n_uniforms: int, compile_kwargs: dict | None = None):
+    def __init__(
+        self,
+        kernel: Kernel,
+        n_uniforms: int,
+        prepare: Callable,
+        compile_kwargs: dict | None = None,
+    ):
         self.n_uniforms = int(n_uniforms)
         x = pt.vector("x", dtype="int64")
         logp = pt.scalar("logp", dtype="float64")
         deltas = pt.vector("deltas", dtype="float64")
         uniforms = pt.matrix("uniforms", dtype="float64")
-        outs = steps_graph(kernel, State(x, logp, deltas), uniforms)
+        outs = steps_graph(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
         self._fn = pm_compile(
             [x, logp, deltas, uniforms],
             outs,
@@ -106,7 +118,7 @@ class CompiledSteps:
 
 
 def compile_steps(
-    kernel: Kernel, n_uniforms: int, compile_kwargs: dict | None = None
+    kernel: Kernel, n_uniforms: int, prepare: Callable, compile_kwargs: dict | None = None
 ) -> CompiledSteps:
     """Compile ``kernel`` to run many steps per call (see :class:`CompiledSteps`)."""
-    return CompiledSteps(kernel, n_uniforms, compile_kwargs)
+    return CompiledSteps(kernel, n_uniforms, prepare, compile_kwargs)

@@ -35,11 +35,15 @@ GraphBalancing = Callable[[Variable], Variable]
 
 
 class State(NamedTuple):
-    """State carried between steps: block vector, its logp, its neighbour differences."""
+    """State carried between steps: block vector, its logp, its neighbour differences, and the
+    proposal weights prepared from them (:func:`balanced_weights`), so no step recomputes them."""
 
     x: Variable
     logp: Variable
     deltas: Variable
+    log_w: Variable
+    cdf: Variable
+    log_z: Variable
 
 
 class Info(NamedTuple):
@@ -156,7 +160,7 @@ def single_site_kernel(
     u : vector of 2 uniforms
         ``u[0]`` picks the slot, ``u[1]`` is the MH coin.
     state : State
-        Current ``(x, logp, deltas)``; ``logp`` finite.
+        Current ``(x, logp, deltas)`` with its prepared weights; ``logp`` finite.
     target : callable
         ``x -> (logp, deltas)`` graphs.
     log_g : callable
@@ -167,24 +171,24 @@ def single_site_kernel(
     -------
     (State, Info)
     """
-    x, logp, deltas = state
-    log_w, cdf, log_z = balanced_weights(deltas, log_g)
+    x, logp, deltas, log_w, cdf, log_z = state
     has_move = finite(log_z)
     slot = draw_slot(cdf, u[0])
     site = moves.slot_site[slot]
     old = x[site]
     y = pt.set_subtensor(x[site], moves.new_value(x, slot))
     logp_y, deltas_y = target(y)
-    log_w_y, _, log_z_y = balanced_weights(deltas_y, log_g)
+    log_w_y, cdf_y, log_z_y = balanced_weights(deltas_y, log_g)
     log_q_rev = log_w_y[moves.reverse_slot(slot, old)] - log_z_y
     log_ratio = mh_log_ratio(logp, logp_y, log_w[slot] - log_z, log_q_rev)
     prob, accepted = mh_accept(log_ratio, u[1])
     prob = pt.switch(has_move, prob, 0.0)
     accepted = accepted & has_move
     new_state = State(
-        pt.switch(accepted, y, x),
-        pt.switch(accepted, logp_y, logp),
-        pt.switch(accepted, deltas_y, deltas),
+        *(
+            pt.switch(accepted, new, cur)
+            for new, cur in zip((y, logp_y, deltas_y, log_w_y, cdf_y, log_z_y), state, strict=True)
+        )
     )
     return new_state, Info(prob, accepted, has_move)
 

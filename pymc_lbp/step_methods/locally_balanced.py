@@ -8,6 +8,7 @@ import numpy as np
 
 from pymc_lbp.balancing import LogBalancing, balanced_log_weights, resolve_balancing
 from pymc_lbp.kernels import SingleSiteMoves, compile_steps, single_site_kernel
+from pymc_lbp.kernels.single_site import balanced_weights as balanced_weights_graph
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.proposals import (
     draw_from_cdf,
@@ -102,6 +103,7 @@ class LocallyBalanced(DiscreteStep):
                 moves=SingleSiteMoves(self.layout),
             ),
             n_uniforms=2,
+            prepare=partial(balanced_weights_graph, log_g=log_g_graph),
             compile_kwargs=compile_kwargs,
         )
 
