@@ -357,6 +357,30 @@ class Differences:
             highs.append(pt.broadcast_to(pt.cast(hi, "float64"), s.shape).ravel())
         return tuple(clone_replace([pt.concatenate(lows), pt.concatenate(highs)], self._replace))
 
+    def _valid_graph(self):
+        """Validity of every slot at ``x`` as a graph (see :meth:`BlockLayout.candidates`)."""
+        lay = self.layout
+        xs = self._x[lay.slot_site]
+        kind = pt.as_tensor_variable(lay.slot_kind)
+        arg = pt.as_tensor_variable(lay.slot_arg)
+        valid = pt.or_(pt.neq(kind, CATEGORICAL), pt.neq(arg, xs))
+        if self._bounds is not None:
+            lo, hi = self._bounds
+            new = xs + arg
+            site = pt.as_tensor_variable(lay.slot_site)
+            inside = pt.ge(new, lo[site]) & pt.le(new, hi[site])
+            valid = pt.switch(pt.eq(kind, INTEGER), inside, valid)
+        return valid
+
+    def graph(self, x: Variable) -> tuple[Variable, Variable]:
+        """``(logp_x, deltas)`` as pytensor graphs of a symbolic int64 block vector ``x``.
+
+        The same quantities as :meth:`__call__` (masked slots and zero-probability neighbours at
+        ``-inf``), for building compiled transition kernels (:mod:`pymc_lbp.kernels`). The other
+        model variables enter as the step's shared variables.
+        """
+        raise NotImplementedError
+
     def evaluate(self, x: np.ndarray) -> tuple[float, np.ndarray, tuple | None]:
         """``(logp_x, deltas, prepared)`` with the balanced proposal weights prepared.
 
@@ -431,6 +455,7 @@ class ExactDifferences(Differences):
         self._logp_graph = clone_replace(model.logp(), replace=self._replace)
         self._chunk = max(1, int(max_batch_elements // max(layout.n_sites, 1)))
         self._fn = None
+        self._graph_parts = None
         self._local = None
         self.local_plan = None
         self.method, self.method_reason = "batched", "chosen by the caller"
@@ -461,9 +486,10 @@ class ExactDifferences(Differences):
             self.method_reason,
         )
 
-    def _batched(self):
-        """The batched evaluation (compiled on first use when the local method is in use)."""
-        if self._fn is None:
+    def _batched_graph(self):
+        """``(logp, logp_batch, sites, values)``: the logp at ``x`` and at ``x`` with
+        ``x[sites[r]] = values[r]`` for every row ``r`` (built once)."""
+        if self._graph_parts is None:
             logp = self._logp_graph
             sites = pt.vector("sites", dtype="int64")
             values = pt.vector("values", dtype="int64")
@@ -472,6 +498,13 @@ class ExactDifferences(Differences):
             X = pt.matrix("X", dtype="int64")
             logp_batch = _unblock_gathers(vectorize_graph(logp, replace={self._x: X}))
             logp_batch = clone_replace(logp_batch, replace={X: batch})
+            self._graph_parts = (logp, logp_batch, sites, values)
+        return self._graph_parts
+
+    def _batched(self):
+        """The batched evaluation (compiled on first use when the local method is in use)."""
+        if self._fn is None:
+            logp, logp_batch, sites, values = self._batched_graph()
             self._fn = pm_compile(
                 [self._x, sites, values],
                 [logp, logp_batch],
@@ -480,6 +513,37 @@ class ExactDifferences(Differences):
             )
             self._fn.trust_input = True
         return self._fn
+
+    def graph(self, x: Variable) -> tuple[Variable, Variable]:
+        """Graphs of ``(logp_x, deltas)``: the local method's graphs when it is in use (see
+        :mod:`pymc_lbp.local_differences`; at a zero-probability ``x`` its deltas are not
+        meaningful, and a kernel never moves to such a state), else all neighbours evaluated in
+        one batched expression (no chunking: memory ``n_slots * n_sites`` per evaluation)."""
+        if self._local is not None:
+            plan = self.local_plan
+            return tuple(clone_replace([plan.logp, plan.deltas], replace={plan.x: x}))
+        logp, logp_batch, sites, values = self._batched_graph()
+        lay = self.layout
+        xs = self._x[lay.slot_site]
+        if lay.all_binary:
+            new, valid = 1 - xs, None
+        else:
+            kind = pt.as_tensor_variable(lay.slot_kind)
+            arg = pt.as_tensor_variable(lay.slot_arg)
+            new = pt.switch(
+                pt.eq(kind, BINARY), 1 - xs, pt.switch(pt.eq(kind, CATEGORICAL), arg, xs + arg)
+            )
+            valid = self._valid_graph()
+            new = pt.switch(valid, new, xs)
+        nb = clone_replace(
+            logp_batch, replace={sites: pt.as_tensor_variable(lay.slot_site), values: new}
+        )
+        deltas = nb - logp
+        keep = ~pt.isnan(deltas)
+        if valid is not None:
+            keep = keep & valid
+        deltas = pt.switch(keep, deltas, -np.inf)
+        return tuple(clone_replace([logp, deltas], replace={self._x: x}))
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         if self._local is not None:
@@ -576,6 +640,7 @@ class GradientDifferences(Differences):
             keep = keep & self._valid_graph()
         deltas = pt.switch(keep, deltas, -np.inf)
         outs = [model.logp(), deltas]
+        self._graph_parts = clone_replace(outs, replace={**replace, **self._replace})
         log_g_graph = graph_log_balancing(self.balancing_name) if self.log_g else None
         self._fused = log_g_graph is not None
         if self._fused:
@@ -589,20 +654,9 @@ class GradientDifferences(Differences):
         (self._relaxed_graph,) = clone_replace([relaxed.logp], replace={**replace, **self._replace})
         self._relaxed_fn = None
 
-    def _valid_graph(self):
-        """Validity of every slot at ``x`` as a graph (see :meth:`BlockLayout.candidates`)."""
-        lay = self.layout
-        xs = self._x[lay.slot_site]
-        kind = pt.as_tensor_variable(lay.slot_kind)
-        arg = pt.as_tensor_variable(lay.slot_arg)
-        valid = pt.or_(pt.neq(kind, CATEGORICAL), pt.neq(arg, xs))
-        if self._bounds is not None:
-            lo, hi = self._bounds
-            new = xs + arg
-            site = pt.as_tensor_variable(lay.slot_site)
-            inside = pt.ge(new, lo[site]) & pt.le(new, hi[site])
-            valid = pt.switch(pt.eq(kind, INTEGER), inside, valid)
-        return valid
+    def graph(self, x: Variable) -> tuple[Variable, Variable]:
+        """Graphs of ``(logp_x, deltas)``: one logp and one gradient evaluation."""
+        return tuple(clone_replace(self._graph_parts, replace={self._x: x}))
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         out = self._fn(x)

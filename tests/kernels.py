@@ -162,13 +162,55 @@ def step_kernel(step, states: np.ndarray) -> np.ndarray:
     return T
 
 
+def compiled_step_kernel(step, states: np.ndarray, kinds: list[tuple]) -> np.ndarray:
+    """Transition matrix of a single-site step's compiled kernel (``step.kernel``), one step.
+
+    For every state and every slot of positive proposal probability (from the kernel's own
+    proposal graph), the kernel is run once with the slot uniform at the middle of that slot's
+    CDF interval and MH coin ``u = 0`` (accepted iff the acceptance probability is positive); the
+    kernel reports the acceptance probability, and its move is checked against
+    :func:`neighbour_moves`.
+    """
+    import pytensor.tensor as pt
+    from pymc.pytensorf import compile as pm_compile
+
+    from pymc_lbp.kernels.single_site import graph_balancing, proposal_log_probs
+
+    d = pt.vector("d", dtype="float64")
+    log_q_fn = pm_compile([d], proposal_log_probs(d, graph_balancing(step.balancing, step.log_g)))
+    index = {tuple(s): n for n, s in enumerate(states)}
+    n = len(states)
+    T = np.zeros((n, n))
+    for a, x in enumerate(states):
+        logp_x, deltas = step.differences(x)
+        q = np.exp(log_q_fn(deltas))
+        if not np.all(np.isfinite(q)):  # no move at all
+            T[a, a] = 1.0
+            continue
+        cdf = np.cumsum(q)
+        moves = neighbour_moves(x, kinds)
+        for slot in np.flatnonzero(q > 0):
+            lo = cdf[slot - 1] if slot else 0.0
+            u = np.array([[0.5 * (lo + cdf[slot]) / cdf[-1], 0.0]])
+            res = step.kernel(x, logp_x, deltas, u)
+            if res.n_accepted:
+                y = x.copy()
+                y[moves[slot][0]] = moves[slot][1]
+                assert np.array_equal(res.x, y), (x, slot, res.x, y)
+                T[a, index[tuple(y)]] += q[slot] * res.sum_accept
+        T[a, a] += 1.0 - T[a].sum()
+    return T
+
+
 def empirical_row(step, x: np.ndarray, states: np.ndarray, n: int) -> np.ndarray:
-    """Frequencies of the states reached by ``n`` calls of ``step.mh_step`` from ``x``."""
+    """Frequencies of the states reached by ``n`` one-step draws of the step from ``x``
+    (``step.run_steps`` with ``steps_per_draw = 1``: the path ``astep`` takes)."""
+    assert step.steps_per_draw == 1
     index = {tuple(s): k for k, s in enumerate(states)}
     counts = np.zeros(len(states))
     logp, deltas = step.differences(x)
     for _ in range(n):
-        res = step.mh_step(x.copy(), logp, deltas)
+        res = step.run_steps(x.copy(), logp, deltas, 1)
         counts[index[tuple(res.x)]] += 1
     return counts
 

@@ -2,8 +2,10 @@
 
 For each sampler and model: (1) the kernel written independently in numpy (tests/kernels.py) has
 rows summing to 1 and leaves the target invariant; (2) the step's own kernel, assembled from its
-compiled differences and prepared proposal weights, equals it; (3) the step's random transitions
-from a state follow that row (chi-square, fixed seed, 1e-3 level).
+compiled differences and prepared proposal weights, equals it, and so does the kernel of its
+compiled transition (``step.kernel``, one step per slot with chosen uniforms); (3) the step's
+random one-step draws (the compiled transition, as ``astep`` runs it) from a state follow that
+row (chi-square, fixed seed, 1e-3 level).
 """
 
 from __future__ import annotations
@@ -130,8 +132,12 @@ def _check(step, kinds, states, log_pi, balancing, first_order=None, seed=0):
     assert T.min() >= -1e-15
     assert kernels.stationary_error(T, log_pi) < 1e-12
 
+    # the numpy reference pieces (compiled differences, prepared weights) give the same kernel
     T_step = kernels.step_kernel(step, states)
     np.testing.assert_allclose(T_step, T, atol=1e-10)
+    # and so does the compiled transition that sampling runs
+    T_compiled = kernels.compiled_step_kernel(step, states, kinds)
+    np.testing.assert_allclose(T_compiled, T, atol=1e-10)
 
     # the step's random transitions from the most probable state follow the kernel's row
     a = int(np.argmax(log_pi))
@@ -145,7 +151,7 @@ def _check(step, kinds, states, log_pi, balancing, first_order=None, seed=0):
 def test_locally_balanced_exact_kernel(name, balancing):
     model, vars, kinds, states, log_pi, _ = MODELS[name]()
     with model:
-        step = LocallyBalanced(vars, balancing=balancing, differences="exact")
+        step = LocallyBalanced(vars, balancing=balancing, differences="exact", steps_per_draw=1)
     _check(step, kinds, states, log_pi, balancing)
 
 
@@ -154,7 +160,7 @@ def test_gibbs_with_gradients_kernel(name):
     factory = quadratic_binary_model if name == "quadratic" else MODELS[name]
     model, vars, kinds, states, log_pi, first_order = factory()
     with model:
-        step = GibbsWithGradients(vars)
+        step = GibbsWithGradients(vars, steps_per_draw=1)
     # first_order is None for multilinear models, where first-order differences are exact
     _check(step, kinds, states, log_pi, "sqrt", first_order)
 
@@ -172,5 +178,5 @@ def test_first_order_differs_from_exact_on_quadratic_model():
 def test_gradient_differences_in_locally_balanced():
     model, vars, kinds, states, log_pi, first_order = quadratic_binary_model()
     with model:
-        step = LocallyBalanced(vars, balancing="barker", differences="gradient")
+        step = LocallyBalanced(vars, balancing="barker", differences="gradient", steps_per_draw=1)
     _check(step, kinds, states, log_pi, "barker", first_order)

@@ -96,6 +96,21 @@ class StepResult:
     extra: dict[str, Any] | None = None
 
 
+@dataclass
+class DrawResult:
+    """Outcome of the ``steps_per_draw`` transitions of one draw (see
+    :meth:`DiscreteStep.run_steps`)."""
+
+    x: np.ndarray
+    logp: float
+    deltas: np.ndarray
+    sum_accept: float
+    n_accepted: int
+    logp_evals: int
+    grad_evals: int
+    extras: dict[str, list]
+
+
 @dataclass_state
 class DiscreteStepState(StepMethodState):
     tune: bool
@@ -379,11 +394,31 @@ class DiscreteStep(ArrayStepShared):
                 f"log-probability {logp}; the discrete block cannot move from a state of zero "
                 "probability. Check the start point and the other steps' variables."
             )
-        evals = self.differences.logp_evals_per_call
-        grads = self.differences.grad_evals_per_call
         n_steps = self.steps_per_draw
+        run = self.run_steps(x, logp, deltas, n_steps)
+        x, logp = run.x, run.logp
+        accept = run.sum_accept / n_steps
+        stats = {
+            "tune": bool(self.tune),
+            "accept": accept,
+            "n_accepted": run.n_accepted,
+            "mh_steps": n_steps,
+            "jump_distance": int(np.count_nonzero(x != x0)),
+            "logp_evals": int(self.differences.logp_evals_per_call + run.logp_evals),
+            "grad_evals": int(self.differences.grad_evals_per_call + run.grad_evals),
+        }
+        if self.emits_model_logp:
+            stats["model_logp"] = float(logp)
+        stats.update(self.summarize_extras(run.extras))
+        if self.tune:
+            self._record_tuning(accept, run.n_accepted)
+        return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
+
+    def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
+        """The ``n_steps`` MH transitions of one draw from a state of known logp and
+        differences (default: :meth:`mh_step` in a Python loop; compiled kernels override)."""
         total_accept = 0.0
-        n_accepted = 0
+        n_accepted = evals = grads = 0
         extras: dict[str, list] = {}
         for _ in range(n_steps):
             res = self.mh_step(x, logp, deltas)
@@ -395,22 +430,7 @@ class DiscreteStep(ArrayStepShared):
             n_accepted += int(res.accepted)
             for key, val in (res.extra or {}).items():
                 extras.setdefault(key, []).append(val)
-        accept = total_accept / n_steps
-        stats = {
-            "tune": bool(self.tune),
-            "accept": accept,
-            "n_accepted": n_accepted,
-            "mh_steps": n_steps,
-            "jump_distance": int(np.count_nonzero(x != x0)),
-            "logp_evals": int(evals),
-            "grad_evals": int(grads),
-        }
-        if self.emits_model_logp:
-            stats["model_logp"] = float(logp)
-        stats.update(self.summarize_extras(extras))
-        if self.tune:
-            self._record_tuning(accept, n_accepted)
-        return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
+        return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, grads, extras)
 
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         """Reduce per-step extra stats to per-draw scalars (default: the mean)."""

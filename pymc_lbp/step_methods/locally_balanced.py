@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from pymc_lbp.balancing import LogBalancing, balanced_log_weights, resolve_balancing
+from pymc_lbp.kernels import SingleSiteMoves, compile_steps, single_site_kernel
+from pymc_lbp.kernels.single_site import balanced_weights as balanced_weights_graph
+from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.proposals import (
     draw_from_cdf,
     mh_accept,
     mh_log_ratio,
     prepare_weights,
 )
-from pymc_lbp.step_methods.base import DiscreteStep, StepResult
+from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
 
 
 class LocallyBalanced(DiscreteStep):
@@ -22,13 +27,19 @@ class LocallyBalanced(DiscreteStep):
     ``Q(s|x) ∝ g(pi(x^(s)) / pi(x))`` and accepted with
     ``min{1, pi(y) Q(s'|y) / (pi(x) Q(s|x))}``, ``s'`` the move back.
 
+    The ``steps_per_draw`` transitions of a draw run inside one compiled call
+    (:func:`pymc_lbp.kernels.single_site_kernel` in a pytensor ``scan``, compiled with the
+    backend of ``compile_kwargs``: C by default, ``{"mode": "NUMBA"}``); each step consumes two
+    uniforms from ``self.rng``. :meth:`mh_step` is the numpy reference of one transition.
+
     Parameters
     ----------
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
         The balancing function ``g`` (see :mod:`pymc_lbp.balancing`); a callable maps log-ratios
-        ``d`` to ``log g(e^d)`` and must be balanced.
+        ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor tensors
+        (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
     differences : {"auto", "exact", "gradient"}, default "auto"
         Exact neighbour differences (one logp evaluation per neighbour, batched), first-order
         ones from the relaxed logp (one logp and one gradient evaluation per step; see
@@ -79,6 +90,7 @@ class LocallyBalanced(DiscreteStep):
         blocked: bool = True,
     ):
         self.balancing, self.log_g = resolve_balancing(balancing)
+        log_g_graph = graph_balancing(self.balancing, self.log_g)
         self._cache_key: np.ndarray | None = None
         self._cache = None
         super().__init__(
@@ -91,6 +103,33 @@ class LocallyBalanced(DiscreteStep):
             compile_kwargs=compile_kwargs,
             blocked=blocked,
         )
+        self.kernel = compile_steps(
+            partial(
+                single_site_kernel,
+                target=self.differences.graph,
+                log_g=log_g_graph,
+                moves=SingleSiteMoves(self.layout),
+            ),
+            n_uniforms=2,
+            prepare=partial(balanced_weights_graph, log_g=log_g_graph),
+            compile_kwargs=compile_kwargs,
+        )
+
+    def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
+        """All ``n_steps`` transitions in one call of the compiled kernel
+        (:func:`pymc_lbp.kernels.single_site_kernel`), two uniforms per step from ``self.rng``."""
+        res = self.kernel(x, logp, deltas, self.rng.random((n_steps, 2)))
+        d = self.differences
+        return DrawResult(
+            res.x,
+            res.logp,
+            res.deltas,
+            res.sum_accept,
+            res.n_accepted,
+            res.n_evaluated * d.logp_evals_per_call,
+            res.n_evaluated * d.grad_evals_per_call,
+            {},
+        )
 
     def _prepared(self, deltas: np.ndarray):
         """Proposal weights of the current state (cached between steps of a draw)."""
@@ -100,6 +139,8 @@ class LocallyBalanced(DiscreteStep):
         return self._cache
 
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
+        """One transition in numpy: the tested reference of the compiled kernel (sampling uses
+        :meth:`run_steps`). Given the same two uniforms it makes the same move."""
         prep = self._prepared(deltas)
         if prep is None:  # no neighbour has positive probability
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False)

@@ -1,0 +1,124 @@
+"""Run a kernel for many steps inside one compiled call (pytensor ``scan``).
+
+The compiled function maps ``(x, logp, deltas, U)`` to the state after ``U.shape[0]`` steps and
+the per-draw summaries; ``U`` holds the uniforms of every step (one row per step), drawn by the
+caller from the step's ``self.rng``. Nothing runs in Python between steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.pytensorf import compile as pm_compile
+
+from pymc_lbp.kernels.single_site import Info, State
+
+Kernel = Callable[[pt.TensorVariable, State], tuple[State, Info]]
+
+
+@dataclass
+class StepsResult:
+    """State after a run of steps and its summaries (see :class:`CompiledSteps`)."""
+
+    x: np.ndarray
+    logp: float
+    deltas: np.ndarray
+    sum_accept: float
+    n_accepted: int
+    n_evaluated: int
+
+
+def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
+    """Graphs of the final state and summaries after one kernel step per row of ``uniforms``."""
+
+    n_state = len(State._fields)
+
+    def body(u, *carry):
+        *current, sum_accept, n_accepted, n_evaluated = carry
+        new, info = kernel(u, State(*current[:n_state]))
+        return (
+            *new,
+            sum_accept + info.accept,
+            n_accepted + pt.cast(info.accepted, "int64"),
+            n_evaluated + pt.cast(info.evaluated, "int64"),
+        )
+
+    zero_f = pt.constant(0.0, dtype="float64")
+    zero_i = pt.constant(0, dtype="int64")
+    outs = pytensor.scan(
+        body,
+        sequences=[uniforms],
+        outputs_info=[*state, zero_f, zero_i, zero_i],
+        return_updates=False,
+    )
+    last = [o[-1] for o in outs]
+    # the state's (x, logp, deltas) and the summaries; prepared weights stay inside
+    return last[:3] + last[n_state:]
+
+
+class CompiledSteps:
+    """A kernel compiled to run ``n`` steps per call.
+
+    Parameters
+    ----------
+    kernel : callable
+        ``(u, State) -> (State, Info)`` graph builder; ``u`` a row of ``n_uniforms`` uniforms.
+    n_uniforms : int
+        Uniforms one step consumes.
+    prepare : callable
+        ``deltas -> (log_w, cdf, log_z)`` graphs, the prepared weights of the starting state
+        (e.g. :func:`~pymc_lbp.kernels.single_site.balanced_weights` with the balancing bound).
+    compile_kwargs : dict, optional
+        Passed to :func:`pymc.pytensorf.compile` (e.g. ``{"mode": "NUMBA"}``).
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        n_uniforms: int,
+        prepare: Callable,
+        compile_kwargs: dict | None = None,
+    ):
+        self.n_uniforms = int(n_uniforms)
+        x = pt.vector("x", dtype="int64")
+        logp = pt.scalar("logp", dtype="float64")
+        deltas = pt.vector("deltas", dtype="float64")
+        uniforms = pt.matrix("uniforms", dtype="float64")
+        outs = steps_graph(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
+        self._fn = pm_compile(
+            [x, logp, deltas, uniforms],
+            outs,
+            on_unused_input="ignore",
+            **dict(compile_kwargs or {}),
+        )
+        self._fn.trust_input = True
+
+    def __call__(
+        self, x: np.ndarray, logp: float, deltas: np.ndarray, uniforms: np.ndarray
+    ) -> StepsResult:
+        """Run ``len(uniforms)`` steps from ``(x, logp, deltas)``."""
+        x_out, logp_out, deltas_out, acc, n_acc, n_eval = self._fn(
+            np.ascontiguousarray(x, dtype=np.int64),
+            np.asarray(logp, dtype=np.float64),
+            np.ascontiguousarray(deltas, dtype=np.float64),
+            np.ascontiguousarray(uniforms, dtype=np.float64),
+        )
+        return StepsResult(
+            np.array(x_out),
+            float(logp_out),
+            np.array(deltas_out),
+            float(acc),
+            int(n_acc),
+            int(n_eval),
+        )
+
+
+def compile_steps(
+    kernel: Kernel, n_uniforms: int, prepare: Callable, compile_kwargs: dict | None = None
+) -> CompiledSteps:
+    """Compile ``kernel`` to run many steps per call (see :class:`CompiledSteps`)."""
+    return CompiledSteps(kernel, n_uniforms, prepare, compile_kwargs)
