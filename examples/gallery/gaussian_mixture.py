@@ -25,6 +25,7 @@ if __package__ in (None, ""):
 import arviz as az  # noqa: E402
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+import xarray as xr  # noqa: E402
 from pymc.distributions.transforms import ordered  # noqa: E402
 from scipy.special import expit  # noqa: E402
 from scipy.stats import norm  # noqa: E402
@@ -75,9 +76,9 @@ def make_step(model: pm.Model):
 def quantities(posterior) -> dict:
     """Weight of component 0, both means, the sd and the fraction of points in component 1."""
     return {
-        "w[0]": posterior["w"].isel(w_dim_0=0),
-        "mu[0]": posterior["mu"].isel(mu_dim_0=0),
-        "mu[1]": posterior["mu"].isel(mu_dim_0=1),
+        "w[0]": posterior["w"].isel(w_dim_0=0, drop=True),
+        "mu[0]": posterior["mu"].isel(mu_dim_0=0, drop=True),
+        "mu[1]": posterior["mu"].isel(mu_dim_0=1, drop=True),
         "sigma": posterior["sigma"],
         "z_mean": posterior["z"].mean("z_dim_0"),
     }
@@ -118,14 +119,15 @@ def reference() -> Reference:
     zbar = np.stack([_p_component1(w0[c], mu[c], sigma[c], Y).mean(1) for c in range(w0.shape[0])])
     post = post.assign(z_mean=(("chain", "draw"), zbar))
     q = {
-        "w[0]": post["w"].isel(w_dim_0=0),
-        "mu[0]": post["mu"].isel(mu_dim_0=0),
-        "mu[1]": post["mu"].isel(mu_dim_0=1),
+        "w[0]": post["w"].isel(w_dim_0=0, drop=True),
+        "mu[0]": post["mu"].isel(mu_dim_0=0, drop=True),
+        "mu[1]": post["mu"].isel(mu_dim_0=1, drop=True),
         "sigma": post["sigma"],
         "z_mean": post["z_mean"],
     }
     mean = {k: float(v.mean()) for k, v in q.items()}
-    se = {k: float(az.mcse(v.values, method="mean")) for k, v in q.items()}
+    mcse = az.mcse(xr.Dataset(q), method="mean")
+    se = {k: float(mcse[k]) for k in q}
     return Reference(mean, se, "NUTS on pm.NormalMixture (4 x 2000 draws), z Rao-Blackwellised")
 
 

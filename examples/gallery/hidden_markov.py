@@ -76,8 +76,8 @@ def make_step(model: pm.Model):
 def quantities(posterior) -> dict:
     """Both stay probabilities, the emission sd and the fraction of time in state 1."""
     return {
-        "P[0,0]": posterior["P"].isel(P_dim_0=0, P_dim_1=0),
-        "P[1,1]": posterior["P"].isel(P_dim_0=1, P_dim_1=1),
+        "P[0,0]": posterior["P"].isel(P_dim_0=0, P_dim_1=0, drop=True),
+        "P[1,1]": posterior["P"].isel(P_dim_0=1, P_dim_1=1, drop=True),
         "sigma": posterior["sigma"],
         "z_mean": posterior["z"].mean("z_dim_0").astype(float),
     }

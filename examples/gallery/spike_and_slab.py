@@ -72,10 +72,10 @@ def make_step(model: pm.Model):
 def quantities(posterior) -> dict:
     """Three coefficients (large, null, small), one null indicator and the model size."""
     return {
-        "beta[0]": posterior["beta"].isel(beta_dim_0=0),
-        "beta[1]": posterior["beta"].isel(beta_dim_0=1),
-        "beta[5]": posterior["beta"].isel(beta_dim_0=5),
-        "gamma[5]": posterior["gamma"].isel(gamma_dim_0=5).astype(float),
+        "beta[0]": posterior["beta"].isel(beta_dim_0=0, drop=True),
+        "beta[1]": posterior["beta"].isel(beta_dim_0=1, drop=True),
+        "beta[5]": posterior["beta"].isel(beta_dim_0=5, drop=True),
+        "gamma[5]": posterior["gamma"].isel(gamma_dim_0=5, drop=True).astype(float),
         "n_included": posterior["gamma"].sum("gamma_dim_0").astype(float),
     }
 
