@@ -124,45 +124,8 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="1 repeat, 300 + 300 draws")
-    parser.add_argument("--draws", type=int, default=500)
-    parser.add_argument("--tune", type=int, default=500)
-    parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--models", nargs="*", default=list(MODELS))
-    parser.add_argument("--name", default="user_models")
-    args = parser.parse_args()
-    if args.quick:
-        args.repeats, args.draws, args.tune = 1, 300, 300
-    results, references = [], {}
-    start = time.perf_counter()
-    for name in args.models:
-        module = importlib.import_module(f"examples.gallery.{name}")
-        t0 = time.perf_counter()
-        ref = module.reference()
-        references[name] = {**asdict(ref), "seconds": time.perf_counter() - t0}
-        labels = {s: step_label(module, s) for s in SAMPLERS}
-        for repeat in range(args.repeats):
-            for sampler in SAMPLERS:
-                idata, construction, seconds = sample(
-                    module,
-                    sampler,
-                    draws=args.draws,
-                    tune=args.tune,
-                    chains=args.chains,
-                    seed=1000 * repeat + 17,
-                )
-                res = evaluate(module, sampler, idata, construction, seconds, ref)
-                results.append({**asdict(res), "step": labels[sampler], "repeat": repeat})
-                print(
-                    f"{name:18s} {labels[sampler]:42s} rep {repeat}: build "
-                    f"{construction:5.1f} s, sample {seconds:6.1f} s, ESS/s cont "
-                    f"{res.ess_per_second_continuous:7.2f} disc {res.ess_per_second_discrete:7.2f}"
-                    f", max|z| {res.max_abs_z:5.2f}",
-                    flush=True,
-                )
+def finish(results, references, args, start) -> None:
+    """Summarise and write JSON + markdown + plot (after every model: a crash keeps the rest)."""
     rows = summarize(results)
     for r in rows:
         r["_s"] = "ours" if not r["sampler"].startswith("PyMC") else "pymc"
@@ -212,6 +175,49 @@ def main() -> None:
         r["_s"] = "ours" if not r["sampler"].startswith("PyMC") else "pymc"
     plot(rows, ROOT / "docs" / "results" / f"{args.name}.png")
     print(md)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="1 repeat, 300 + 300 draws")
+    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--models", nargs="*", default=list(MODELS))
+    parser.add_argument("--name", default="user_models")
+    args = parser.parse_args()
+    if args.quick:
+        args.repeats, args.draws, args.tune = 1, 300, 300
+    results, references = [], {}
+    start = time.perf_counter()
+    for name in args.models:
+        module = importlib.import_module(f"examples.gallery.{name}")
+        t0 = time.perf_counter()
+        ref = module.reference()
+        references[name] = {**asdict(ref), "seconds": time.perf_counter() - t0}
+        labels = {s: step_label(module, s) for s in SAMPLERS}
+        for repeat in range(args.repeats):
+            for sampler in SAMPLERS:
+                idata, construction, seconds = sample(
+                    module,
+                    sampler,
+                    draws=args.draws,
+                    tune=args.tune,
+                    chains=args.chains,
+                    seed=1000 * repeat + 17,
+                )
+                res = evaluate(module, sampler, idata, construction, seconds, ref)
+                results.append({**asdict(res), "step": labels[sampler], "repeat": repeat})
+                print(
+                    f"{name:18s} {labels[sampler]:42s} rep {repeat}: build "
+                    f"{construction:5.1f} s, sample {seconds:6.1f} s, ESS/s cont "
+                    f"{res.ess_per_second_continuous:7.2f} disc {res.ess_per_second_discrete:7.2f}"
+                    f", max|z| {res.max_abs_z:5.2f}",
+                    flush=True,
+                )
+        finish(results, references, args, start)
+    finish(results, references, args, start)
 
 
 if __name__ == "__main__":

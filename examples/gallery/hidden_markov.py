@@ -27,6 +27,7 @@ if __package__ in (None, ""):
 
 import numpy as np  # noqa: E402
 import pymc as pm  # noqa: E402
+import pytensor.tensor as pt  # noqa: E402
 from scipy.special import logsumexp  # noqa: E402
 from scipy.stats import halfnorm, norm  # noqa: E402
 
@@ -63,7 +64,7 @@ def build_model() -> pm.Model:
         sigma = pm.HalfNormal("sigma", 1.0)
         z = pm.Categorical("z", p=np.full(2, 0.5), shape=T)
         pm.Potential("transitions", pm.math.log(P[z[:-1], z[1:]]).sum())
-        pm.Normal("y", mu=MU[z], sigma=sigma, observed=Y)
+        pm.Normal("y", mu=pt.as_tensor(MU)[z], sigma=sigma, observed=Y)
     return model
 
 
