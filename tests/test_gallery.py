@@ -39,11 +39,15 @@ def test_gallery_model_builds(name):
         assert set(module.reference().mean) == set(q)
 
 
-@pytest.mark.parametrize("name", ["coal_mining", "spike_and_slab"])
-def test_gallery_matches_exact_reference(name):
-    """pymc_lbp's step (with NUTS) recovers the exact posterior means within Z_MAX MCSE."""
+@pytest.mark.parametrize(("name", "draws"), [("coal_mining", 1500), ("spike_and_slab", 400)])
+def test_gallery_matches_exact_reference(name, draws):
+    """pymc_lbp's step (with NUTS) recovers the exact posterior means within Z_MAX MCSE.
+
+    The switch point moves +-1 per step (ESS about 4% of the draws), so the coal model gets more
+    draws than the spike-and-slab for an ESS near 100, where the MCSE estimate is reliable.
+    """
     module = importlib.import_module(f"examples.gallery.{name}")
     ref = module.reference()
-    idata, build, seconds = sample(module, "ours", draws=400, tune=300, chains=2, seed=20261122)
+    idata, build, seconds = sample(module, "ours", draws=draws, tune=300, chains=2, seed=20261122)
     res = evaluate(module, "ours", idata, build, seconds, ref)
     assert res.max_abs_z < Z_MAX, res.z
