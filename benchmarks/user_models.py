@@ -80,13 +80,9 @@ def step_label(module, sampler: str) -> str:
         return "PyMC " + "+".join(
             type(s).__name__ for s in pymc_default_steps(module.build_model())
         )
-    import inspect
-
-    src = inspect.getsource(module.make_step)
-    for cls in ("LocallyBalanced", "GibbsWithGradients", "PathAuxiliaryLBP", "SelfBalancing"):
-        if cls in src.split('"""')[-1]:
-            return cls
-    return "pymc_lbp"
+    model = module.build_model()
+    with model:
+        return type(module.make_step(model)).__name__
 
 
 def plot(rows: list[dict], path: Path) -> None:
