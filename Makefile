@@ -12,7 +12,7 @@ export PYTENSOR_FLAGS := blas__ldflags=-lopenblas$(if $(PYTENSOR_FLAGS),$(comma)
 # (docs/blas.md), and pm.sample(cores=...) already runs chains in parallel.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-fast lint bench clean
 
 $(STAMP): pyproject.toml
 	bash scripts/ensure_blas.sh
@@ -27,7 +27,15 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check pymc_lbp tests examples benchmarks
 	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
+
+# contributors' quick loop: everything but the tests marked slow (CI runs `make test`)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n auto -m "not slow"
+
+lint: $(STAMP)
+	$(BIN)/ruff check pymc_lbp tests examples benchmarks
+	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ising_vs_gibbs.py
