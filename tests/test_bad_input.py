@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -178,13 +180,15 @@ def _not_relaxable_model():
 
 def test_registered_gibbs_with_gradients_on_a_model_it_cannot_relax():
     """register(GibbsWithGradients) + pm.sample() used to raise; now the auto-assigned step
-    falls back to exact differences (with a warning) and samples correctly."""
+    takes exact differences (no warning: the choice is exact and cheap here; its reason is in
+    the step and the stat ``exact_differences``) and samples correctly."""
     import pymc_lbp
 
     model = _not_relaxable_model()
     try:
         pymc_lbp.register(GibbsWithGradients)
-        with model, pytest.warns(UserWarning, match="falling back to exact"):
+        with model, warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
             idata = pm.sample(
                 draws=400,
                 tune=50,
@@ -195,6 +199,7 @@ def test_registered_gibbs_with_gradients_on_a_model_it_cannot_relax():
             )
     finally:
         pymc_lbp.unregister()
+    assert bool(idata.sample_stats["exact_differences"].all())
     # exact answer by enumeration: pi(x) ∝ 2^-3 exp(floor(sum x / 2))
     import itertools
 

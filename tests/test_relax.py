@@ -168,7 +168,7 @@ def test_index_into_block_dependent_tensor_is_an_error():
         _differences(m, ["x", "x2"])
 
 
-def test_gradient_fallback_warns_and_gradient_request_raises():
+def test_no_relaxation_auto_takes_exact_and_gradient_request_raises():
     from pymc_lbp import GibbsWithGradients, LocallyBalanced
 
     with pm.Model() as m:
@@ -177,9 +177,9 @@ def test_gradient_fallback_warns_and_gradient_request_raises():
     with m:
         with pytest.raises(NotRelaxableError):
             GibbsWithGradients([x], differences="gradient")
-        with pytest.warns(UserWarning, match="falling back to exact"):
-            step = LocallyBalanced([x], differences="auto")
+        step = LocallyBalanced([x], differences="auto")
     assert step.differences_kind == "exact"
+    assert "no differentiable extension" in step.differences_reason
 
 
 def test_piecewise_comparison_of_integer_warns():

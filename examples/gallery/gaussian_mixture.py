@@ -69,8 +69,7 @@ def build_model() -> pm.Model:
 
 def make_step(model: pm.Model):
     """GibbsWithGradients on the assignments."""
-    # TODO(defaults): drop steps_per_draw once it defaults to one sweep per draw (issue #11).
-    return GibbsWithGradients([model["z"]], steps_per_draw=N)
+    return GibbsWithGradients([model["z"]])
 
 
 def quantities(posterior) -> dict:

@@ -70,8 +70,7 @@ def build_model() -> pm.Model:
 
 def make_step(model: pm.Model):
     """PathAuxiliaryLBP with its defaults on the states."""
-    # TODO(defaults): drop steps_per_draw once it defaults to one sweep per draw (issue #11).
-    return PathAuxiliaryLBP([model["z"]], steps_per_draw=T)
+    return PathAuxiliaryLBP([model["z"]])
 
 
 def quantities(posterior) -> dict:

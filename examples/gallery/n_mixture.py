@@ -63,8 +63,7 @@ def build_model() -> pm.Model:
 
 def make_step(model: pm.Model):
     """LocallyBalanced (exact differences, +-1 moves) on the abundances."""
-    # TODO(defaults): drop steps_per_draw once it defaults to one sweep per draw (issue #11).
-    return LocallyBalanced([model["N"]], steps_per_draw=SITES)
+    return LocallyBalanced([model["N"]])
 
 
 def quantities(posterior) -> dict:

@@ -60,14 +60,14 @@ def build_model() -> pm.Model:
 
 
 def make_step(model: pm.Model):
-    """LocallyBalanced (exact differences, its default) on the occupancy states.
+    """LocallyBalanced with defaults on the occupancy states.
 
-    Not GibbsWithGradients: the relaxation of ``Bernoulli(z[:, None] * p)`` gives first-order
-    differences of the wrong sign for emptying a site with detections (true difference -inf),
-    so nearly every proposal is rejected and z never leaves its start (docs/gallery.md).
+    First-order differences are poor here: the relaxation of ``Bernoulli(z[:, None] * p)`` gives
+    a finite difference for emptying a site with detections (true difference -inf), so nearly
+    every first-order proposal is rejected. ``differences="auto"`` measures that at construction
+    and takes exact differences (``step.differences_reason`` says so; docs/gallery.md).
     """
-    # TODO(defaults): drop steps_per_draw once it defaults to one sweep per draw (issue #11).
-    return LocallyBalanced([model["z"]], steps_per_draw=SITES)
+    return LocallyBalanced([model["z"]])
 
 
 def quantities(posterior) -> dict:

@@ -65,8 +65,7 @@ def build_model() -> pm.Model:
 
 def make_step(model: pm.Model):
     """LocallyBalanced (exact differences, its default) on the indicators."""
-    # TODO(defaults): drop steps_per_draw once it defaults to one sweep per draw (issue #11).
-    return LocallyBalanced([model["gamma"]], steps_per_draw=P)
+    return LocallyBalanced([model["gamma"]])
 
 
 def quantities(posterior) -> dict:

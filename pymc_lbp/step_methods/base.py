@@ -13,6 +13,7 @@ about ``1 / steps_per_draw`` of the draw's cost with the default of one sweep pe
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
+from pymc_lbp.balancing import log_sqrt
+from pymc_lbp.differences_choice import DifferencesChoice, choose, probe_first_order
 from pymc_lbp.neighbours import (
     BlockLayout,
     Differences,
@@ -38,6 +41,13 @@ from pymc_lbp.neighbours import (
 from pymc_lbp.relax import NotRelaxableError
 
 DIFFERENCES = ("exact", "gradient", "auto")
+
+EXPENSIVE_EXACT_EVALS = 2000
+"""Exact differences that cost more logp evaluations than this per call are reported (the
+batched method costs one per move; the local one a few, plus one per move for terms that couple
+the whole block)."""
+
+_log = logging.getLogger("pymc_lbp")
 
 MAX_STEPS_PER_DRAW = 1_000_000
 """Largest ``steps_per_draw`` accepted, unless the block has more than a tenth of it in sites
@@ -142,9 +152,12 @@ class DiscreteStep(ArrayStepShared):
         :meth:`sweep_steps` (single-site samplers: the number of sites of the block). At most
         :data:`MAX_STEPS_PER_DRAW` (or ten sweeps on blocks of more than 100,000 sites).
     differences : {"auto", "exact", "gradient"}, default "auto"
-        How neighbour log-probability differences are computed: exact (one logp evaluation per
-        neighbour, batched), first-order from the relaxed logp's gradient (one evaluation per
-        step), or "auto" (gradient when the model relaxes, exact otherwise, with a warning).
+        How neighbour log-probability differences are computed: exact (local terms or one logp
+        evaluation per neighbour, batched), first-order from the relaxed logp's gradient (one
+        evaluation per step), or "auto": first-order where they are measured to track the exact
+        ones from the start point, exact otherwise (the rule: :mod:`pymc_lbp.differences_choice`).
+        The choice is in :attr:`differences_choice` (with its reason and measurements), logged
+        (logger ``"pymc_lbp"``, INFO), and recorded in the stat ``exact_differences``.
     model : pymc.Model, optional
     rng : RandomGenerator, optional
     initial_point : dict, optional
@@ -168,6 +181,7 @@ class DiscreteStep(ArrayStepShared):
         "model_logp": (np.float64, []),
         "logp_evals": (np.int64, []),
         "grad_evals": (np.int64, []),
+        "exact_differences": (bool, []),
     }
     target_accept: float | None = None
     auto_assignable: ClassVar[bool] = True
@@ -205,10 +219,13 @@ class DiscreteStep(ArrayStepShared):
         self.layout = BlockLayout(specs)
         self._steps_per_draw = check_steps_per_draw(steps_per_draw, self.layout.n_sites)
         shared = pm.make_shared_replacements(initial_point, vars, model)
+        self._x0 = self._state_vector(initial_point)
+        self.differences_choice = DifferencesChoice(differences, f"differences={differences!r}")
         self.differences = self._make_differences(
             differences, model, specs, self.layout, shared, compile_kwargs
         )
         self.differences_kind = self.differences.kind
+        self.differences_reason = self.differences_choice.reason
         self.tune = True
         self._reset_tuning_record()
         # model_logp only where it is the logp of the recorded point: PyMC's CompoundStep keeps
@@ -222,6 +239,13 @@ class DiscreteStep(ArrayStepShared):
             self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
         super().__init__(vars, shared, blocked=blocked, rng=rng)
         self._check_start(initial_point)
+        _log.info(
+            "%s on %s: %s neighbour differences (%s).",
+            type(self).__name__,
+            self.var_names,
+            self.differences_kind,
+            self.differences_reason,
+        )
 
     @classmethod
     def _resolve_vars(cls, vars, model) -> list:
@@ -272,30 +296,64 @@ class DiscreteStep(ArrayStepShared):
         return getattr(self, "balancing", None), getattr(self, "log_g", None)
 
     def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs) -> Differences:
+        """Build the differences asked for; ``"auto"`` measures first (see
+        :mod:`pymc_lbp.differences_choice`) and sets :attr:`differences_choice`."""
         bal = self._balancing()
+        log_g = bal[1] if callable(bal[1]) else log_sqrt
+        name = f"{type(self).__name__} on {[s.name for s in specs]}"
         if kind == "exact":
-            return ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
+            return self._exact_differences(model, specs, layout, shared, compile_kwargs, bal)
         try:
-            diffs = GradientDifferences(model, specs, layout, shared, compile_kwargs, bal)
+            grad = GradientDifferences(model, specs, layout, shared, compile_kwargs, bal)
         except NotRelaxableError as err:
             if kind == "gradient":
                 raise
-            warnings.warn(
-                f"{type(self).__name__}: falling back to exact neighbour differences. {err}",
-                UserWarning,
-                stacklevel=3,
+            self.differences_choice = DifferencesChoice(
+                "exact", f"the model has no differentiable extension in the block: {err}"
             )
-            return ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
-        if diffs.piecewise:
-            warnings.warn(
-                f"{type(self).__name__}: first-order differences ignore the jumps of "
-                f"{len(diffs.piecewise)} comparison(s) of integer variables in the model "
-                "(they are piecewise constant). The MH correction keeps the chain exact, but "
-                "differences='exact' may propose better.",
-                UserWarning,
-                stacklevel=3,
+            return self._exact_differences(model, specs, layout, shared, compile_kwargs, bal)
+        piecewise = ""
+        if grad.piecewise:
+            piecewise = (
+                f"; first-order differences ignore the jumps of {len(grad.piecewise)} "
+                "comparison(s) of integer variables (piecewise constant in the relaxation)"
             )
-        return diffs
+        if kind == "gradient":
+            if grad.piecewise:
+                probe = probe_first_order(grad, self._x0, log_g, n_steps=0, n_states=1)
+                if probe is not None and not probe.exact_match:
+                    warnings.warn(
+                        f"{name}: differences='gradient' as asked, but the model has "
+                        f"{len(grad.piecewise)} comparison(s) of integer variables, which "
+                        "first-order differences see as piecewise constant: at the start point "
+                        f"they differ from the exact differences by up to {probe.max_error:.3g} "
+                        f"nats over {probe.n_compared} moves. The MH correction keeps the chain "
+                        "exact, but its proposals are poorer; differences='auto' measures this "
+                        "and takes exact differences where first-order ones do not track them.",
+                        UserWarning,
+                        stacklevel=4,
+                    )
+            return grad
+        choice = choose(probe_first_order(grad, self._x0, log_g), layout.n_slots)
+        self.differences_choice = choice._replace(reason=choice.reason + piecewise)
+        if choice.kind == "gradient":
+            return grad
+        return self._exact_differences(model, specs, layout, shared, compile_kwargs, bal)
+
+    def _exact_differences(self, model, specs, layout, shared, compile_kwargs, bal):
+        exact = ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
+        if exact.logp_evals_per_call > EXPENSIVE_EXACT_EVALS:
+            warnings.warn(
+                f"{type(self).__name__} on {[s.name for s in specs]}: exact neighbour "
+                f"differences ({self.differences_choice.reason}) cost about "
+                f"{exact.logp_evals_per_call} logp evaluations per step on this block of "
+                f"{layout.n_slots} moves ({exact.method} method: {exact.method_reason}). "
+                "Sampling will be slow; smaller blocks (several steps with fewer variables "
+                "each) or a model whose terms each touch few sites make it cheaper.",
+                UserWarning,
+                stacklevel=4,
+            )
+        return exact
 
     def _state_vector(self, point: dict) -> np.ndarray:
         return np.concatenate(
@@ -407,6 +465,8 @@ class DiscreteStep(ArrayStepShared):
             "logp_evals": int(self.differences.logp_evals_per_call + run.logp_evals),
             "grad_evals": int(self.differences.grad_evals_per_call + run.grad_evals),
         }
+        if "exact_differences" in self.stats_dtypes_shapes:
+            stats["exact_differences"] = self.differences_kind == "exact"
         if self.emits_model_logp:
             stats["model_logp"] = float(logp)
         stats.update(self.summarize_extras(run.extras))

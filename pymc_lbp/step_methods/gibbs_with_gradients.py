@@ -22,9 +22,12 @@ class GibbsWithGradients(LocallyBalanced):
     vars : list of variables, optional
         Discrete variables; one block.
     differences : {"auto", "gradient", "exact"}, default "auto"
-        "auto": first-order differences when the model's logp relaxes, else exact ones with a
-        warning (the step is then :class:`LocallyBalanced` with ``g = sqrt``, still an exact
-        sampler); "gradient": first-order or a ``NotRelaxableError``; "exact": exact ones.
+        "auto": first-order differences where they are measured to track the exact ones from the
+        start point (always on logps multilinear in the block), exact ones otherwise (the step is
+        then :class:`LocallyBalanced` with ``g = sqrt``; see :mod:`pymc_lbp.differences_choice`
+        for the rule); "gradient": first-order or a ``NotRelaxableError``; "exact": exact ones.
+        The choice and its reason are in :attr:`differences_choice` and the stat
+        ``exact_differences``.
     steps_per_draw : int, optional
         MH steps per recorded draw. ``None`` (default): one per site of the block (one sweep).
     model, rng, initial_point, compile_kwargs, blocked

@@ -43,8 +43,10 @@ class LocallyBalanced(DiscreteStep):
     differences : {"auto", "exact", "gradient"}, default "auto"
         Exact neighbour differences (one logp evaluation per neighbour, batched), first-order
         ones from the relaxed logp (one logp and one gradient evaluation per step; see
-        :class:`GibbsWithGradients`), or "auto": first-order when the model relaxes, exact
-        otherwise (with a warning). The choice made is in :attr:`differences_kind`.
+        :class:`GibbsWithGradients`), or "auto": first-order where they are measured to track the
+        exact ones from the start point, exact otherwise (:mod:`pymc_lbp.differences_choice`).
+        The choice and its reason are in :attr:`differences_choice`, logged, and in the stat
+        ``exact_differences``.
     steps_per_draw : int, optional
         MH steps per recorded draw. ``None`` (default): one per site of the block, so that a
         draw is one sweep's worth of single-site moves (the ``mh_steps`` stat). At most
@@ -71,6 +73,8 @@ class LocallyBalanced(DiscreteStep):
     logp_evals     int64   model logp evaluations made for the draw (exact differences: one
                            per neighbour and step, plus one per draw)
     grad_evals     int64   relaxed-logp gradient evaluations made for the draw
+    exact_differences bool exact neighbour differences (False: first-order ones); see
+                           ``step.differences_choice`` for why
     ============== ======= ==================================================================
     """
 

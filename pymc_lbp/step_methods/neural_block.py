@@ -21,6 +21,7 @@ from pymc_lbp.block_proposals import (
     enumerate_block_states,
     exact_block_log_probs,
 )
+from pymc_lbp.differences_choice import DifferencesChoice
 from pymc_lbp.local_logp import FactorLogp, FactorSubset
 from pymc_lbp.models.uai.model import UAIModelInfo
 from pymc_lbp.motifs import BlockSet
@@ -173,8 +174,9 @@ class NeuralBlock(DiscreteStep):
     name = "neural_block"
     auto_assignable = False
     auto_assign_needs = "blocks and a proposal (blocks=..., proposal=...)"
+    # no neighbour differences: proposals come from the network, scored with the local logp
     stats_dtypes_shapes: ClassVar[dict] = {
-        **DiscreteStep.stats_dtypes_shapes,
+        **{k: v for k, v in DiscreteStep.stats_dtypes_shapes.items() if k != "exact_differences"},
         "block": (np.int64, []),
     }
 
@@ -254,6 +256,9 @@ class NeuralBlock(DiscreteStep):
         return len(self._units)
 
     def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs):
+        self.differences_choice = DifferencesChoice(
+            ModelLogp.kind, "block proposals are scored with the logp; no neighbour differences"
+        )
         return ModelLogp(model, specs, layout, shared, compile_kwargs)
 
     # ------------------------------------------------------------------ block resolution

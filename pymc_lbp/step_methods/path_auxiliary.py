@@ -103,8 +103,9 @@ class PathAuxiliaryLBP(DiscreteStep):
     differences : {"auto", "gradient", "exact"}, default "auto"
         Neighbour differences: first-order from the relaxed logp's gradient (one evaluation per
         step; exact on logps multilinear in the block), exact (one logp evaluation per
-        neighbour, batched), or "auto": gradient when the model relaxes, exact otherwise (with a
-        warning). The choice is in :attr:`differences_kind`, logged, and in the stat
+        neighbour, batched, or local terms), or "auto": first-order where they are measured to
+        track the exact ones, exact otherwise (:mod:`pymc_lbp.differences_choice`). The choice
+        and its reason are in :attr:`differences_choice`, logged, and in the stat
         ``exact_differences``.
     initial_path_length : float, default 1.0
         Starting value of the tuned scale ``U`` (only with ``path_length=None``).
@@ -155,7 +156,8 @@ class PathAuxiliaryLBP(DiscreteStep):
         per-step jump distance whose expectation (EJD) the optimal-scaling theory is about
         (equal to ``jump_distance`` when ``steps_per_draw == 1``).
     ``exact_differences`` (bool)
-        True when exact neighbour differences are used, False for first-order ones.
+        True when exact neighbour differences are used, False for first-order ones (why:
+        ``step.differences_choice``).
     ``logp_evals``, ``grad_evals`` (int)
         Model logp and relaxed-gradient evaluations made for the draw.
     """
@@ -166,7 +168,6 @@ class PathAuxiliaryLBP(DiscreteStep):
         "path_length": (np.float64, []),
         "path_scale": (np.float64, []),
         "step_jump_distance": (np.float64, []),
-        "exact_differences": (bool, []),
     }
     _state_class = PathAuxiliaryState
 
@@ -365,5 +366,4 @@ class PathAuxiliaryLBP(DiscreteStep):
             "path_length": float(np.mean(extras["path_length"])),
             "step_jump_distance": float(np.mean(extras["step_jump_distance"])),
             "path_scale": self.path_scale,
-            "exact_differences": self.differences_kind == "exact",
         }

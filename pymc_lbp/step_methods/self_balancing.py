@@ -105,7 +105,8 @@ class SelfBalancing(DiscreteStep):
         :mod:`pymc_lbp.learned_balancing`.
     differences : {"auto", "exact", "gradient"}, default "auto"
         Exact neighbour differences (LSB), first-order ones from the relaxed logp (FLSB), or
-        "auto": first-order when the model relaxes, exact otherwise (with a warning).
+        "auto": first-order where they are measured to track the exact ones, exact otherwise
+        (:mod:`pymc_lbp.differences_choice`; the choice is in :attr:`differences_choice`).
     n_particles : int, default 30
         Auxiliary particles advanced during tuning (the paper uses 30 on the Ising model).
         Sizes whose learning is clearly out of range are refused: more than
@@ -150,6 +151,9 @@ class SelfBalancing(DiscreteStep):
         Model logp evaluations for the draw, the particles' included.
     ``grad_evals`` (int)
         Relaxed-logp gradient evaluations for the draw, the particles' included.
+    ``exact_differences`` (bool)
+        True when exact neighbour differences are used, False for first-order ones (why:
+        ``step.differences_choice``).
     ``lsb_loss`` (float)
         Mean batch estimate of the LSB objective over the draw's learning updates (the mutual
         information between consecutive states up to a parameter-free term); NaN after tuning.
