@@ -94,7 +94,7 @@ class LocallyBalanced(DiscreteStep):
         blocked: bool = True,
     ):
         self.balancing, self.log_g = resolve_balancing(balancing)
-        log_g_graph = graph_balancing(self.balancing, self.log_g)
+        graph_balancing(self.balancing, self.log_g)  # a custom callable is checked now
         self._cache_key: np.ndarray | None = None
         self._cache = None
         super().__init__(
@@ -107,17 +107,28 @@ class LocallyBalanced(DiscreteStep):
             compile_kwargs=compile_kwargs,
             blocked=blocked,
         )
-        self.kernel = compile_steps(
-            partial(
-                single_site_kernel,
-                target=self.differences.graph,
-                log_g=log_g_graph,
-                moves=SingleSiteMoves(self.layout),
-            ),
-            n_uniforms=2,
-            prepare=partial(balanced_weights_graph, log_g=log_g_graph),
-            compile_kwargs=compile_kwargs,
-        )
+        self._compile_kwargs = compile_kwargs
+        self._kernel = None
+
+    @property
+    def kernel(self):
+        """The compiled transition (:func:`pymc_lbp.kernels.compile_steps`), compiled on first
+        use: a step built and never sampled (checked, inspected, replaced) costs no kernel
+        compilation, and ``pm.sample(cores>1)`` ships the step without it."""
+        if self._kernel is None:
+            log_g_graph = graph_balancing(self.balancing, self.log_g)
+            self._kernel = compile_steps(
+                partial(
+                    single_site_kernel,
+                    target=self.differences.graph,
+                    log_g=log_g_graph,
+                    moves=SingleSiteMoves(self.layout),
+                ),
+                n_uniforms=2,
+                prepare=partial(balanced_weights_graph, log_g=log_g_graph),
+                compile_kwargs=self._compile_kwargs,
+            )
+        return self._kernel
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """All ``n_steps`` transitions in one call of the compiled kernel
