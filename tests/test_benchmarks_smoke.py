@@ -113,3 +113,19 @@ def test_numpyro_side_quick(bench, tmp_path):
         assert res["ess"] > 0 and res["wall"] > 0
         assert res["compile_warmup"] > 0 and res["compile_sampling"] > 0
         assert res["mh_steps_per_draw"] == 16
+
+
+def test_user_ising_quick(tmp_path):
+    """benchmarks/user_ising.py --quick: every sampler measured with defaults, files written."""
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("user_ising", BENCH / "user_ising.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    payload = module.main(["--quick", "--out", str(tmp_path)])
+    rows = {r["sampler"]: r for r in payload["rows"]}
+    assert set(rows) == set(module.SAMPLERS)
+    assert all(r["ess"] > 0 and r["construct_seconds"] > 0 for r in rows.values())
+    # written the way users write it, the lattice still relaxes: auto takes first-order ones
+    assert rows["PathAuxiliaryLBP"]["differences"] == "gradient"
+    assert json.loads((tmp_path / "user_ising_quick.json").read_text())["rows"]
+    assert (tmp_path / "user_ising_quick.png").stat().st_size > 0
