@@ -13,6 +13,8 @@ mh
     The one Metropolis-Hastings log-ratio and acceptance used by every kernel.
 single_site
     The single-site locally balanced kernel (LocallyBalanced, GibbsWithGradients).
+path
+    The path auxiliary kernel (PathAuxiliaryLBP with ``compiled_kernel=True``) and its loop.
 loop
     ``scan`` over kernel steps and compilation; per-draw summaries.
 """

@@ -1,0 +1,182 @@
+"""The compiled path kernel (pymc_lbp.kernels.path) against its references.
+
+1. Move for move: given the same noise row, the compiled step makes the move that the numpy path
+   functions of :mod:`pymc_lbp.path_proposals` (the sampler's Python reference) make, with the
+   same acceptance probability, on binary, categorical and integer blocks, with first-order and
+   exact differences.
+2. In distribution: repeated single compiled steps from fixed states reproduce the rows of the
+   independently enumerated mixture kernel of ``tests/test_path_auxiliary_kernel.py`` (chi-square,
+   independent repeats, so the test is exact at its level).
+3. In ``pm.sample``: tuning runs the Python loop (the scale adapts every path step), frozen draws
+   run the compiled kernel, and the stats are the same kind of numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from pymc_lbp import PathAuxiliaryLBP
+from pymc_lbp.path_proposals import log_prob_path, path_weights, reverse_slots, slot_values
+from pymc_lbp.proposals import mh_log_ratio
+from tests.test_path_auxiliary_kernel import (
+    ALPHA,
+    STATES_BIN,
+    STATES_CAT,
+    binary_model,
+    binary_nonlinear_model,
+    categorical_model,
+    chi_square_pvalue,
+    exact_deltas,
+    integer_model,
+    logp_bin,
+    logp_cat,
+    mixture_kernel,
+    moves_bin,
+    moves_cat,
+)
+
+
+def reference_step(step, x, logp, deltas, noise, scale):
+    """One path step from the numpy path functions, driven by one noise row."""
+    lay = step.layout
+    n = lay.n_sites
+    if noise[0] < step.single_site_share:
+        length = 1
+    else:
+        lo = math.floor(scale)
+        length = int(min(max(lo + (noise[1] < scale - lo), 1), n))
+    w = path_weights(deltas, step.log_g, lay)
+    if w.n_movable < length:
+        return x, logp, deltas, 0.0
+    with np.errstate(divide="ignore"):
+        keys = noise[3 : 3 + n] / w.lin
+    sites = np.argsort(keys, kind="stable")[:length]
+    if w.within is None:
+        slots = lay.site_offset[sites]
+    else:
+        stops = np.append(lay.site_offset, lay.n_slots)
+        gumbel = w.within - np.log(noise[3 + n : 3 + n + lay.n_slots])
+        slots = np.array(
+            [
+                lay.site_offset[i] + int(np.argmax(gumbel[lay.site_offset[i] : stops[i + 1]]))
+                for i in sites
+            ]
+        )
+    y = x.copy()
+    y[sites] = slot_values(lay, x, slots)
+    logp_y, deltas_y = step.differences(y)
+    fwd = log_prob_path(w, sites, slots)
+    wy = path_weights(deltas_y, step.log_g, lay)
+    back = reverse_slots(lay, slots, x[sites])
+    rev = log_prob_path(wy, sites[::-1], back[::-1])
+    ratio = mh_log_ratio(logp, logp_y, fwd, rev)
+    prob = math.exp(min(ratio, 0.0)) if math.isfinite(ratio) else 0.0
+    if noise[2] < prob:
+        return y, logp_y, deltas_y, prob
+    return x, logp, deltas, prob
+
+
+@pytest.mark.parametrize(
+    ("build", "differences"),
+    [
+        (binary_model, "gradient"),
+        (binary_nonlinear_model, "gradient"),
+        (categorical_model, "exact"),
+        (categorical_model, "gradient"),
+        (integer_model, "exact"),
+    ],
+    ids=["binary", "binary-first-order-approx", "categorical-exact", "categorical", "integer"],
+)
+@pytest.mark.parametrize("scale", [1.0, 2.4])
+def test_compiled_path_step_makes_the_reference_move(build, differences, scale):
+    model = build()
+    with model:
+        step = PathAuxiliaryLBP(
+            [model["x" if "x" in model.named_vars else "k"]], differences=differences
+        )
+    kernel = step.path_kernel
+    rng = np.random.default_rng(7)
+    x = step._state_vector(model.initial_point())
+    logp, deltas = step.differences(x)
+    moved = 0
+    for _ in range(150):
+        noise = kernel.draw_noise(rng, 1)
+        ref = reference_step(step, x, logp, deltas, noise[0], scale)
+        out = kernel(x, logp, deltas, noise, scale)
+        np.testing.assert_array_equal(out.x, ref[0])
+        np.testing.assert_allclose(out.sum_accept, ref[3], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(out.logp, ref[1], rtol=1e-12)
+        np.testing.assert_allclose(out.deltas, ref[2], rtol=1e-10, atol=1e-12)
+        moved += int(np.any(out.x != x))
+        x, logp, deltas = out.x, out.logp, out.deltas
+    assert moved > 20  # the comparison covers accepted moves, not only rejections
+
+
+@pytest.mark.parametrize(
+    ("build", "states", "logp", "moves"),
+    [
+        (binary_model, STATES_BIN, logp_bin, moves_bin),
+        (categorical_model, STATES_CAT, logp_cat, moves_cat),
+    ],
+    ids=["binary", "categorical"],
+)
+def test_compiled_steps_reproduce_the_enumerated_mixture_kernel(build, states, logp, moves):
+    """Rows of the exact kernel (scale 2.4, share 0.1) from 3 starts, 3000 one-step repeats
+    each; chi-square at level ALPHA per row."""
+    model = build()
+    with model:
+        step = PathAuxiliaryLBP([model["x"]], differences="exact")
+    kernel = step.path_kernel
+    T = mixture_kernel(states, logp, moves, exact_deltas(logp, moves), 2.4, step.single_site_share)
+    index = {s: k for k, s in enumerate(states)}
+    rng = np.random.default_rng(11)
+    for start in (states[0], states[len(states) // 2], states[-1]):
+        x = np.array(start, dtype=np.int64)
+        lp, d = step.differences(x)
+        counts = np.zeros(len(states))
+        for _ in range(3000):
+            out = kernel(x, lp, d, kernel.draw_noise(rng, 1), 2.4)
+            counts[index[tuple(int(v) for v in out.x)]] += 1
+        assert chi_square_pvalue(counts, T[index[start]]) > ALPHA, start
+
+
+def test_sampling_uses_the_compiled_kernel_after_tuning():
+    with binary_model():
+        assert not PathAuxiliaryLBP().uses_compiled_kernel  # opt-in
+        with pytest.raises(ValueError, match="compiled_kernel must be True or False"):
+            PathAuxiliaryLBP(compiled_kernel="yes")
+    model = categorical_model()
+    with model:
+        step = PathAuxiliaryLBP([model["x"]], compiled_kernel=True)
+        assert step.uses_compiled_kernel
+        calls = {"n": 0}
+        kernel = step.path_kernel
+        original = kernel.__call__
+
+        class Counting:
+            def __getattr__(self, name):
+                return getattr(kernel, name)
+
+            def __call__(self, *args):
+                calls["n"] += 1
+                return original(*args)
+
+        step._path_kernel = Counting()
+        idata = pm.sample(
+            draws=30,
+            tune=25,
+            chains=1,
+            step=[step],
+            random_seed=3,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    assert calls["n"] == 30  # one compiled call per frozen draw, none while tuning
+    stats = idata.sample_stats
+    assert np.all(stats["path_length"].values >= 1)
+    assert np.all(stats["step_jump_distance"].values <= stats["path_length"].values + 1e-12)
+    assert np.all(stats["path_scale"].values == stats["path_scale"].values[0, 0])
