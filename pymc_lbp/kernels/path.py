@@ -32,6 +32,7 @@ import pytensor.tensor as pt
 from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.basic import Variable
 
+from pymc_lbp.kernels.loop import StepsResult
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.neighbours import BlockLayout
@@ -175,15 +176,10 @@ def path_kernel(
 
 
 @dataclass
-class PathStepsResult:
-    """State after a run of path steps and its summaries."""
+class PathStepsResult(StepsResult):
+    """State after a run of path steps and its summaries (those of every kernel, plus the path
+    lengths)."""
 
-    x: np.ndarray
-    logp: float
-    deltas: np.ndarray
-    sum_accept: float
-    n_accepted: int
-    n_evaluated: int
     sum_length: int
     sum_moved: int  # sum of R over accepted steps
 

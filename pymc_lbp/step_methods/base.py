@@ -492,6 +492,22 @@ class DiscreteStep(ArrayStepShared):
                 extras.setdefault(key, []).append(val)
         return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, grads, extras)
 
+    def draw_from_kernel(self, res, extras: dict[str, list] | None = None) -> DrawResult:
+        """The :class:`DrawResult` of a compiled kernel run (``res`` with ``x``, ``logp``,
+        ``deltas``, ``sum_accept``, ``n_accepted``, ``n_evaluated``), its work counted from
+        the differences' cost per evaluation."""
+        d = self.differences
+        return DrawResult(
+            res.x,
+            res.logp,
+            res.deltas,
+            res.sum_accept,
+            res.n_accepted,
+            res.n_evaluated * d.logp_evals_per_call,
+            res.n_evaluated * d.grad_evals_per_call,
+            extras or {},
+        )
+
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         """Reduce per-step extra stats to per-draw scalars (default: the mean)."""
         return {k: float(np.mean(v)) for k, v in extras.items()}

@@ -133,18 +133,7 @@ class LocallyBalanced(DiscreteStep):
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """All ``n_steps`` transitions in one call of the compiled kernel
         (:func:`pymc_lbp.kernels.single_site_kernel`), two uniforms per step from ``self.rng``."""
-        res = self.kernel(x, logp, deltas, self.rng.random((n_steps, 2)))
-        d = self.differences
-        return DrawResult(
-            res.x,
-            res.logp,
-            res.deltas,
-            res.sum_accept,
-            res.n_accepted,
-            res.n_evaluated * d.logp_evals_per_call,
-            res.n_evaluated * d.grad_evals_per_call,
-            {},
-        )
+        return self.draw_from_kernel(self.kernel(x, logp, deltas, self.rng.random((n_steps, 2))))
 
     def _prepared(self, deltas: np.ndarray):
         """Proposal weights of the current state (cached between steps of a draw)."""

@@ -351,20 +351,11 @@ class PathAuxiliaryLBP(DiscreteStep):
             return super().run_steps(x, logp, deltas, n_steps)
         kernel = self.path_kernel
         res = kernel(x, logp, deltas, kernel.draw_noise(self.rng, n_steps), self.path_scale)
-        d = self.differences
-        return DrawResult(
-            res.x,
-            res.logp,
-            res.deltas,
-            res.sum_accept,
-            res.n_accepted,
-            res.n_evaluated * d.logp_evals_per_call,
-            res.n_evaluated * d.grad_evals_per_call,
-            {
-                "path_length": [res.sum_length / n_steps],
-                "step_jump_distance": [res.sum_moved / n_steps],
-            },
-        )
+        extras = {
+            "path_length": [res.sum_length / n_steps],
+            "step_jump_distance": [res.sum_moved / n_steps],
+        }
+        return self.draw_from_kernel(res, extras)
 
     # -- one MH step ----------------------------------------------------------------------------
     def _weights(self, deltas: np.ndarray) -> PathWeights:
