@@ -514,6 +514,11 @@ class ExactDifferences(Differences):
             self._fn.trust_input = True
         return self._fn
 
+    def site_logp_function(self):
+        """The compiled ``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] =
+        values[r] for every r)`` (the batched evaluation; compiled on first use)."""
+        return self._batched()
+
     def graph(self, x: Variable) -> tuple[Variable, Variable]:
         """Graphs of ``(logp_x, deltas)``: the local method's graphs when it is in use (see
         :mod:`pymc_lbp.local_differences`; at a zero-probability ``x`` its deltas are not

@@ -30,7 +30,9 @@ from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pymc_lbp.balancing import log_sqrt
 from pymc_lbp.differences_choice import DifferencesChoice, choose, probe_first_order
+from pymc_lbp.integer_jumps import jump, scale_exponent
 from pymc_lbp.neighbours import (
+    INTEGER,
     BlockLayout,
     Differences,
     ExactDifferences,
@@ -184,6 +186,9 @@ class DiscreteStep(ArrayStepShared):
         "exact_differences": (bool, []),
     }
     target_accept: float | None = None
+    integer_jumps: ClassVar[bool] = True
+    """Whether each draw gives every integer site one informed jump
+    (:mod:`pymc_lbp.integer_jumps`)."""
     auto_assignable: ClassVar[bool] = True
     auto_assign_needs: ClassVar[str] = ""
     _state_class = DiscreteStepState
@@ -232,11 +237,19 @@ class DiscreteStep(ArrayStepShared):
         # the last step's model_logp only (others record 0) and stacks same-named stats, so
         # next to NUTS ours would turn ArviZ's `lp` into a (chain, draw, 2) array
         self.emits_model_logp = set(vars) == set(model.value_vars)
+        stats = dict(self.stats_dtypes_shapes)
         if not self.emits_model_logp:
-            self.stats_dtypes_shapes = {
-                k: v for k, v in self.stats_dtypes_shapes.items() if k != "model_logp"
-            }
-            self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
+            stats.pop("model_logp")
+        self._integer_sites = np.zeros(0, dtype=np.int64)
+        if self.integer_jumps:
+            self._integer_sites = np.flatnonzero(self.layout.site_kind == INTEGER)
+        if self._integer_sites.size:
+            self._site_logp = self._site_logp_function(model, specs, shared, compile_kwargs)
+            stats["integer_accept"] = (np.float64, [])
+            stats["integer_jump"] = (np.float64, [])
+        if stats != self.stats_dtypes_shapes:
+            self.stats_dtypes_shapes = stats
+            self.stats_dtypes = [{k: v[0] for k, v in stats.items()}]
         super().__init__(vars, shared, blocked=blocked, rng=rng)
         self._check_start(initial_point)
         _log.info(
@@ -339,6 +352,38 @@ class DiscreteStep(ArrayStepShared):
         if choice.kind == "gradient":
             return grad
         return self._exact_differences(model, specs, layout, shared, compile_kwargs, bal)
+
+    def _site_logp_function(self, model, specs, shared, compile_kwargs):
+        """The batched logp at one-site changes, for the integer jumps (shared with exact
+        differences when the step has them)."""
+        if isinstance(self.differences, ExactDifferences):
+            return self.differences.site_logp_function()
+        batched = ExactDifferences(
+            model, specs, self.layout, shared, compile_kwargs, method="batched"
+        )
+        return batched.site_logp_function()
+
+    def _jump_integer_sites(
+        self, x: np.ndarray, logp: float
+    ) -> tuple[np.ndarray, float, dict, int]:
+        """One informed jump per integer site (:func:`pymc_lbp.integer_jumps.jump`); returns the
+        state, its logp, the stats and the logp evaluations made."""
+        log_g = self._balancing()[1]
+        log_g = log_g if callable(log_g) else log_sqrt
+        lay = self.layout
+        accept, moved, evals = 0.0, 0, 0
+        for site in self._integer_sites:
+            support = (lay.lower[site], lay.upper[site])
+            exponent = scale_exponent(*support)
+            res = jump(self._site_logp, x, int(site), exponent, log_g, self.rng, support)
+            evals += 2 * (2 * exponent + 3)  # x and its 2 (J + 1) offsets, at x and at y
+            accept += res.accept
+            moved += res.distance
+            if res.distance:
+                x, logp = res.x, res.logp
+                self.differences.refresh_bounds(x)  # other sites' supports may follow it
+        n = len(self._integer_sites)
+        return x, logp, {"integer_accept": accept / n, "integer_jump": moved / n}, evals
 
     def _exact_differences(self, model, specs, layout, shared, compile_kwargs, bal):
         exact = ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
@@ -455,6 +500,10 @@ class DiscreteStep(ArrayStepShared):
         n_steps = self.steps_per_draw
         run = self.run_steps(x, logp, deltas, n_steps)
         x, logp = run.x, run.logp
+        jumps, jump_evals = {}, 0
+        if self._integer_sites.size:
+            self.differences.refresh_bounds(x)
+            x, logp, jumps, jump_evals = self._jump_integer_sites(x, logp)
         accept = run.sum_accept / n_steps
         stats = {
             "tune": bool(self.tune),
@@ -462,7 +511,7 @@ class DiscreteStep(ArrayStepShared):
             "n_accepted": run.n_accepted,
             "mh_steps": n_steps,
             "jump_distance": int(np.count_nonzero(x != x0)),
-            "logp_evals": int(self.differences.logp_evals_per_call + run.logp_evals),
+            "logp_evals": int(self.differences.logp_evals_per_call + run.logp_evals + jump_evals),
             "grad_evals": int(self.differences.grad_evals_per_call + run.grad_evals),
         }
         if "exact_differences" in self.stats_dtypes_shapes:
@@ -470,6 +519,7 @@ class DiscreteStep(ArrayStepShared):
         if self.emits_model_logp:
             stats["model_logp"] = float(logp)
         stats.update(self.summarize_extras(run.extras))
+        stats.update(jumps)
         if self.tune:
             self._record_tuning(accept, run.n_accepted)
         return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
