@@ -78,13 +78,23 @@ def neighbourhood_log_weights(
 
     Offsets that leave the site's ``support`` are not evaluated (the row holds ``x`` itself):
     a batched logp reduces the parameter checks of all its rows together, so one impossible
-    row (a negative Binomial ``n``) would make every row ``-inf``.
+    row (a negative Binomial ``n``) would make every row ``-inf``. Where that happens anyway (a
+    constraint of another term, inside the site's own support), the rows are evaluated one at
+    a time.
     """
     values = x[site] + d
     inside = (values >= support[0]) & (values <= support[1])
     sites = np.full(d.shape[0], site, dtype=np.int64)
     logp_x, logp_nb = site_logp(x, sites, np.where(inside, values, x[site]).astype(np.int64))
     logp_x = float(logp_x)
+    logp_nb = np.asarray(logp_nb, dtype=np.float64)
+    if math.isfinite(logp_x) and inside.any() and not np.isfinite(logp_nb[inside]).any():
+        # every row -inf: possibly one row's failed parameter check (another term's constraint,
+        # e.g. a HyperGeometric population below its sample size) voiding the whole batch;
+        # the rows one at a time tell which are really impossible
+        one = np.array([site], dtype=np.int64)
+        for k in np.flatnonzero(inside):
+            logp_nb[k] = float(site_logp(x, one, np.array([values[k]], dtype=np.int64))[1][0])
     with np.errstate(invalid="ignore"):
         delta = np.asarray(logp_nb, dtype=np.float64) - logp_x
     delta[np.isnan(delta) | ~inside] = -np.inf

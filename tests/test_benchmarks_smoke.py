@@ -129,3 +129,15 @@ def test_user_ising_quick(tmp_path):
     assert rows["PathAuxiliaryLBP"]["differences"] == "gradient"
     assert json.loads((tmp_path / "user_ising_quick.json").read_text())["rows"]
     assert (tmp_path / "user_ising_quick.png").stat().st_size > 0
+
+
+def test_integer_models_quick(tmp_path):
+    """benchmarks/integer_models.py --quick on one model: both samplers measured, files written."""
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("integer_models", BENCH / "integer_models.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    payload = module.main(["--quick", "--models", "poisson_counts", "--out", str(tmp_path)])
+    assert {r["sampler"] for r in payload["rows"]} == {"pymc_lbp LocallyBalanced", "PyMC default"}
+    assert all(r["sample_s"] > 0 for r in payload["rows"])
+    assert (tmp_path / "integer_models_quick.png").stat().st_size > 0

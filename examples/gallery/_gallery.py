@@ -129,13 +129,16 @@ def evaluate(
 ) -> Result:
     """ESS of the named continuous parameters and the discrete summary; accuracy in MCSE units."""
     post = idata.posterior
-    cont = az.ess(post[module.CONTINUOUS], method="bulk")
-    min_ess = float(min(float(cont[v].min()) for v in module.CONTINUOUS))
     q = module.quantities(post)
     ds = xr.Dataset(q)
     ess_q = az.ess(ds, method="bulk")
+    if module.CONTINUOUS:
+        cont = az.ess(post[module.CONTINUOUS], method="bulk")
+        min_ess = float(min(float(cont[v].min()) for v in module.CONTINUOUS))
+    else:  # a model without continuous parameters: its discrete summary stands in
+        min_ess = float(ess_q[module.DISCRETE_SUMMARY])
     mcse = az.mcse(ds, method="mean")
-    rhat = az.rhat(xr.merge([post[module.CONTINUOUS], ds]))
+    rhat = az.rhat(xr.merge([post[module.CONTINUOUS], ds]) if module.CONTINUOUS else ds)
     z, mean, se = {}, {}, {}
     for k in q:
         mean[k] = float(ds[k].mean())

@@ -1,0 +1,254 @@
+"""Integer latents that must travel: pymc_lbp with defaults vs PyMC's default steps (issue #13).
+
+Models (each with an exact or quadrature reference):
+
+* ``population``: Lincoln-Petersen population size ``N ~ DiscreteUniform(0, 1000)``, 50 marked,
+  5 of a second sample of 60 recaptured, ``m ~ HyperGeometric(N, 50, 60)`` (reference:
+  enumeration over the support; the posterior is wide and skewed, mean ~ 520);
+* ``poisson_counts``: eight latent counts ``k_i ~ Poisson(lam)`` in the thousands, thinned
+  observations ``y_i ~ Binomial(k_i, 0.3)``, ``lam ~ Gamma(2, 0.001)`` (reference: conjugacy,
+  ``lam | y ~ Gamma(2 + sum y, 0.001 + 0.3 n)`` and ``E[k_i | y] = y_i + 0.7 E[lam | y]``);
+* the gallery's N-mixture abundance model and spike-and-slab regression (their references).
+
+Ours: ``LocallyBalanced`` on the discrete variables with every option at its default (since
+#13.1 each draw gives every integer site an informed multiscale jump); PyMC: the steps
+``pm.sample`` assigns by default (Metropolis for integers, BinaryGibbsMetropolis for
+Bernoulli). NUTS takes the continuous parameters in both. Measured: ``pm.sample`` wall time
+(tuning included, chains one after another), min bulk ESS/s over the continuous parameters and
+the ESS/s of the discrete summary, the largest |z| against the reference, R-hat.
+
+Writes docs/results/integer_models.{json,md,png}.
+
+Usage: python benchmarks/integer_models.py [--quick] [--repeats N] [--draws N] [--tune N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pymc as pm
+from scipy.special import gammaln
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import RESULTS, load_info, machine_info, markdown_table, write_results  # noqa: E402
+
+from examples.gallery import n_mixture, spike_and_slab  # noqa: E402
+from examples.gallery._gallery import Reference, evaluate, sample  # noqa: E402
+from pymc_lbp import LocallyBalanced  # noqa: E402
+
+MARKED, SECOND, RECAPTURED, N_MAX = 50, 60, 5, 1000
+
+
+def _population_model() -> pm.Model:
+    with pm.Model() as model:
+        n = pm.DiscreteUniform("N", 0, N_MAX, initval=300)
+        pm.HyperGeometric("m", N=n, k=MARKED, n=SECOND, observed=RECAPTURED)
+    return model
+
+
+def _population_reference() -> Reference:
+    n = np.arange(MARKED + SECOND - RECAPTURED, N_MAX + 1)
+    # log C(K, m) C(N - K, n - m) / C(N, n), terms free of N dropped
+    lp = (
+        gammaln(n - MARKED + 1)
+        - gammaln(n - MARKED - SECOND + RECAPTURED + 1)
+        - gammaln(n + 1)
+        + gammaln(n - SECOND + 1)
+    )
+    w = np.exp(lp - lp.max())
+    w /= w.sum()
+    return Reference({"N": float(w @ n)}, {"N": 0.0}, "enumeration over the support")
+
+
+POPULATION = SimpleNamespace(
+    NAME="population",
+    CONTINUOUS=[],
+    DISCRETE_SUMMARY="N",
+    build_model=_population_model,
+    make_step=lambda model: LocallyBalanced([model["N"]]),
+    quantities=lambda post: {"N": post["N"].astype(float)},
+    reference=_population_reference,
+)
+
+THINNED = np.array([611, 584, 640, 598, 575, 622, 603, 590])
+THIN = 0.3
+GAMMA_A, GAMMA_B = 2.0, 0.001
+
+
+def _counts_model() -> pm.Model:
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", alpha=GAMMA_A, beta=GAMMA_B)
+        k = pm.Poisson("k", mu=lam, shape=THINNED.size, initval=THINNED * 3)
+        pm.Binomial("y", n=k, p=THIN, observed=THINNED)
+    return model
+
+
+def _counts_reference() -> Reference:
+    mean_lam = (GAMMA_A + THINNED.sum()) / (GAMMA_B + THIN * THINNED.size)
+    return Reference(
+        {"lam": float(mean_lam), "k_mean": float(THINNED.mean() + (1 - THIN) * mean_lam)},
+        {"lam": 0.0, "k_mean": 0.0},
+        "conjugacy (y_i ~ Poisson(0.3 lam) with k summed out)",
+    )
+
+
+POISSON_COUNTS = SimpleNamespace(
+    NAME="poisson_counts",
+    CONTINUOUS=["lam"],
+    DISCRETE_SUMMARY="k_mean",
+    build_model=_counts_model,
+    make_step=lambda model: LocallyBalanced([model["k"]]),
+    quantities=lambda post: {
+        "lam": post["lam"],
+        "k_mean": post["k"].mean("k_dim_0").astype(float),
+    },
+    reference=_counts_reference,
+)
+
+MODELS = {
+    "population": POPULATION,
+    "poisson_counts": POISSON_COUNTS,
+    "n_mixture": n_mixture,
+    "spike_and_slab": spike_and_slab,
+}
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: few draws")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument("--chains", type=int, default=2)
+    parser.add_argument("--models", nargs="*", default=list(MODELS))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.draws, args.tune, args.repeats = 40, 20, 1
+    results = []
+    for name in args.models:
+        module = MODELS[name]
+        start = time.perf_counter()
+        ref = module.reference()
+        print(f"{name}: reference in {time.perf_counter() - start:.1f} s ({ref.how})", flush=True)
+        for rep in range(args.repeats):
+            for sampler in ("ours", "pymc"):
+                idata, build, seconds = sample(
+                    module,
+                    sampler,
+                    draws=args.draws,
+                    tune=args.tune,
+                    chains=args.chains,
+                    seed=100 * rep + 7,
+                )
+                res = evaluate(module, sampler, idata, build, seconds, ref)
+                row = asdict(res)
+                row["repeat"] = rep
+                row["ess_s_continuous"] = res.ess_per_second_continuous
+                row["ess_s_discrete"] = res.ess_per_second_discrete
+                results.append(row)
+                print(
+                    f"  {sampler:>4} rep {rep}: {seconds:6.1f} s, ESS/s cont "
+                    f"{res.ess_per_second_continuous:7.2f}, disc {res.ess_per_second_discrete:7.2f}"
+                    f", max|z| {res.max_abs_z:5.2f}, R-hat {res.max_rhat:.3f}",
+                    flush=True,
+                )
+    rows = _summarize(results)
+    columns = [
+        ("model", "model"),
+        ("sampler", "sampler"),
+        ("sample_s", "sample s"),
+        ("ess_s_continuous", "min ESS/s (continuous)"),
+        ("ess_s_discrete", "ESS/s (discrete summary)"),
+        ("ratio_continuous", "ours/PyMC (cont.)"),
+        ("ratio_discrete", "ours/PyMC (disc.)"),
+        ("max_abs_z", "max abs z"),
+        ("max_rhat", "max R-hat"),
+    ]
+    info = machine_info()
+    md = (
+        "# Integer latents: pymc_lbp (defaults) vs PyMC's default steps\n\n"
+        f"{args.chains} chains x {args.draws} draws (+{args.tune} tune), median of "
+        f"{args.repeats} repeat(s), chains one after another on one core; NUTS takes the "
+        f"continuous parameters in both. Machine: {info['cpus']} CPUs, pymc {info['pymc']}, "
+        f"{info['date']}, load {load_info()}.\n\n" + markdown_table(rows, columns) + "\n"
+    )
+    name = "integer_models_quick" if args.quick else "integer_models"
+    payload = {"args": {**vars(args), "out": str(args.out)}, "machine": info, "rows": rows}
+    write_results(name, {**payload, "runs": results}, md, args.out)
+    _plot(rows, Path(args.out) / f"{name}.png")
+    print(md)
+    return payload
+
+
+def _summarize(results: list[dict]) -> list[dict]:
+    rows = []
+    for model in dict.fromkeys(r["model"] for r in results):
+        med = {}
+        for sampler in ("ours", "pymc"):
+            rs = [r for r in results if r["model"] == model and r["sampler"] == sampler]
+            med[sampler] = {
+                k: float(np.median([r[k] for r in rs]))
+                for k in ("sample_seconds", "ess_s_continuous", "ess_s_discrete", "max_abs_z")
+            }
+            med[sampler]["max_rhat"] = float(max(r["max_rhat"] for r in rs))
+        for sampler, m in med.items():
+            base = med["pymc"]
+            cont_base = max(base["ess_s_continuous"], 1e-12)
+            rows.append(
+                {
+                    "model": model,
+                    "sampler": "pymc_lbp LocallyBalanced" if sampler == "ours" else "PyMC default",
+                    "sample_s": m["sample_seconds"],
+                    "ess_s_continuous": m["ess_s_continuous"],
+                    "ess_s_discrete": m["ess_s_discrete"],
+                    "ratio_continuous": m["ess_s_continuous"] / cont_base,
+                    "ratio_discrete": m["ess_s_discrete"] / max(base["ess_s_discrete"], 1e-12),
+                    "max_abs_z": m["max_abs_z"],
+                    "max_rhat": m["max_rhat"],
+                }
+            )
+    return rows
+
+
+def _plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for ax, key, label in zip(
+        axes,
+        ("ess_s_continuous", "ess_s_discrete"),
+        ("min ESS/s, continuous parameters", "ESS/s, discrete summary"),
+        strict=True,
+    ):
+        for j, sampler in enumerate(("pymc_lbp LocallyBalanced", "PyMC default")):
+            vals = [
+                next(r[key] for r in rows if r["model"] == m and r["sampler"] == sampler)
+                for m in models
+            ]
+            ax.bar(np.arange(len(models)) + 0.4 * j, vals, width=0.4, label=sampler)
+        ax.set_xticks(np.arange(len(models)) + 0.2, models, rotation=15)
+        ax.set_yscale("log")
+        ax.set_title(label)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("Integer latents: defaults vs PyMC's default steps (higher is better)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
