@@ -75,6 +75,9 @@ class LocallyBalanced(DiscreteStep):
     grad_evals     int64   relaxed-logp gradient evaluations made for the draw
     exact_differences bool exact neighbour differences (False: first-order ones); see
                            ``step.differences_choice`` for why
+    integer_accept float64 blocks with integer sites only: mean acceptance of the draw's
+                           informed jumps, one per integer site (:mod:`pymc_lbp.integer_jumps`)
+    integer_jump   float64 blocks with integer sites only: mean absolute accepted jump
     ============== ======= ==================================================================
     """
 

@@ -174,6 +174,7 @@ class NeuralBlock(DiscreteStep):
     name = "neural_block"
     auto_assignable = False
     auto_assign_needs = "blocks and a proposal (blocks=..., proposal=...)"
+    integer_jumps = False  # binary and categorical blocks only
     # no neighbour differences: proposals come from the network, scored with the local logp
     stats_dtypes_shapes: ClassVar[dict] = {
         **{k: v for k, v in DiscreteStep.stats_dtypes_shapes.items() if k != "exact_differences"},

@@ -171,6 +171,9 @@ class PathAuxiliaryLBP(DiscreteStep):
     ``exact_differences`` (bool)
         True when exact neighbour differences are used, False for first-order ones (why:
         ``step.differences_choice``).
+    ``integer_accept``, ``integer_jump`` (float)
+        Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
+        draw's informed jumps, one per integer site (:mod:`pymc_lbp.integer_jumps`).
     ``logp_evals``, ``grad_evals`` (int)
         Model logp and relaxed-gradient evaluations made for the draw.
     """

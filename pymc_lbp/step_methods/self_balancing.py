@@ -154,6 +154,9 @@ class SelfBalancing(DiscreteStep):
     ``exact_differences`` (bool)
         True when exact neighbour differences are used, False for first-order ones (why:
         ``step.differences_choice``).
+    ``integer_accept``, ``integer_jump`` (float)
+        Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
+        draw's informed jumps, one per integer site (:mod:`pymc_lbp.integer_jumps`).
     ``lsb_loss`` (float)
         Mean batch estimate of the LSB objective over the draw's learning updates (the mutual
         information between consecutive states up to a parameter-free term); NaN after tuning.
