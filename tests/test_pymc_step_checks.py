@@ -1,8 +1,9 @@
 """PyMC's own discrete step-method checks, run against our samplers with default options (#13.3).
 
 After ``tests/step_methods/test_metropolis.py`` of PyMC: a batched Categorical's mean and
-variance, ``blocked=False`` (one step per variable), and the assignment of our steps by
-``pm.sample`` once registered. (Same seed with ``cores=1`` and ``2``, the ``tune`` stat, tuning
+variance, batched Binomial(40) sites of shapes (40,) and (2, 20), ``blocked=False`` (one step per
+variable), and the assignment of our steps by ``pm.sample`` once registered. (The Poisson check
+over mu from 1 to 10^4 is in ``tests/test_integer_jumps.py``.) (Same seed with ``cores=1`` and ``2``, the ``tune`` stat, tuning
 reset and pickling are in ``tests/test_step_contract.py`` and ``tests/test_pymc_coexistence.py``.)
 
 Thresholds: each checked moment is the chain mean of a function whose exact expectation is known;
@@ -90,3 +91,18 @@ def test_registered_steps_are_assigned_to_discrete_variables(name):
     with model:
         _, selected = pm.sampling.mcmc.assign_step_methods(model, step=None)
     assert cls not in selected
+
+
+@pytest.mark.parametrize("shape", [(40,), (2, 20)])
+@pytest.mark.parametrize("name", ["LocallyBalanced", "GibbsWithGradients", "PathAuxiliaryLBP"])
+def test_batched_binomial_mean_and_variance(name, shape):
+    """PyMC's batched Binomial check: Binomial(40, 0.3) sites, mean 12 and variance 8.4 (pooled
+    over the sites: the chain mean of the site average, and of the average squared deviation)."""
+    n, p = 40, 0.3
+    with pm.Model() as model:
+        pm.Binomial("x", n=n, p=p, shape=shape)
+        step = SAMPLERS[name]([model["x"]])
+        idata = pm.sample(draws=400, tune=100, step=[step], random_seed=12, **SAMPLE)
+    x = idata.posterior["x"].values[0].reshape(400, -1).astype(float)
+    assert _z(x.mean(axis=1), n * p) < Z_MAX, x.mean()
+    assert _z(((x - n * p) ** 2).mean(axis=1), n * p * (1 - p)) < Z_MAX, x.var()
