@@ -193,7 +193,8 @@ def test_population_size_with_support_to_1000_matches_enumeration():
 def test_population_with_hypergeometric_recaptures_matches_enumeration():
     """Lincoln-Petersen: 50 marked, 5 of 60 recaptured, N ~ DiscreteUniform(0, 1000). Candidate
     sizes below the second sample void a whole batched logp (the HyperGeometric's parameter
-    check); the jump then splits the batch until those rows are isolated (before: R-hat 1.5, ESS 4 of 3000)."""
+    check); the jump then splits the batch until those rows are isolated (before: R-hat 1.5,
+    ESS 4 of 3000)."""
     marked, second, recaptured = 50, 60, 5
     with pm.Model():
         n = pm.DiscreteUniform("N", 0, 1000, initval=300)

@@ -2,9 +2,10 @@
 
 After ``tests/step_methods/test_metropolis.py`` of PyMC: a batched Categorical's mean and
 variance, batched Binomial(40) sites of shapes (40,) and (2, 20), ``blocked=False`` (one step per
-variable), and the assignment of our steps by ``pm.sample`` once registered. (The Poisson check
-over mu from 1 to 10^4 is in ``tests/test_integer_jumps.py``.) (Same seed with ``cores=1`` and ``2``, the ``tune`` stat, tuning
-reset and pickling are in ``tests/test_step_contract.py`` and ``tests/test_pymc_coexistence.py``.)
+variable), and the assignment of our steps by ``pm.sample`` once registered. The Poisson check
+over mu from 1 to 10^4 is in ``tests/test_integer_jumps.py``; same seed with ``cores=1`` and
+``2``, the ``tune`` stat, tuning reset and pickling are in ``tests/test_step_contract.py`` and
+``tests/test_pymc_coexistence.py``.
 
 Thresholds: each checked moment is the chain mean of a function whose exact expectation is known;
 its z-score against ArviZ's MCSE must stay below Z_MAX = 4 (two-sided 6e-5 per check if the
