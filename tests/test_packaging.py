@@ -7,6 +7,7 @@ README's set-up command does, and fails on any warning the build backend raises.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import venv
 from pathlib import Path
@@ -26,7 +27,7 @@ def _pip(env_dir: Path, *args: str) -> subprocess.CompletedProcess:
         [str(python), "-m", "pip", *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=env_dir,
         timeout=600,
         check=False,
     )
@@ -45,11 +46,20 @@ def test_install_has_no_build_warnings(tmp_path: Path, editable: bool) -> None:
     # as the Makefile does: a current pip is the one that shows the backend's warnings
     upgrade = _pip(env_dir, "install", "--quiet", "--upgrade", "pip")
     assert upgrade.returncode == 0, upgrade.stdout + upgrade.stderr
-    target = ["-e", str(ROOT)] if editable else [str(ROOT)]
+    # a copy of what the build reads, so that the build's own files (build/, *.egg-info) stay out
+    # of the working tree
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "pymc_lbp", source / "pymc_lbp", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    target = ["-e", str(source)] if editable else [str(source)]
     result = _pip(env_dir, "install", "--no-deps", *target)
     assert result.returncode == 0, result.stdout + result.stderr
     assert _build_warnings(result) == [], result.stdout + result.stderr
-    # the installed package is the repository's, with its data files
+    # the installed package is the built one, with its data files
     check = subprocess.run(
         [
             str(env_dir / "bin" / "python"),
