@@ -76,11 +76,9 @@ def neighbourhood_log_weights(
 ) -> tuple[float, np.ndarray]:
     """``(logp(x), log g(pi(x + d_k) / pi(x)))`` over the offsets (``-inf``: probability 0).
 
-    Offsets that leave the site's ``support`` are not evaluated (the row holds ``x`` itself):
-    a batched logp reduces the parameter checks of all its rows together, so one impossible
-    row (a negative Binomial ``n``) would make every row ``-inf``. Where that happens anyway (a
-    constraint of another term, inside the site's own support), the batch is split in halves
-    until the impossible rows are isolated.
+    Offsets that leave the site's ``support`` are not evaluated (the row holds ``x`` itself).
+    The batched logp checks each row's parameters separately (a row with an impossible
+    parameter, such as a HyperGeometric population below its sample size, is ``-inf`` alone).
     """
     values = x[site] + d
     inside = (values >= support[0]) & (values <= support[1])
@@ -88,34 +86,10 @@ def neighbourhood_log_weights(
     logp_x, logp_nb = site_logp(x, sites, np.where(inside, values, x[site]).astype(np.int64))
     logp_x = float(logp_x)
     logp_nb = np.asarray(logp_nb, dtype=np.float64)
-    if math.isfinite(logp_x) and inside.any() and not np.isfinite(logp_nb[inside]).any():
-        # every row -inf: possibly one row's failed parameter check (another term's constraint,
-        # e.g. a HyperGeometric population below its sample size) voiding the whole batch;
-        # halving the batch until the rows that are really impossible are isolated tells
-        logp_nb[inside] = _rows_by_halves(site_logp, x, site, values[inside])
     with np.errstate(invalid="ignore"):
         delta = np.asarray(logp_nb, dtype=np.float64) - logp_x
     delta[np.isnan(delta) | ~inside] = -np.inf
     return logp_x, balanced_log_weights(delta, log_g)
-
-
-def _rows_by_halves(site_logp: SiteLogp, x: np.ndarray, site: int, values: np.ndarray):
-    """``logp`` at ``x`` with ``x[site] = v`` for each ``v``, splitting any batch whose rows
-    all come back ``-inf`` (at most ``2 len(values)`` calls; ``log2`` of it for a few bad rows
-    at one end, as the most negative offsets are)."""
-    out = np.asarray(
-        site_logp(x, np.full(values.shape[0], site, dtype=np.int64), values.astype(np.int64))[1],
-        dtype=np.float64,
-    )
-    if values.shape[0] > 1 and not np.isfinite(out).any():
-        mid = values.shape[0] // 2
-        out = np.concatenate(
-            [
-                _rows_by_halves(site_logp, x, site, values[:mid]),
-                _rows_by_halves(site_logp, x, site, values[mid:]),
-            ]
-        )
-    return out
 
 
 def jump(

@@ -38,9 +38,12 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
+from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.basic import Variable
+from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.graph.rewriting.basic import in2out
 from pytensor.tensor.random.basic import (
     BernoulliRV,
     BetaBinomialRV,
@@ -271,6 +274,21 @@ def block_state_graph(specs: list[VariableSpec], x: Variable) -> dict[Variable, 
     return replace
 
 
+def _checks_per_row(logp: Variable) -> Variable:
+    """``logp`` with PyMC's parameter checks as ``switch(condition, term, -inf)``.
+
+    Compiled, a check becomes that switch anyway, but on the graph as written: vectorised over a
+    batch of states afterwards, its condition would be reduced over the whole batch, so one row
+    with an impossible parameter (a HyperGeometric population below its sample size) would void
+    every row. Rewritten before vectorising, each row keeps its own condition. Checks that must
+    raise (``can_be_replaced_by_ninf`` false) are left as they are. The model's own graph is not
+    changed (the rewrite works on a clone).
+    """
+    fgraph = FunctionGraph(outputs=[clone_replace(logp)], clone=False)
+    in2out(local_check_parameter_to_ninf_switch).rewrite(fgraph)
+    return fgraph.outputs[0]
+
+
 def _unblock_gathers(out: Variable) -> Variable:
     """Replace batched gathers from unbatched tables by plain advanced indexing.
 
@@ -496,7 +514,9 @@ class ExactDifferences(Differences):
             batch = pt.repeat(self._x[None, :], sites.shape[0], axis=0)
             batch = pt.set_subtensor(batch[pt.arange(sites.shape[0]), sites], values)
             X = pt.matrix("X", dtype="int64")
-            logp_batch = _unblock_gathers(vectorize_graph(logp, replace={self._x: X}))
+            logp_batch = _unblock_gathers(
+                vectorize_graph(_checks_per_row(logp), replace={self._x: X})
+            )
             logp_batch = clone_replace(logp_batch, replace={X: batch})
             self._graph_parts = (logp, logp_batch, sites, values)
         return self._graph_parts
