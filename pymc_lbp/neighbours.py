@@ -40,10 +40,11 @@ import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
 from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.pytensorf import compile as pm_compile
-from pytensor.graph.basic import Variable
+from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.rewriting.basic import in2out
+from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random.basic import (
     BernoulliRV,
     BetaBinomialRV,
@@ -375,6 +376,19 @@ class Differences:
             highs.append(pt.broadcast_to(pt.cast(hi, "float64"), s.shape).ravel())
         return tuple(clone_replace([pt.concatenate(lows), pt.concatenate(highs)], self._replace))
 
+    def bounds_are_constant(self) -> bool:
+        """Whether the sites' supports are fixed (depend on no variable)."""
+        if self._bounds is None:
+            return True
+        return all(isinstance(v, Constant) for v in graph_inputs(list(self._bounds)))
+
+    def bounds_graph(self, x: Variable) -> tuple[Variable, Variable] | None:
+        """Supports ``(lower, upper)`` of every site at a symbolic block vector ``x`` (float,
+        infinite where unbounded); None when the block has no integer sites."""
+        if self._bounds is None:
+            return None
+        return tuple(clone_replace(list(self._bounds), replace={self._x: x}))
+
     def _valid_graph(self):
         """Validity of every slot at ``x`` as a graph (see :meth:`BlockLayout.candidates`)."""
         lay = self.layout
@@ -538,6 +552,13 @@ class ExactDifferences(Differences):
         """The compiled ``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] =
         values[r] for every r)`` (the batched evaluation; compiled on first use)."""
         return self._batched()
+
+    def site_logp_graph(
+        self, x: Variable, sites: Variable, values: Variable
+    ) -> tuple[Variable, Variable]:
+        """Graphs of :meth:`site_logp_function`'s outputs at symbolic ``(x, sites, values)``."""
+        logp, logp_batch, s, v = self._batched_graph()
+        return tuple(clone_replace([logp, logp_batch], replace={self._x: x, s: sites, v: values}))
 
     def graph(self, x: Variable) -> tuple[Variable, Variable]:
         """Graphs of ``(logp_x, deltas)``: the local method's graphs when it is in use (see

@@ -145,6 +145,64 @@ def test_jump_respects_a_support_set_by_another_site():
         assert 0 <= x[0] <= total and x[1] == total
 
 
+# -- the compiled jumps reproduce the reference ---------------------------------------------------
+class _Uniforms:
+    """A stand-in generator handing out given uniforms in order (the reference's draws)."""
+
+    def __init__(self, values):
+        self._values = list(values)
+
+    def random(self):
+        return self._values.pop(0)
+
+
+@pytest.mark.parametrize("unrolled", [True, False], ids=["unrolled", "scan"])
+def test_compiled_jumps_make_the_reference_decisions(unrolled, monkeypatch):
+    """Given the same uniforms, :class:`CompiledJumps` (every integer site, in one call) takes
+    the decisions of the numpy reference ``jump`` run site after site, with the support of a
+    count below a total held by another site of the block, zero-probability offsets and an
+    exponent larger than the sites need (offsets beyond a support weigh 0)."""
+    from pymc_lbp.kernels import integer_jump
+
+    monkeypatch.setattr(integer_jump, "UNROLL_SITES", 4 if unrolled else 0)
+    with pm.Model():
+        n = pm.DiscreteUniform("n", 0, 12, initval=6)
+        k = pm.Binomial("k", n=n, p=0.3, initval=2)
+        pm.Potential("modes", pm.math.logaddexp(-0.5 * (n - 2) ** 2, -0.25 * (n - 10) ** 2))
+        step = LocallyBalanced([n, k])
+    jumps = step.jumps
+    assert jumps.d.max() == 2**10  # k's support follows n: the largest exponent
+    rng = np.random.default_rng(11)
+    x = step._x0.copy()
+    lay = step.layout
+    moved = 0
+    for _ in range(300):
+        u = rng.random((2, 2))
+        res = jumps(x, u)
+        ref, logp = x.copy(), None
+        for row, site in enumerate(step._integer_sites):
+            step.differences.refresh_bounds(ref)
+            support = (lay.lower[site], lay.upper[site])
+            out = jump(
+                step._site_logp,
+                ref,
+                int(site),
+                scale_exponent(*support),
+                log_sqrt,
+                _Uniforms(u[row]),
+                support,
+            )
+            ref, logp = out.x, out.logp
+        np.testing.assert_array_equal(res.x, ref)
+        np.testing.assert_allclose(res.logp, logp, rtol=1e-12)
+        moved += int(np.any(res.x != x))
+        x = res.x
+        if rng.random() < 0.2:  # now and then a fresh feasible state
+            total = int(rng.integers(0, 13))
+            x = np.array([total, rng.integers(0, total + 1)], dtype=np.int64)
+    assert moved > 100
+
+
 # -- through pm.sample ---------------------------------------------------------------------------
 def _z(draws: np.ndarray, expected: float) -> float:
     mcse = float(np.ravel(az.mcse(draws))[0])

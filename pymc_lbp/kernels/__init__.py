@@ -15,15 +15,21 @@ single_site
     The single-site locally balanced kernel (LocallyBalanced, GibbsWithGradients).
 path
     The path auxiliary kernel (PathAuxiliaryLBP with ``compiled_kernel=True``) and its loop.
+integer_jump
+    The informed multiscale jump of integer sites, every integer site of a block in one call.
 loop
     ``scan`` over kernel steps and compilation; per-draw summaries.
+traces
+    Clears creation stack traces before compiling (they grow exponentially in rewriting).
 """
 
+from pymc_lbp.kernels.integer_jump import CompiledJumps
 from pymc_lbp.kernels.loop import CompiledSteps, compile_steps
 from pymc_lbp.kernels.mh import mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import SingleSiteMoves, balanced_weights, single_site_kernel
 
 __all__ = [
+    "CompiledJumps",
     "CompiledSteps",
     "SingleSiteMoves",
     "balanced_weights",

@@ -16,6 +16,7 @@ import pytensor.tensor as pt
 from pymc.pytensorf import compile as pm_compile
 
 from pymc_lbp.kernels.single_site import Info, State
+from pymc_lbp.kernels.traces import clear_traces
 
 Kernel = Callable[[pt.TensorVariable, State], tuple[State, Info]]
 
@@ -89,6 +90,7 @@ class CompiledSteps:
         deltas = pt.vector("deltas", dtype="float64")
         uniforms = pt.matrix("uniforms", dtype="float64")
         outs = steps_graph(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
+        clear_traces(outs)
         self._fn = pm_compile(
             [x, logp, deltas, uniforms],
             outs,

@@ -35,6 +35,7 @@ from pytensor.graph.basic import Variable
 from pymc_lbp.kernels.loop import StepsResult
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, SingleSiteMoves, Target
+from pymc_lbp.kernels.traces import clear_traces
 from pymc_lbp.neighbours import BlockLayout
 
 
@@ -244,6 +245,7 @@ class CompiledPathSteps:
             return_updates=False,
         )
         last = [o[-1] for o in outs]
+        clear_traces(last)
         self._fn = pm_compile(
             [x, logp, deltas, noise, scale],
             last[:3] + last[6:],

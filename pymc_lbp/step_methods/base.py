@@ -30,7 +30,9 @@ from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pymc_lbp.balancing import log_sqrt
 from pymc_lbp.differences_choice import DifferencesChoice, choose, probe_first_order
-from pymc_lbp.integer_jumps import jump, scale_exponent
+from pymc_lbp.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent
+from pymc_lbp.kernels.integer_jump import CompiledJumps
+from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.neighbours import (
     INTEGER,
     BlockLayout,
@@ -243,8 +245,12 @@ class DiscreteStep(ArrayStepShared):
         self._integer_sites = np.zeros(0, dtype=np.int64)
         if self.integer_jumps:
             self._integer_sites = np.flatnonzero(self.layout.site_kind == INTEGER)
+        self._jumps: CompiledJumps | None = None
         if self._integer_sites.size:
-            self._site_logp = self._site_logp_function(model, specs, shared, compile_kwargs)
+            self._jump_target = self._jump_differences(model, specs, shared, compile_kwargs)
+            self._site_logp = self._jump_target.site_logp_function()
+            self._jump_exponent = self._block_jump_exponent()
+            self._jump_compile_kwargs = compile_kwargs
             stats["integer_accept"] = (np.float64, [])
             stats["integer_jump"] = (np.float64, [])
         if stats != self.stats_dtypes_shapes:
@@ -353,37 +359,52 @@ class DiscreteStep(ArrayStepShared):
             return grad
         return self._exact_differences(model, specs, layout, shared, compile_kwargs, bal)
 
-    def _site_logp_function(self, model, specs, shared, compile_kwargs):
-        """The batched logp at one-site changes, for the integer jumps (shared with exact
-        differences when the step has them)."""
+    def _jump_differences(self, model, specs, shared, compile_kwargs) -> ExactDifferences:
+        """The exact differences whose batched logp at one-site changes the integer jumps
+        evaluate (the step's own when they are exact)."""
         if isinstance(self.differences, ExactDifferences):
-            return self.differences.site_logp_function()
-        batched = ExactDifferences(
-            model, specs, self.layout, shared, compile_kwargs, method="batched"
-        )
-        return batched.site_logp_function()
+            return self.differences
+        return ExactDifferences(model, specs, self.layout, shared, compile_kwargs, method="batched")
+
+    def _block_jump_exponent(self) -> int:
+        """``J`` of the jump offsets: the largest :func:`scale_exponent` of the integer sites'
+        supports when those supports are fixed, else :data:`MAX_SCALE_EXPONENT` (a support that
+        follows other variables may widen; offsets beyond a site's support weigh 0 either way,
+        see :mod:`pymc_lbp.kernels.integer_jump`)."""
+        if not self._jump_target.bounds_are_constant():
+            return MAX_SCALE_EXPONENT
+        lay = self.layout
+        return max(scale_exponent(lay.lower[site], lay.upper[site]) for site in self._integer_sites)
+
+    @property
+    def jumps(self) -> CompiledJumps:
+        """The compiled integer jumps (:class:`pymc_lbp.kernels.integer_jump.CompiledJumps`),
+        compiled on first use."""
+        if self._jumps is None:
+            name, fn = self._balancing()
+            log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
+            target = self._jump_target
+            self._jumps = CompiledJumps(
+                self._integer_sites,
+                self._jump_exponent,
+                target.site_logp_graph,
+                target.bounds_graph,
+                log_g,
+                self._jump_compile_kwargs,
+            )
+        return self._jumps
 
     def _jump_integer_sites(
         self, x: np.ndarray, logp: float
     ) -> tuple[np.ndarray, float, dict, int]:
-        """One informed jump per integer site (:func:`pymc_lbp.integer_jumps.jump`); returns the
-        state, its logp, the stats and the logp evaluations made."""
-        log_g = self._balancing()[1]
-        log_g = log_g if callable(log_g) else log_sqrt
-        lay = self.layout
-        accept, moved, evals = 0.0, 0, 0
-        for site in self._integer_sites:
-            support = (lay.lower[site], lay.upper[site])
-            exponent = scale_exponent(*support)
-            res = jump(self._site_logp, x, int(site), exponent, log_g, self.rng, support)
-            evals += 2 * (2 * exponent + 3)  # x and its 2 (J + 1) offsets, at x and at y
-            accept += res.accept
-            moved += res.distance
-            if res.distance:
-                x, logp = res.x, res.logp
-                self.differences.refresh_bounds(x)  # other sites' supports may follow it
-        n = len(self._integer_sites)
-        return x, logp, {"integer_accept": accept / n, "integer_jump": moved / n}, evals
+        """One informed jump per integer site in one compiled call (:attr:`jumps`; the numpy
+        reference is :func:`pymc_lbp.integer_jumps.jump`); returns the state, its logp, the
+        stats and the logp evaluations made."""
+        jumps = self.jumps
+        res = jumps(x, self.rng.random((self._integer_sites.size, 2)))
+        n = self._integer_sites.size
+        stats = {"integer_accept": res.sum_accept / n, "integer_jump": res.sum_distance / n}
+        return res.x, res.logp, stats, jumps.logp_evals_per_call
 
     def _exact_differences(self, model, specs, layout, shared, compile_kwargs, bal):
         exact = ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
@@ -501,8 +522,7 @@ class DiscreteStep(ArrayStepShared):
         run = self.run_steps(x, logp, deltas, n_steps)
         x, logp = run.x, run.logp
         jumps, jump_evals = {}, 0
-        if self._integer_sites.size:
-            self.differences.refresh_bounds(x)
+        if self._integer_sites.size:  # supports at the current state are computed in the graph
             x, logp, jumps, jump_evals = self._jump_integer_sites(x, logp)
         accept = run.sum_accept / n_steps
         stats = {

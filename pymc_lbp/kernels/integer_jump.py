@@ -1,0 +1,219 @@
+"""The informed multiscale integer jump as a pytensor graph, all integer sites in one call.
+
+The move is :func:`pymc_lbp.integer_jumps.jump` (the numpy reference; see that module for the
+proposal and its exactness): from ``x``, integer site ``i`` proposes ``y = x + d e_i`` over the
+symmetric offsets ``D = {-2^J, ..., -1, +1, ..., +2^J}`` with probability proportional to
+``g(pi(y) / pi(x))``, values outside the site's support weighted 0, and the MH correction with
+the reverse offset ``-d``.
+
+Here ``J`` is one exponent for the whole block (the largest any integer site needs), not the
+site's own: an offset larger than ``2^J_site >= width`` always leaves the site's support, so its
+weight is 0 from every state and the proposal is the reference's, offset for offset. Given the
+same two uniforms per site (offset by inverse CDF, then the MH coin), the graph makes the
+reference's decisions. The support comes from the model's bounds at the current state (they may
+depend on other sites of the block, never on the site itself).
+
+:class:`CompiledJumps` runs one jump per integer site, in the block's order, inside one compiled
+``scan``: two batched logp evaluations of ``|D| + 1`` rows per site and no Python between sites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.pytensorf import compile as pm_compile
+from pytensor.graph.basic import Variable
+
+from pymc_lbp.integer_jumps import offsets
+from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
+from pymc_lbp.kernels.single_site import GraphBalancing, balanced_weights, draw_slot
+from pymc_lbp.kernels.traces import clear_traces
+
+SiteLogpGraph = Callable[[Variable, Variable, Variable], tuple[Variable, Variable]]
+"""``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] = values[r] for every r)``."""
+
+BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
+"""``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
+
+
+UNROLL_SITES = 4
+"""Blocks with at most this many integer sites get their jumps unrolled in the graph (no
+``scan``, whose per-iteration overhead dominates a single cheap jump); more are a ``scan``."""
+
+
+class JumpInfo(NamedTuple):
+    """What one jump reports."""
+
+    accept: Variable  # MH acceptance probability (0 when no offset could be proposed)
+    distance: Variable  # |y - x| if accepted, else 0
+
+
+def _log_weights(x, logp_x, site, d, site_logp, lower, upper, log_g):
+    """``(values, logp(x), balanced log-weights)`` of the offsets ``d`` from ``x`` (``logp_x``
+    None: evaluated with the rows)."""
+    values = x[site] + d
+    inside = pt.ge(values, lower) & pt.le(values, upper)
+    logp, rows = site_logp(x, pt.alloc(site, d.shape[0]), pt.switch(inside, values, x[site]))
+    logp_x = pt.cast(logp, "float64") if logp_x is None else logp_x
+    delta = pt.cast(rows, "float64") - logp_x
+    delta = pt.switch(inside & ~pt.isnan(delta), delta, -np.inf)
+    return values, logp_x, balanced_weights(delta, log_g)
+
+
+def integer_jump(
+    u: Variable,
+    x: Variable,
+    logp_x: Variable,
+    site: Variable,
+    *,
+    d: Variable,
+    site_logp: SiteLogpGraph,
+    bounds: BoundsGraph | None,
+    log_g: GraphBalancing,
+) -> tuple[Variable, Variable, JumpInfo]:
+    """One informed jump of integer site ``site`` (graph builder, pure).
+
+    Parameters
+    ----------
+    u : vector of 2 uniforms
+        ``u[0]`` picks the offset, ``u[1]`` is the MH coin.
+    x, logp_x : block vector and its logp
+    site : int64 scalar
+    d : int64 vector
+        The symmetric offsets, increasing (:func:`pymc_lbp.integer_jumps.offsets`).
+    site_logp : callable
+        The batched logp at one-site changes, as graphs.
+    bounds : callable or None
+        Supports at a state (None: unbounded).
+    log_g : callable
+        Balancing function in log space, as a graph builder.
+
+    Returns
+    -------
+    (x, logp, JumpInfo)
+    """
+    if bounds is None:
+        lower, upper = pt.constant(-np.inf), pt.constant(np.inf)
+    else:
+        lo, hi = bounds(x)
+        lower, upper = lo[site], hi[site]
+    values, _, (log_w, cdf, log_z) = _log_weights(
+        x, logp_x, site, d, site_logp, lower, upper, log_g
+    )
+    has_move = finite(log_z) & finite(logp_x)
+    k = draw_slot(cdf, u[0])
+    y = pt.set_subtensor(x[site], values[k])
+    _, logp_y, (log_w_y, _, log_z_y) = _log_weights(
+        y, None, site, d, site_logp, lower, upper, log_g
+    )
+    log_q_rev = log_w_y[d.shape[0] - 1 - k] - log_z_y
+    prob, accepted = mh_accept(mh_log_ratio(logp_x, logp_y, log_w[k] - log_z, log_q_rev), u[1])
+    prob = pt.switch(has_move, prob, 0.0)
+    accepted = accepted & has_move
+    x_new = pt.switch(accepted, y, x)
+    logp_new = pt.switch(accepted, logp_y, logp_x)
+    distance = pt.switch(accepted, pt.abs(d[k]), 0)
+    return x_new, logp_new, JumpInfo(prob, distance)
+
+
+@dataclass
+class JumpsResult:
+    """State after one jump per integer site, and the jumps' summaries."""
+
+    x: np.ndarray
+    logp: float
+    sum_accept: float
+    sum_distance: int
+
+
+class CompiledJumps:
+    """One jump per integer site of a block, compiled into one call.
+
+    Parameters
+    ----------
+    sites : array of int
+        Positions of the integer sites in the block vector, in the order they jump.
+    exponent : int
+        ``J`` of the offsets, at least the largest the sites' supports need
+        (:func:`pymc_lbp.integer_jumps.scale_exponent`).
+    site_logp : callable
+        ``(x, sites, values) -> (logp(x), rows)`` graphs (the batched exact evaluation, e.g.
+        :meth:`pymc_lbp.neighbours.ExactDifferences.site_logp_graph`).
+    bounds : callable or None
+        ``x -> (lower, upper)`` graphs (:meth:`pymc_lbp.neighbours.Differences.bounds_graph`).
+    log_g : callable
+        Balancing function in log space, as a graph builder.
+    compile_kwargs : dict, optional
+        Passed to :func:`pymc.pytensorf.compile`.
+
+    Attributes
+    ----------
+    logp_evals_per_call : int
+        Model logp evaluations per call: two batches of ``|D| + 1`` rows per site.
+    """
+
+    def __init__(
+        self,
+        sites: np.ndarray,
+        exponent: int,
+        site_logp: SiteLogpGraph,
+        bounds: BoundsGraph | None,
+        log_g: GraphBalancing,
+        compile_kwargs: dict | None = None,
+    ):
+        self.sites = np.asarray(sites, dtype=np.int64)
+        self.d = offsets(int(exponent))
+        self.logp_evals_per_call = int(self.sites.size * 2 * (self.d.size + 1))
+        x0 = pt.vector("x", dtype="int64")
+        uniforms = pt.matrix("uniforms", dtype="float64")
+        d = pt.constant(self.d, dtype="int64")
+        logp0 = site_logp(x0, pt.zeros((0,), dtype="int64"), pt.zeros((0,), dtype="int64"))[0]
+
+        def body(site, u, x, logp, sum_accept, sum_distance):
+            x, logp, info = integer_jump(
+                u, x, logp, site, d=d, site_logp=site_logp, bounds=bounds, log_g=log_g
+            )
+            return x, logp, sum_accept + info.accept, sum_distance + info.distance
+
+        carry = (
+            x0,
+            pt.cast(logp0, "float64"),
+            pt.constant(0.0, dtype="float64"),
+            pt.constant(0, dtype="int64"),
+        )
+        if self.sites.size <= UNROLL_SITES:
+            for row, site in enumerate(self.sites):
+                carry = body(pt.constant(site, dtype="int64"), uniforms[row], *carry)
+            outs = list(carry)
+        else:
+            outs = pytensor.scan(
+                body,
+                sequences=[pt.constant(self.sites, dtype="int64"), uniforms],
+                outputs_info=list(carry),
+                return_updates=False,
+            )
+            outs = [o[-1] for o in outs]
+        clear_traces(outs)
+        self._fn = pm_compile(
+            [x0, uniforms],
+            outs,
+            on_unused_input="ignore",
+            **dict(compile_kwargs or {}),
+        )
+        self._fn.trust_input = True
+
+    def __call__(self, x: np.ndarray, uniforms: np.ndarray) -> JumpsResult:
+        """Jump every integer site once from ``x``; ``uniforms`` has shape ``(n_sites, 2)``."""
+        x_out, logp, acc, dist = self._fn(
+            np.ascontiguousarray(x, dtype=np.int64),
+            np.ascontiguousarray(uniforms, dtype=np.float64),
+        )
+        return JumpsResult(np.array(x_out), float(logp), float(acc), int(dist))
+
+
+__all__ = ["CompiledJumps", "JumpInfo", "JumpsResult", "integer_jump"]
