@@ -288,3 +288,25 @@ def test_population_with_hypergeometric_recaptures_matches_enumeration():
     assert _z(v, mean) < Z_MAX, (v.mean(), mean)
     assert _z((v - mean) ** 2, var) < Z_MAX, (v.var(), var)
     assert float(az.rhat(idata)["N"]) < 1.05
+
+
+def test_default_draw_of_integer_sites_is_their_jumps():
+    """By default integer sites are not swept by single-site steps (their jump is their move):
+    a block of integer sites only makes no steps, its stats describe the jumps; next to a
+    binary site the draw makes one step per binary site, then the jumps."""
+    with pm.Model():
+        k = pm.Poisson("k", mu=30.0, shape=3)
+        b = pm.Bernoulli("b", p=0.3)
+        only_integer = LocallyBalanced([k])
+        mixed = LocallyBalanced([k, b])
+        idata = pm.sample(
+            draws=200, tune=100, chains=1, step=[only_integer, mixed], random_seed=4, **SAMPLE
+        )
+    assert only_integer.steps_per_draw == 0 and mixed.steps_per_draw == 1
+    stats = idata.sample_stats
+    steps = stats["mh_steps"].values[0]  # (draw, step): PyMC stacks the two steps' stats
+    assert np.all(steps[:, 0] == 0) and np.all(steps[:, 1] == 1)
+    np.testing.assert_allclose(
+        stats["accept"].values[0][:, 0], stats["integer_accept"].values[0][:, 0]
+    )
+    assert stats["n_accepted"].values[0][:, 0].sum() > 0

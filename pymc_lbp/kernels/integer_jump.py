@@ -129,6 +129,7 @@ class JumpsResult:
     logp: float
     sum_accept: float
     sum_distance: int
+    n_accepted: int
 
 
 class CompiledJumps:
@@ -174,16 +175,24 @@ class CompiledJumps:
         d = pt.constant(self.d, dtype="int64")
         logp0 = site_logp(x0, pt.zeros((0,), dtype="int64"), pt.zeros((0,), dtype="int64"))[0]
 
-        def body(site, u, x, logp, sum_accept, sum_distance):
+        def body(site, u, x, logp, sum_accept, sum_distance, n_accepted):
             x, logp, info = integer_jump(
                 u, x, logp, site, d=d, site_logp=site_logp, bounds=bounds, log_g=log_g
             )
-            return x, logp, sum_accept + info.accept, sum_distance + info.distance
+            moved = pt.cast(pt.gt(info.distance, 0), "int64")
+            return (
+                x,
+                logp,
+                sum_accept + info.accept,
+                sum_distance + info.distance,
+                n_accepted + moved,
+            )
 
         carry = (
             x0,
             pt.cast(logp0, "float64"),
             pt.constant(0.0, dtype="float64"),
+            pt.constant(0, dtype="int64"),
             pt.constant(0, dtype="int64"),
         )
         if self.sites.size <= UNROLL_SITES:
@@ -209,11 +218,11 @@ class CompiledJumps:
 
     def __call__(self, x: np.ndarray, uniforms: np.ndarray) -> JumpsResult:
         """Jump every integer site once from ``x``; ``uniforms`` has shape ``(n_sites, 2)``."""
-        x_out, logp, acc, dist = self._fn(
+        x_out, logp, acc, dist, n_acc = self._fn(
             np.ascontiguousarray(x, dtype=np.int64),
             np.ascontiguousarray(uniforms, dtype=np.float64),
         )
-        return JumpsResult(np.array(x_out), float(logp), float(acc), int(dist))
+        return JumpsResult(np.array(x_out), float(logp), float(acc), int(dist), int(n_acc))
 
 
 __all__ = ["CompiledJumps", "JumpInfo", "JumpsResult", "integer_jump"]

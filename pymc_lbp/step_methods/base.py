@@ -72,6 +72,8 @@ def steps_for_a_sweep(n_sites: int, sites_per_step: float = 1.0) -> int:
     ``sites_per_step`` is the expected number of sites one step proposes to change (1 for the
     single-site samplers, ``E[R]`` for a path of length ``R``).
     """
+    if n_sites <= 0:
+        return 0  # nothing to sweep (a block whose sites all move by their own jumps)
     return max(1, math.ceil(n_sites / max(float(sites_per_step), 1.0)))
 
 
@@ -153,7 +155,8 @@ class DiscreteStep(ArrayStepShared):
         variables. An empty block or a repeated variable is a ``ValueError``.
     steps_per_draw : int, optional
         Metropolis-Hastings steps per recorded draw. ``None`` (default): one sweep's worth,
-        :meth:`sweep_steps` (single-site samplers: the number of sites of the block). At most
+        :meth:`sweep_steps` (single-site samplers: the number of sites of the block without a
+        jump of their own, :meth:`swept_sites`; 0 for a block of integer sites only). At most
         :data:`MAX_STEPS_PER_DRAW` (or ten sweeps on blocks of more than 100,000 sites).
     differences : {"auto", "exact", "gradient"}, default "auto"
         How neighbour log-probability differences are computed: exact (local terms or one logp
@@ -306,8 +309,16 @@ class DiscreteStep(ArrayStepShared):
         self._steps_per_draw = check_steps_per_draw(value, self.layout.n_sites)
 
     def sweep_steps(self) -> int:
-        """Steps per draw of ``steps_per_draw=None``: one sweep, one step per site of the block."""
-        return self.layout.n_sites
+        """Steps per draw of ``steps_per_draw=None``: one sweep, one step per swept site
+        (:meth:`swept_sites`)."""
+        return self.swept_sites()
+
+    def swept_sites(self) -> int:
+        """Sites a default draw's single-site steps sweep: every site without a move of its own.
+        Integer sites get theirs, an informed jump each draw (:mod:`pymc_lbp.integer_jumps`),
+        so a block of integer sites only makes no single-site steps by default: its draw is one
+        jump per site."""
+        return self.layout.n_sites - self._integer_sites.size
 
     # -- construction helpers ------------------------------------------------------------------
     def _balancing(self):
@@ -394,17 +405,15 @@ class DiscreteStep(ArrayStepShared):
             )
         return self._jumps
 
-    def _jump_integer_sites(
-        self, x: np.ndarray, logp: float
-    ) -> tuple[np.ndarray, float, dict, int]:
+    def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
         """One informed jump per integer site in one compiled call (:attr:`jumps`; the numpy
         reference is :func:`pymc_lbp.integer_jumps.jump`); returns the state, its logp, the
-        stats and the logp evaluations made."""
+        stats, the jumps accepted and the logp evaluations made."""
         jumps = self.jumps
         res = jumps(x, self.rng.random((self._integer_sites.size, 2)))
         n = self._integer_sites.size
         stats = {"integer_accept": res.sum_accept / n, "integer_jump": res.sum_distance / n}
-        return res.x, res.logp, stats, jumps.logp_evals_per_call
+        return res.x, res.logp, stats, res.n_accepted, jumps.logp_evals_per_call
 
     def _exact_differences(self, model, specs, layout, shared, compile_kwargs, bal):
         exact = ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
@@ -481,7 +490,8 @@ class DiscreteStep(ArrayStepShared):
                 stacklevel=2,
             )
             return
-        target = self._tuned_target()
+        # no steps (integer sites only, each draw their jumps): no tuned acceptance to check
+        target = self._tuned_target() if self.steps_per_draw else None
         if target is None:
             return
         late = float(np.mean(self._tune_accept[n // 2 :]))
@@ -509,30 +519,35 @@ class DiscreteStep(ArrayStepShared):
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         x0 = np.asarray(q0.data, dtype=np.int64)
         x = x0.copy()
-        self.differences.refresh_bounds(x)
-        # always a fresh evaluation: other steps and pm.set_data change the logp between draws
-        logp, deltas = self.differences(x)
-        if not np.isfinite(logp):
-            raise pm.exceptions.SamplingError(
-                f"{type(self).__name__}: the current state of {self.var_names} has "
-                f"log-probability {logp}; the discrete block cannot move from a state of zero "
-                "probability. Check the start point and the other steps' variables."
-            )
         n_steps = self.steps_per_draw
-        run = self.run_steps(x, logp, deltas, n_steps)
+        if n_steps:
+            self.differences.refresh_bounds(x)
+            # always a fresh evaluation: other steps and pm.set_data change the logp between draws
+            logp, deltas = self.differences(x)
+            self._check_finite(logp)
+            run = self.run_steps(x, logp, deltas, n_steps)
+            evals = self.differences.logp_evals_per_call + run.logp_evals
+            grads = self.differences.grad_evals_per_call + run.grad_evals
+        else:  # integer sites only: the draw is their jumps, which evaluate the logp themselves
+            run = DrawResult(x, -np.inf, np.zeros(0), 0.0, 0, 0, 0, {})
+            evals = grads = 0
         x, logp = run.x, run.logp
-        jumps, jump_evals = {}, 0
+        jumps, jump_accepted, jump_evals = {}, 0, 0
         if self._integer_sites.size:  # supports at the current state are computed in the graph
-            x, logp, jumps, jump_evals = self._jump_integer_sites(x, logp)
-        accept = run.sum_accept / n_steps
+            x, logp, jumps, jump_accepted, jump_evals = self._jump_integer_sites(x)
+            self._check_finite(logp)
+        if n_steps:
+            accept, n_accepted = run.sum_accept / n_steps, run.n_accepted
+        else:
+            accept, n_accepted = jumps["integer_accept"], jump_accepted
         stats = {
             "tune": bool(self.tune),
             "accept": accept,
-            "n_accepted": run.n_accepted,
+            "n_accepted": n_accepted,
             "mh_steps": n_steps,
             "jump_distance": int(np.count_nonzero(x != x0)),
-            "logp_evals": int(self.differences.logp_evals_per_call + run.logp_evals + jump_evals),
-            "grad_evals": int(self.differences.grad_evals_per_call + run.grad_evals),
+            "logp_evals": int(evals + jump_evals),
+            "grad_evals": int(grads),
         }
         if "exact_differences" in self.stats_dtypes_shapes:
             stats["exact_differences"] = self.differences_kind == "exact"
@@ -540,9 +555,20 @@ class DiscreteStep(ArrayStepShared):
             stats["model_logp"] = float(logp)
         stats.update(self.summarize_extras(run.extras))
         stats.update(jumps)
+        if not n_steps:  # the steps' own stats (path length, ...) are 0 on a draw without steps
+            for key, (dtype, _) in self.stats_dtypes_shapes.items():
+                stats.setdefault(key, np.zeros((), dtype=dtype).item())
         if self.tune:
-            self._record_tuning(accept, run.n_accepted)
+            self._record_tuning(accept, n_accepted)
         return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
+
+    def _check_finite(self, logp: float) -> None:
+        if not np.isfinite(logp):
+            raise pm.exceptions.SamplingError(
+                f"{type(self).__name__}: the current state of {self.var_names} has "
+                f"log-probability {logp}; the discrete block cannot move from a state of zero "
+                "probability. Check the start point and the other steps' variables."
+            )
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """The ``n_steps`` MH transitions of one draw from a state of known logp and

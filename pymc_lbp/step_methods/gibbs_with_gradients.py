@@ -29,7 +29,9 @@ class GibbsWithGradients(LocallyBalanced):
         The choice and its reason are in :attr:`differences_choice` and the stat
         ``exact_differences``.
     steps_per_draw : int, optional
-        MH steps per recorded draw. ``None`` (default): one per site of the block (one sweep).
+        MH steps per recorded draw. ``None`` (default): one per site of the block (one sweep),
+        integer sites excepted: they move by their own jump each draw, so a block of integer
+        sites only makes no single-site steps by default.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -46,7 +48,8 @@ class GibbsWithGradients(LocallyBalanced):
     stat           dtype   meaning
     ============== ======= ==================================================================
     tune           bool    whether the draw was made while tuning
-    accept         float64 mean MH acceptance probability over the draw's steps
+    accept         float64 mean MH acceptance probability over the draw's steps (a draw
+                           without steps, integer sites only: over its jumps)
     n_accepted     int64   accepted steps in the draw
     mh_steps       int64   MH steps made for the draw
     jump_distance  int64   sites that differ between the previous and the new draw

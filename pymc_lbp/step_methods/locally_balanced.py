@@ -49,7 +49,9 @@ class LocallyBalanced(DiscreteStep):
         ``exact_differences``.
     steps_per_draw : int, optional
         MH steps per recorded draw. ``None`` (default): one per site of the block, so that a
-        draw is one sweep's worth of single-site moves (the ``mh_steps`` stat). At most
+        draw is one sweep's worth of single-site moves (the ``mh_steps`` stat); integer sites
+        excepted, which move by their own informed jump each draw (a block of integer sites
+        only makes no single-site steps by default: its draw is one jump per site). At most
         1,000,000 (see :data:`pymc_lbp.step_methods.base.MAX_STEPS_PER_DRAW`).
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
@@ -63,7 +65,8 @@ class LocallyBalanced(DiscreteStep):
     ============== ======= ==================================================================
     tune           bool    whether the draw was made while tuning (ArviZ puts tuning draws
                            in the ``warmup_*`` groups and drops this stat)
-    accept         float64 mean MH acceptance probability over the draw's steps
+    accept         float64 mean MH acceptance probability over the draw's steps (a draw
+                           without steps, integer sites only: over its jumps)
     n_accepted     int64   accepted steps in the draw
     mh_steps       int64   MH steps made for the draw (``steps_per_draw``)
     jump_distance  int64   sites that differ between the previous and the new draw

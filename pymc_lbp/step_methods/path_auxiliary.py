@@ -118,8 +118,10 @@ class PathAuxiliaryLBP(DiscreteStep):
         MH steps per recorded draw. ``None`` (default): enough steps that a draw proposes about
         one change per site, ``ceil(number of sites / E[R])`` with ``E[R]`` the current scale
         (fixed after tuning; the ``mh_steps`` stat), ``E[R] = s + (1 - s) U`` with ``s`` the
-        single-site share and ``U`` the scale. Every step leaves the target invariant,
-        so the number of steps may change between tuning draws. At most 1,000,000.
+        single-site share and ``U`` the scale; integer sites are not counted (each gets its own
+        informed jump per draw, so a block of integer sites only makes no path steps). Every
+        step leaves the target invariant, so the number of steps may change between tuning
+        draws. At most 1,000,000.
     compiled_kernel : bool, default False
         Run the frozen draws (after tuning, or all draws with a fixed ``path_length``) in one
         compiled call per draw (:mod:`pymc_lbp.kernels.path`, a pytensor ``scan``; the backend
@@ -283,7 +285,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         ``E[R] = s + (1 - s) U`` (``s`` the single-site share, ``U`` the current scale)."""
         share = self.single_site_share
         expected = share + (1.0 - share) * min(self.path_scale, self.layout.n_sites)
-        return steps_for_a_sweep(self.layout.n_sites, expected)
+        return steps_for_a_sweep(self.swept_sites(), expected)
 
     def _tuned_target(self) -> float | None:
         return self.target_accept if self.adaptive else None
@@ -421,6 +423,8 @@ class PathAuxiliaryLBP(DiscreteStep):
         return {"path_length": length, "step_jump_distance": length if accepted else 0}
 
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
+        if not extras:  # a draw without path steps (integer sites only: their jumps)
+            return {"path_length": 0.0, "step_jump_distance": 0.0, "path_scale": self.path_scale}
         return {
             "path_length": float(np.mean(extras["path_length"])),
             "step_jump_distance": float(np.mean(extras["step_jump_distance"])),

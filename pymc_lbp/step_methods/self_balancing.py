@@ -462,6 +462,12 @@ class SelfBalancing(DiscreteStep):
         return records
 
     # -- stats ----------------------------------------------------------------------------------
+    def sweep_steps(self) -> int:
+        """Steps per draw of ``steps_per_draw=None``: one per site of the block, integer sites
+        included (the balancing function is learned from the steps, so a block of integer sites
+        still makes them next to its jumps)."""
+        return self.layout.n_sites
+
     def astep(self, q0):
         self._extra_logp_evals = 0
         self._extra_grad_evals = 0
