@@ -14,7 +14,8 @@ reference's decisions. The support comes from the model's bounds at the current 
 depend on other sites of the block, never on the site itself).
 
 :class:`CompiledJumps` runs one jump per integer site, in the block's order, inside one compiled
-``scan``: two batched logp evaluations of ``|D| + 1`` rows per site and no Python between sites.
+call (the jumps unrolled in the graph for up to :data:`UNROLL_SITES` sites, a ``scan`` over sites
+beyond): two batched logp evaluations of ``|D| + 1`` rows per site and no Python between sites.
 """
 
 from __future__ import annotations
@@ -180,13 +181,15 @@ class CompiledJumps:
                 u, x, logp, site, d=d, site_logp=site_logp, bounds=bounds, log_g=log_g
             )
             moved = pt.cast(pt.gt(info.distance, 0), "int64")
-            return (
+            out = (
                 x,
                 logp,
                 sum_accept + info.accept,
                 sum_distance + info.distance,
                 n_accepted + moved,
             )
+            clear_traces(out)  # a scan's inner graph is rewritten on its own
+            return out
 
         carry = (
             x0,

@@ -41,12 +41,14 @@ def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
     def body(u, *carry):
         *current, sum_accept, n_accepted, n_evaluated = carry
         new, info = kernel(u, State(*current[:n_state]))
-        return (
+        out = (
             *new,
             sum_accept + info.accept,
             n_accepted + pt.cast(info.accepted, "int64"),
             n_evaluated + pt.cast(info.evaluated, "int64"),
         )
+        clear_traces(out)  # the inner graph is rewritten on its own
+        return out
 
     zero_f = pt.constant(0.0, dtype="float64")
     zero_i = pt.constant(0, dtype="int64")

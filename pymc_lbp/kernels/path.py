@@ -228,7 +228,7 @@ class CompiledPathSteps:
                 moves=moves,
             )
             acc_i = pt.cast(info.accepted, "int64")
-            return (
+            out = (
                 *new,
                 s_acc + info.accept,
                 n_acc + acc_i,
@@ -236,6 +236,8 @@ class CompiledPathSteps:
                 s_len + info.length,
                 s_moved + info.length * acc_i,
             )
+            clear_traces(out)  # the inner graph is rewritten on its own
+            return out
 
         outs = pytensor.scan(
             body,
