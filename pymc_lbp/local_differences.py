@@ -13,7 +13,8 @@ How it works
    A term that is a linear combination of sums (``J * (sum(a) + sum(b))``, broadcast additions,
    ``Alloc``, ``Join``, reshapes) is split into *pieces* whose elements add up to the term
    (:func:`linear_pieces`). The Ising coupling ``J * sum(s[:-1] * s[1:])`` becomes the elements
-   ``J * s_i s_{i+1}``.
+   ``J * s_i s_{i+1}``. PyMC's parameter checks, which reduce their conditions over the whole
+   term, are first applied element by element (:func:`elementwise_checks`).
 2. **Which sites every element depends on** (:func:`analyse_dependencies`): a structural,
    conservative analysis of the graph. Dependencies are sparse (element x site) matrices
    propagated node by node: elementwise ops take the union over broadcast inputs, reductions the
@@ -49,11 +50,14 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import scipy.sparse as sp
+from pymc.logprob.utils import CheckParameterValue
 from pymc.pytensorf import compile as pm_compile
 from pytensor.compile.mode import Mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.graph.rewriting.basic import in2out, node_rewriter
 from pytensor.graph.traversal import ancestors, io_toposort
 from pytensor.raise_op import CheckAndRaise
 from pytensor.scalar import basic as ps
@@ -676,6 +680,113 @@ def _dsatur(adjacency) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the plan
+def _unreduced(cond: Variable) -> list[Variable]:
+    """The conditions an ``all`` reduction (of a list of ``all`` reductions, as PyMC's
+    ``check_parameters`` builds it) combines, unreduced."""
+    node = cond.owner
+    if node is None:
+        return [cond]
+    if isinstance(node.op, CAReduce) and isinstance(node.op.scalar_op, ps.AND):
+        (inner,) = node.inputs
+        if node.op.axis is not None and len(node.op.axis) != inner.ndim:
+            return [cond]
+        if inner.owner is not None and isinstance(inner.owner.op, MakeVector):
+            return [c for part in inner.owner.inputs for c in _unreduced(part)]
+        return [inner]
+    return [cond]
+
+
+def _broadcasts_to(cond: Variable, target: Variable) -> bool:
+    """Whether ``cond``'s static shape may broadcast to ``target``'s (no dimension known to
+    differ; the rewrite broadcasts with ``broadcast_to``, which refuses at run time otherwise)."""
+    if cond.ndim > target.ndim:
+        return False
+    for c, t in zip(reversed(cond.type.shape), reversed(target.type.shape), strict=False):
+        if c is not None and c != 1 and t is not None and c != t:
+            return False
+    return True
+
+
+@node_rewriter([CheckParameterValue])
+def _local_elementwise_check(fgraph, node):
+    """``check(term, all(c_1) & all(c_2))`` -> ``switch(c_1 & c_2, term, -inf)`` elementwise,
+    where every ``c_i`` broadcasts to the term (PyMC's parameters broadcast to the value)."""
+    if not node.op.can_be_replaced_by_ninf:
+        return None
+    expr, *conds = node.inputs
+    parts = [c for cond in conds for c in _unreduced(cond)]
+    if not all(_broadcasts_to(c, expr) for c in parts):
+        return None
+    ok = parts[0]
+    for c in parts[1:]:
+        ok = pt.and_(ok, c)
+    if ok.ndim:  # never wider than the term: a condition that does not fit raises instead
+        ok = pt.broadcast_to(ok, expr.shape)
+    out = pt.switch(ok, expr, -np.inf)
+    if out.type.broadcastable != expr.type.broadcastable:
+        return None
+    return [pt.cast(out, expr.dtype)]
+
+
+def _strip_scalar_wrappers(v: Variable) -> Variable:
+    """``v`` without the expand-dims and scalar round trips that wrap a reduced condition."""
+    while v.owner is not None:
+        op = v.owner.op
+        if isinstance(op, TensorFromScalar | ScalarFromTensor):
+            v = v.owner.inputs[0]
+        elif isinstance(op, DimShuffle) and op.is_expand_dims:
+            v = v.owner.inputs[0]
+        else:
+            break
+    return v
+
+
+def _is_minus_inf(v: Variable) -> bool:
+    v = _strip_scalar_wrappers(v)
+    if not isinstance(v, Constant):
+        return False
+    data = np.asarray(v.data)
+    return data.size == 1 and float(data.ravel()[0]) == -np.inf
+
+
+@node_rewriter([pt.switch])
+def _local_elementwise_check_switch(fgraph, node):
+    """``switch(all(c_1) & all(c_2), term, -inf)`` (a check PyMC already turned into a switch)
+    -> the same switch with the conditions elementwise (see :func:`_local_elementwise_check`)."""
+    cond, expr, other = node.inputs
+    if not _is_minus_inf(other):
+        return None
+    reduced = _strip_scalar_wrappers(cond)
+    parts = _unreduced(reduced)
+    if parts == [reduced] or not all(_broadcasts_to(c, expr) for c in parts):
+        return None  # not a reduction, or conditions that do not fit the term
+    ok = parts[0]
+    for c in parts[1:]:
+        ok = pt.and_(ok, c)
+    if ok.ndim:
+        ok = pt.broadcast_to(ok, expr.shape)
+    out = pt.switch(ok, expr, -np.inf)
+    if out.type.broadcastable != node.outputs[0].type.broadcastable:
+        return None
+    return [pt.cast(out, node.outputs[0].dtype)]
+
+
+def elementwise_checks(terms: list[Variable]) -> list[Variable]:
+    """``terms`` with PyMC's parameter checks applied element by element.
+
+    A check reduces its conditions over the whole term (``switch(all(n >= 0), logp, -inf)``):
+    every element of a Binomial whose ``n`` is the block would then depend on every site, and
+    the term would be global. Element by element (``switch(n >= 0, logp, -inf)``, conditions
+    broadcast to the term) the sum of the elements is the same (``-inf`` as soon as any
+    condition fails) and each element depends on its own sites only. Checks whose conditions
+    do not broadcast to their term, and checks that must raise, are left as they are. Works on
+    a clone; the model's graph is not changed.
+    """
+    fgraph = FunctionGraph(outputs=[clone_replace(t) for t in terms], clone=False)
+    in2out(_local_elementwise_check, _local_elementwise_check_switch).rewrite(fgraph)
+    return list(fgraph.outputs)
+
+
 @dataclass
 class LocalPlan:
     """Everything the local method needs, as graphs of the block ``x``.
@@ -753,7 +864,7 @@ def build_local_plan(
     """
     n_sites = layout.n_sites
     terms = model.logp(sum=False)
-    terms = clone_replace(terms, replace=replace)
+    terms = elementwise_checks(clone_replace(terms, replace=replace))
     logp = clone_replace(model.logp(), replace=replace)
     if x0 is None:
         x0 = np.zeros(n_sites, dtype=np.int64)

@@ -202,6 +202,52 @@ def test_zero_probability_neighbours_are_minus_inf():
     _assert_same(batched, local, x)
 
 
+def _occupancy(n_sites=12, visits=3, seed=3):
+    rng = np.random.default_rng(seed)
+    z_true = rng.random(n_sites) < 0.6
+    y = (rng.random((n_sites, visits)) < 0.5) & z_true[:, None]
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", p=0.6, shape=n_sites)
+        pm.Bernoulli("y", p=z[:, None] * 0.5, observed=y.astype(int))
+
+    def state(rng):  # occupied wherever detected, anything elsewhere
+        return (y.any(axis=1) | (rng.random(n_sites) < 0.5)).astype(np.int64)
+
+    return model, state
+
+
+def _n_mixture(n_sites=6, visits=3, seed=4):
+    rng = np.random.default_rng(seed)
+    y = rng.binomial(rng.poisson(6, n_sites)[:, None], 0.5, size=(n_sites, visits))
+    with pm.Model() as model:
+        n = pm.Poisson("N", mu=6.0, shape=n_sites)
+        pm.Binomial("y", n=n[:, None], p=0.5, observed=y)
+
+    def state(rng):  # at least the largest count, but also below it now and then
+        return (y.max(axis=1) + rng.integers(-1, 5, n_sites)).clip(0).astype(np.int64)
+
+    return model, state
+
+
+def _shifted_binomial(n_sites=3):
+    """``y ~ Binomial(N - 3, 0.4)``: states with ``N < 3`` fail the parameter check ``n >= 0``."""
+    with pm.Model() as model:
+        n = pm.DiscreteUniform("N", 0, 12, shape=n_sites)
+        pm.Binomial("y", n=n - 3, p=0.4, observed=np.zeros(n_sites, dtype=int))
+    return model, lambda rng: rng.integers(0, 9, n_sites).astype(np.int64)
+
+
+@pytest.mark.parametrize("build", [_occupancy, _n_mixture, _shifted_binomial])
+def test_parameter_checks_are_applied_element_by_element(build):
+    """A parameter check depending on the block (``Bernoulli(z * p)``, ``Binomial(N, p)``)
+    reduces over its whole term; applied element by element the term is local (no global
+    piece), and the differences equal the batched ones, also at states where a check fails
+    (the N-mixture below its counts, the shifted Binomial's negative ``n``)."""
+    model, state = build()
+    _, local, _ = _compare(model, n_states=30, state=state)
+    assert local._local.plan.n_global_pieces == 0, local.method_reason
+
+
 def test_global_term_is_evaluated_at_every_neighbour():
     """A Potential of a nonlinear function of the whole block (not local): exact all the same."""
     model, _ = user_ising(5)
