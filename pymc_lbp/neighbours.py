@@ -17,7 +17,7 @@ Slots are laid out site by site. A samplers' view of the model is one call
 their current, shared values) and ``Delta_s(x) = f(x^(s)) - f(x)`` for every slot (``-inf`` for
 masked slots and for zero-probability neighbours, never NaN):
 
-* :class:`ExactDifferences` is exact. On blocks of 64 slots or more whose model terms are local
+* :class:`ExactDifferences` is exact. On blocks of 32 slots or more whose model terms are local
   it uses :mod:`pymc_lbp.local_differences` (only the terms that touch a site are re-evaluated;
   cost: a few elementwise evaluations of the terms per call, see docs/differences.md); otherwise
   it evaluates the logp at all neighbours in one compiled, batched call (the logp graph
@@ -478,7 +478,7 @@ class ExactDifferences(Differences):
         balancing=None,
         max_batch_elements=4_000_000,
         method="auto",
-        local_min_slots=64,
+        local_min_slots=32,
         local_options=None,
     ):
         if method not in ("auto", "local", "batched"):
