@@ -85,7 +85,6 @@ def neighbourhood_log_weights(
     sites = np.full(d.shape[0], site, dtype=np.int64)
     logp_x, logp_nb = site_logp(x, sites, np.where(inside, values, x[site]).astype(np.int64))
     logp_x = float(logp_x)
-    logp_nb = np.asarray(logp_nb, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         delta = np.asarray(logp_nb, dtype=np.float64) - logp_x
     delta[np.isnan(delta) | ~inside] = -np.inf

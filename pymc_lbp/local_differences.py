@@ -714,7 +714,12 @@ def _local_elementwise_check(fgraph, node):
     if not node.op.can_be_replaced_by_ninf:
         return None
     expr, *conds = node.inputs
-    parts = [c for cond in conds for c in _unreduced(cond)]
+    return _elementwise_switch([c for cond in conds for c in _unreduced(cond)], expr, expr)
+
+
+def _elementwise_switch(parts: list[Variable], expr: Variable, like: Variable):
+    """``[switch(parts[0] & parts[1] & ..., expr, -inf)]`` with the conditions broadcast to
+    ``expr`` (as ``like``'s dtype), or None when a condition cannot fit the term."""
     if not all(_broadcasts_to(c, expr) for c in parts):
         return None
     ok = parts[0]
@@ -723,9 +728,9 @@ def _local_elementwise_check(fgraph, node):
     if ok.ndim:  # never wider than the term: a condition that does not fit raises instead
         ok = pt.broadcast_to(ok, expr.shape)
     out = pt.switch(ok, expr, -np.inf)
-    if out.type.broadcastable != expr.type.broadcastable:
+    if out.type.broadcastable != like.type.broadcastable:
         return None
-    return [pt.cast(out, expr.dtype)]
+    return [pt.cast(out, like.dtype)]
 
 
 def _strip_scalar_wrappers(v: Variable) -> Variable:
@@ -758,17 +763,9 @@ def _local_elementwise_check_switch(fgraph, node):
         return None
     reduced = _strip_scalar_wrappers(cond)
     parts = _unreduced(reduced)
-    if parts == [reduced] or not all(_broadcasts_to(c, expr) for c in parts):
-        return None  # not a reduction, or conditions that do not fit the term
-    ok = parts[0]
-    for c in parts[1:]:
-        ok = pt.and_(ok, c)
-    if ok.ndim:
-        ok = pt.broadcast_to(ok, expr.shape)
-    out = pt.switch(ok, expr, -np.inf)
-    if out.type.broadcastable != node.outputs[0].type.broadcastable:
-        return None
-    return [pt.cast(out, node.outputs[0].dtype)]
+    if parts == [reduced]:
+        return None  # not a reduction
+    return _elementwise_switch(parts, expr, node.outputs[0])
 
 
 def elementwise_checks(terms: list[Variable]) -> list[Variable]:
@@ -782,8 +779,14 @@ def elementwise_checks(terms: list[Variable]) -> list[Variable]:
     do not broadcast to their term, and checks that must raise, are left as they are. Works on
     a clone; the model's graph is not changed.
     """
-    fgraph = FunctionGraph(outputs=[clone_replace(t) for t in terms], clone=False)
-    in2out(_local_elementwise_check, _local_elementwise_check_switch).rewrite(fgraph)
+    return rewritten_clone(terms, _local_elementwise_check, _local_elementwise_check_switch)
+
+
+def rewritten_clone(graphs: list[Variable], *rewriters) -> list[Variable]:
+    """Clones of ``graphs`` (their inputs kept) with the node ``rewriters`` applied in2out; the
+    original graphs are not changed."""
+    fgraph = FunctionGraph(outputs=[clone_replace(g) for g in graphs], clone=False)
+    in2out(*rewriters).rewrite(fgraph)
     return list(fgraph.outputs)
 
 

@@ -41,9 +41,7 @@ from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
 from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
-from pytensor.graph.rewriting.basic import in2out
 from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.random.basic import (
     BernoulliRV,
@@ -62,6 +60,7 @@ from pymc_lbp.local_differences import (
     LocalDifferences,
     NotLocalError,
     build_local_plan,
+    rewritten_clone,
 )
 from pymc_lbp.proposals import prepare_weights
 from pymc_lbp.relax import LOG_FLOOR, relaxed_logp
@@ -285,9 +284,7 @@ def _checks_per_row(logp: Variable) -> Variable:
     raise (``can_be_replaced_by_ninf`` false) are left as they are. The model's own graph is not
     changed (the rewrite works on a clone).
     """
-    fgraph = FunctionGraph(outputs=[clone_replace(logp)], clone=False)
-    in2out(local_check_parameter_to_ninf_switch).rewrite(fgraph)
-    return fgraph.outputs[0]
+    return rewritten_clone([logp], local_check_parameter_to_ninf_switch)[0]
 
 
 def _unblock_gathers(out: Variable) -> Variable:

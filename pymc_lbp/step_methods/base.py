@@ -251,7 +251,6 @@ class DiscreteStep(ArrayStepShared):
         self._jumps: CompiledJumps | None = None
         if self._integer_sites.size:
             self._jump_target = self._jump_differences(model, specs, shared, compile_kwargs)
-            self._site_logp = self._jump_target.site_logp_function()
             self._jump_exponent = self._block_jump_exponent()
             self._jump_compile_kwargs = compile_kwargs
             stats["integer_accept"] = (np.float64, [])
@@ -386,6 +385,13 @@ class DiscreteStep(ArrayStepShared):
             return MAX_SCALE_EXPONENT
         lay = self.layout
         return max(scale_exponent(lay.lower[site], lay.upper[site]) for site in self._integer_sites)
+
+    @property
+    def _site_logp(self):
+        """The compiled batched logp at one-site changes the jumps evaluate (the numpy
+        reference's input, for tests; the compiled jumps build on its graph, so it is compiled
+        only on first use)."""
+        return self._jump_target.site_logp_function()
 
     @property
     def jumps(self) -> CompiledJumps:
