@@ -22,6 +22,13 @@ single-site steps (each pi-invariant), the draw's kernel is exact.
 Cost: two batched logp evaluations of ``2 (J + 1)`` rows per integer site per draw. The
 offsets near the posterior's scale dominate the proposal (``g`` of a ratio far in a tail is tiny),
 so jumps of the posterior's width are proposed without any tuning.
+
+**Small fixed supports.** A site whose support is fixed (depends on no variable) and holds at most
+:data:`SUPPORT_GIBBS_MAX_VALUES` values is instead drawn from its exact full conditional over the
+whole support (:func:`support_gibbs`, a heat-bath update as PyMC's CategoricalGibbsMetropolis
+makes for categories): one batched logp evaluation of ``width + 1`` rows, no MH correction needed,
+and the site's next value is independent of its current one. On a population size with support
+0..1000 this turns ~0.13 effective draws per draw of the jump into ~1.
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ from pymc_lbp.proposals import draw_from_cdf, mh_accept, mh_log_ratio, prepare_w
 
 MAX_SCALE_EXPONENT = 10
 """Largest jump ``2^J`` on unbounded supports (1024)."""
+
+SUPPORT_GIBBS_MAX_VALUES = 2048
+"""Sites with a fixed support of at most this many values are drawn from their full conditional
+(:func:`support_gibbs`) instead of jumping."""
 
 SiteLogp = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[float, np.ndarray]]
 """``(x, sites, values) -> (logp(x), logp(x with x[sites[r]] = values[r]) for every r)``."""
@@ -120,11 +131,46 @@ def jump(
     return Jump(x, logp_x, prob, 0)
 
 
+def support_gibbs(
+    site_logp: SiteLogp,
+    x: np.ndarray,
+    site: int,
+    support: tuple[float, float],
+    rng: np.random.Generator,
+) -> Jump:
+    """Draw integer site ``site`` from its full conditional over the finite ``support``.
+
+    The weights are the target at every value of the support, from one batched logp call
+    (rows at ``-inf`` or NaN have probability 0); the draw is exact (heat bath), so its
+    acceptance is 1. With no value of positive probability the state is kept (acceptance 0).
+    """
+    values = np.arange(int(support[0]), int(support[1]) + 1, dtype=np.int64)
+    logp_x, rows = site_logp(x, np.full(values.size, site, dtype=np.int64), values)
+    log_w = np.asarray(rows, dtype=np.float64).copy()
+    log_w[np.isnan(log_w)] = -np.inf
+    prep = prepare_weights(log_w)
+    if prep is None:
+        return Jump(x, float(logp_x), 0.0, 0)
+    k = draw_from_cdf(prep[1], rng)
+    y = x.copy()
+    y[site] = values[k]
+    return Jump(y, float(log_w[k]), 1.0, int(abs(values[k] - x[site])))
+
+
+def uses_support_gibbs(lower: float, upper: float) -> bool:
+    """Whether a fixed support ``[lower, upper]`` is small enough for :func:`support_gibbs`."""
+    width = float(upper) - float(lower)
+    return math.isfinite(width) and width + 1 <= SUPPORT_GIBBS_MAX_VALUES
+
+
 __all__ = [
     "MAX_SCALE_EXPONENT",
+    "SUPPORT_GIBBS_MAX_VALUES",
     "Jump",
     "jump",
     "neighbourhood_log_weights",
     "offsets",
     "scale_exponent",
+    "support_gibbs",
+    "uses_support_gibbs",
 ]

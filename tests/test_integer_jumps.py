@@ -24,7 +24,13 @@ from scipy.special import gammaln
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP
 from pymc_lbp.balancing import log_barker, log_sqrt
-from pymc_lbp.integer_jumps import jump, offsets, scale_exponent
+from pymc_lbp.integer_jumps import (
+    SUPPORT_GIBBS_MAX_VALUES,
+    jump,
+    offsets,
+    scale_exponent,
+    support_gibbs,
+)
 
 ALPHA = 1e-4
 Z_MAX = 4.0
@@ -145,6 +151,50 @@ def test_jump_respects_a_support_set_by_another_site():
         assert 0 <= x[0] <= total and x[1] == total
 
 
+def test_support_gibbs_draws_the_full_conditional():
+    """Small fixed supports: ``support_gibbs`` draws the site from its full conditional given
+    the rest (independent of its current value; zero-probability values never drawn), so
+    ``pi`` (enumerated) is stationary for its kernel T[x, y] = pi(y)."""
+    values = list(range(13))
+    pi = stationary(toy_logp, values)
+    T = np.tile(pi, (len(values), 1))
+    np.testing.assert_allclose(pi @ T, pi, atol=1e-12)
+    site_logp = _numpy_site_logp(lambda x: toy_logp(int(x[0])) if x[0] != 5 else -np.inf)
+    pi5 = pi.copy()
+    pi5[5] = 0.0
+    pi5 /= pi5.sum()
+    rng = np.random.default_rng(21)
+    for start in (0, 5, 12):
+        counts = np.zeros(len(values))
+        for _ in range(3000):
+            res = support_gibbs(site_logp, np.array([start]), 0, (0, 12), rng)
+            assert res.accept == 1.0 and res.distance == abs(int(res.x[0]) - start)
+            counts[int(res.x[0])] += 1
+        assert counts[5] == 0
+        keep = pi5 > 0
+        expected = 3000 * pi5[keep]
+        chi2 = float(np.sum((counts[keep] - expected) ** 2 / expected))
+        assert stats.chi2.sf(chi2, df=int(keep.sum()) - 1) > ALPHA
+    dead = support_gibbs(_numpy_site_logp(lambda x: -np.inf), np.array([3]), 0, (0, 12), rng)
+    assert dead.accept == 0.0 and dead.x[0] == 3
+
+
+def test_support_gibbs_is_used_for_small_fixed_supports_only():
+    """Which move each integer site gets: support Gibbs for fixed supports of at most
+    SUPPORT_GIBBS_MAX_VALUES values, jumps for unbounded ones and for supports that follow other
+    variables (the whole block then jumps)."""
+    with pm.Model():
+        n = pm.DiscreteUniform("n", 0, 1000)
+        c = pm.Poisson("c", 4.0)
+        w = pm.DiscreteUniform("w", 0, SUPPORT_GIBBS_MAX_VALUES)  # one value too many
+        fixed = LocallyBalanced([n, c, w])
+        k = pm.Binomial("k", n=n, p=0.3)
+        following = LocallyBalanced([n, k])
+    np.testing.assert_array_equal(fixed._gibbs_sites, [0])
+    np.testing.assert_array_equal(fixed._jump_sites, [1, 2])
+    assert following._gibbs_sites.size == 0
+
+
 # -- the compiled jumps reproduce the reference ---------------------------------------------------
 class _Uniforms:
     """A stand-in generator handing out given uniforms in order (the reference's draws)."""
@@ -201,6 +251,49 @@ def test_compiled_jumps_make_the_reference_decisions(unrolled, monkeypatch):
             total = int(rng.integers(0, 13))
             x = np.array([total, rng.integers(0, total + 1)], dtype=np.int64)
     assert moved > 100
+
+
+@pytest.mark.parametrize("unrolled", [True, False], ids=["unrolled", "scan"])
+def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_decisions(
+    unrolled, monkeypatch
+):
+    """A block of fixed supports, two small (support Gibbs, of different sizes) and two
+    unbounded counts (jumps): given the same uniforms, the compiled call makes the decisions of
+    ``jump`` and ``support_gibbs`` run site after site in :attr:`CompiledJumps.order`."""
+    from pymc_lbp.kernels import integer_jump
+
+    monkeypatch.setattr(integer_jump, "UNROLL_SITES", 4 if unrolled else 0)
+    with pm.Model():
+        n = pm.DiscreteUniform("n", 0, 12, initval=6)
+        m = pm.Binomial("m", n=5, p=0.4, initval=1)
+        c = pm.Poisson("c", mu=n + 1.0, shape=2, initval=[3, 9])
+        pm.Potential("modes", pm.math.logaddexp(-0.5 * (n - 2) ** 2, -0.25 * (n - 10) ** 2))
+        pm.Potential("couple", -0.1 * (m - c[0]) ** 2)
+        step = LocallyBalanced([n, m, c])
+    jumps = step.jumps
+    np.testing.assert_array_equal(jumps.gibbs_sites, [0, 1])
+    np.testing.assert_array_equal(jumps.sites, [2, 3])
+    lay = step.layout
+    rng = np.random.default_rng(12)
+    x = step._x0.copy()
+    moved = 0
+    for _ in range(300):
+        u = rng.random((4, 2))
+        res = jumps(x, u)
+        ref, logp = x.copy(), None
+        for row, site in enumerate(jumps.order):
+            support = (lay.lower[site], lay.upper[site])
+            uniforms = _Uniforms(u[row])
+            if site in jumps.gibbs_sites:
+                out = support_gibbs(step._site_logp, ref, int(site), support, uniforms)
+            else:
+                out = jump(step._site_logp, ref, int(site), 10, log_sqrt, uniforms, support)
+            ref, logp = out.x, out.logp
+        np.testing.assert_array_equal(res.x, ref)
+        np.testing.assert_allclose(res.logp, logp, rtol=1e-12)
+        moved += int(np.any(res.x != x))
+        x = res.x
+    assert moved > 200
 
 
 # -- through pm.sample ---------------------------------------------------------------------------

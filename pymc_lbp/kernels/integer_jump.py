@@ -13,9 +13,15 @@ same two uniforms per site (offset by inverse CDF, then the MH coin), the graph 
 reference's decisions. The support comes from the model's bounds at the current state (they may
 depend on other sites of the block, never on the site itself).
 
-:class:`CompiledJumps` runs one jump per integer site, in the block's order, inside one compiled
-call (the jumps unrolled in the graph for up to :data:`UNROLL_SITES` sites, a ``scan`` over sites
-beyond): two batched logp evaluations of ``|D| + 1`` rows per site and no Python between sites.
+:func:`support_gibbs` is the graph of :func:`pymc_lbp.integer_jumps.support_gibbs`: a site with
+a small fixed support drawn from its full conditional over the support (one uniform, the
+reference's inverse-CDF draw).
+
+:class:`CompiledJumps` runs one jump per jumping site, in the block's order, then one full
+conditional draw per support-Gibbs site, inside one compiled call (each group unrolled in the
+graph for up to :data:`UNROLL_SITES` sites, a ``scan`` over sites beyond): two batched logp
+evaluations of ``|D| + 1`` rows per jumping site, one of the support's size per support-Gibbs
+site, and no Python between sites.
 """
 
 from __future__ import annotations
@@ -122,6 +128,39 @@ def integer_jump(
     return x_new, logp_new, JumpInfo(prob, distance)
 
 
+def support_gibbs(
+    u: Variable,
+    x: Variable,
+    logp_x: Variable,
+    site: Variable,
+    lower: Variable,
+    upper: Variable,
+    *,
+    n_values: int,
+    site_logp: SiteLogpGraph,
+) -> tuple[Variable, Variable, JumpInfo]:
+    """Draw integer site ``site`` from its full conditional over ``lower .. upper`` (graph
+    builder, pure).
+
+    ``n_values`` is the number of rows evaluated (at least ``upper - lower + 1``; rows beyond
+    ``upper`` weigh 0, so sites of different support sizes share one graph). ``u[0]`` picks the
+    value; with no value of positive probability the state is kept.
+    """
+    values = lower + pt.arange(n_values, dtype="int64")
+    inside = pt.le(values, upper)
+    _, rows = site_logp(x, pt.alloc(site, n_values), pt.switch(inside, values, x[site]))
+    rows = pt.cast(rows, "float64")
+    log_w = pt.switch(inside & ~pt.isnan(rows), rows, -np.inf)
+    top = pt.max(log_w)
+    cdf = pt.cumsum(pt.exp(log_w - top))
+    has_move = finite(top)
+    k = draw_slot(cdf, u[0])
+    x_new = pt.switch(has_move, pt.set_subtensor(x[site], values[k]), x)
+    logp_new = pt.switch(has_move, log_w[k], logp_x)
+    distance = pt.switch(has_move, pt.abs(values[k] - x[site]), 0)
+    return x_new, logp_new, JumpInfo(pt.switch(has_move, 1.0, 0.0), distance)
+
+
 @dataclass
 class JumpsResult:
     """State after one jump per integer site, and the jumps' summaries."""
@@ -134,14 +173,15 @@ class JumpsResult:
 
 
 class CompiledJumps:
-    """One jump per integer site of a block, compiled into one call.
+    """One move per integer site of a block, compiled into one call: a jump for each jumping
+    site, then a full conditional draw for each support-Gibbs site.
 
     Parameters
     ----------
     sites : array of int
-        Positions of the integer sites in the block vector, in the order they jump.
+        Positions of the jumping integer sites in the block vector, in the order they jump.
     exponent : int
-        ``J`` of the offsets, at least the largest the sites' supports need
+        ``J`` of the offsets, at least the largest the jumping sites' supports need
         (:func:`pymc_lbp.integer_jumps.scale_exponent`).
     site_logp : callable
         ``(x, sites, values) -> (logp(x), rows)`` graphs (the batched exact evaluation, e.g.
@@ -152,11 +192,17 @@ class CompiledJumps:
         Balancing function in log space, as a graph builder.
     compile_kwargs : dict, optional
         Passed to :func:`pymc.pytensorf.compile`.
+    gibbs_sites, gibbs_lower, gibbs_upper : arrays of int, optional
+        Positions of the support-Gibbs sites (drawn after the jumps, in this order) and their
+        fixed supports.
 
     Attributes
     ----------
+    order : array of int
+        Every moved site, in the order of the rows of the uniforms a call takes.
     logp_evals_per_call : int
-        Model logp evaluations per call: two batches of ``|D| + 1`` rows per site.
+        Model logp evaluations per call: two batches of ``|D| + 1`` rows per jumping site, one
+        batch of the largest support's size per support-Gibbs site.
     """
 
     def __init__(
@@ -167,29 +213,51 @@ class CompiledJumps:
         bounds: BoundsGraph | None,
         log_g: GraphBalancing,
         compile_kwargs: dict | None = None,
+        *,
+        gibbs_sites: np.ndarray = (),
+        gibbs_lower: np.ndarray = (),
+        gibbs_upper: np.ndarray = (),
     ):
         self.sites = np.asarray(sites, dtype=np.int64)
+        self.gibbs_sites = np.asarray(gibbs_sites, dtype=np.int64)
+        self.order = np.concatenate([self.sites, self.gibbs_sites])
+        lower = np.asarray(gibbs_lower, dtype=np.int64)
+        upper = np.asarray(gibbs_upper, dtype=np.int64)
+        self.n_values = int((upper - lower).max()) + 1 if self.gibbs_sites.size else 0
         self.d = offsets(int(exponent))
-        self.logp_evals_per_call = int(self.sites.size * 2 * (self.d.size + 1))
+        self.logp_evals_per_call = int(
+            self.sites.size * 2 * (self.d.size + 1) + self.gibbs_sites.size * self.n_values
+        )
         x0 = pt.vector("x", dtype="int64")
         uniforms = pt.matrix("uniforms", dtype="float64")
         d = pt.constant(self.d, dtype="int64")
         logp0 = site_logp(x0, pt.zeros((0,), dtype="int64"), pt.zeros((0,), dtype="int64"))[0]
 
-        def body(site, u, x, logp, sum_accept, sum_distance, n_accepted):
-            x, logp, info = integer_jump(
+        def summed(move):
+            def body(site, lo, hi, u, x, logp, sum_accept, sum_distance, n_accepted):
+                x, logp, info = move(u, x, logp, site, lo, hi)
+                moved = pt.cast(pt.gt(info.distance, 0), "int64")
+                out = (
+                    x,
+                    logp,
+                    sum_accept + info.accept,
+                    sum_distance + info.distance,
+                    n_accepted + moved,
+                )
+                clear_traces(out)  # a scan's inner graph is rewritten on its own
+                return out
+
+            return body
+
+        def jump_move(u, x, logp, site, lo, hi):
+            return integer_jump(
                 u, x, logp, site, d=d, site_logp=site_logp, bounds=bounds, log_g=log_g
             )
-            moved = pt.cast(pt.gt(info.distance, 0), "int64")
-            out = (
-                x,
-                logp,
-                sum_accept + info.accept,
-                sum_distance + info.distance,
-                n_accepted + moved,
+
+        def gibbs_move(u, x, logp, site, lo, hi):
+            return support_gibbs(
+                u, x, logp, site, lo, hi, n_values=self.n_values, site_logp=site_logp
             )
-            clear_traces(out)  # a scan's inner graph is rewritten on its own
-            return out
 
         carry = (
             x0,
@@ -198,18 +266,30 @@ class CompiledJumps:
             pt.constant(0, dtype="int64"),
             pt.constant(0, dtype="int64"),
         )
-        if self.sites.size <= UNROLL_SITES:
-            for row, site in enumerate(self.sites):
-                carry = body(pt.constant(site, dtype="int64"), uniforms[row], *carry)
-            outs = list(carry)
-        else:
-            outs = pytensor.scan(
-                body,
-                sequences=[pt.constant(self.sites, dtype="int64"), uniforms],
-                outputs_info=list(carry),
-                return_updates=False,
-            )
-            outs = [o[-1] for o in outs]
+        no_bounds = np.zeros(self.sites.size, dtype=np.int64)
+        groups = [
+            (summed(jump_move), self.sites, no_bounds, no_bounds),
+            (summed(gibbs_move), self.gibbs_sites, lower, upper),
+        ]
+        row = 0
+        for body, group, lo, hi in groups:
+            if group.size == 0:
+                continue
+            u_group = uniforms[row : row + group.size]
+            row += group.size
+            if group.size <= UNROLL_SITES:
+                for i in range(group.size):
+                    consts = (pt.constant(v[i], dtype="int64") for v in (group, lo, hi))
+                    carry = body(*consts, u_group[i], *carry)
+            else:
+                outs = pytensor.scan(
+                    body,
+                    sequences=[pt.constant(v, dtype="int64") for v in (group, lo, hi)] + [u_group],
+                    outputs_info=list(carry),
+                    return_updates=False,
+                )
+                carry = tuple(o[-1] for o in outs)
+        outs = list(carry)
         clear_traces(outs)
         self._fn = pm_compile(
             [x0, uniforms],
@@ -220,7 +300,8 @@ class CompiledJumps:
         self._fn.trust_input = True
 
     def __call__(self, x: np.ndarray, uniforms: np.ndarray) -> JumpsResult:
-        """Jump every integer site once from ``x``; ``uniforms`` has shape ``(n_sites, 2)``."""
+        """Move every integer site once from ``x``; ``uniforms`` has shape ``(len(order), 2)``
+        (rows in :attr:`order`)."""
         x_out, logp, acc, dist, n_acc = self._fn(
             np.ascontiguousarray(x, dtype=np.int64),
             np.ascontiguousarray(uniforms, dtype=np.float64),
@@ -228,4 +309,4 @@ class CompiledJumps:
         return JumpsResult(np.array(x_out), float(logp), float(acc), int(dist), int(n_acc))
 
 
-__all__ = ["CompiledJumps", "JumpInfo", "JumpsResult", "integer_jump"]
+__all__ = ["CompiledJumps", "JumpInfo", "JumpsResult", "integer_jump", "support_gibbs"]

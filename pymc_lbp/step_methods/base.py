@@ -30,7 +30,7 @@ from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pymc_lbp.balancing import log_sqrt
 from pymc_lbp.differences_choice import DifferencesChoice, choose, probe_first_order
-from pymc_lbp.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent
+from pymc_lbp.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent, uses_support_gibbs
 from pymc_lbp.kernels.integer_jump import CompiledJumps
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.neighbours import (
@@ -58,6 +58,11 @@ MAX_STEPS_PER_DRAW = 1_000_000
 (then ten sweeps, ``10 * n_sites``). One MH step costs at least tens of microseconds (a compiled
 logp call plus the proposal), so this bound is already tens of seconds per recorded draw: take
 more draws instead."""
+
+SUPPORT_GIBBS_MAX_ELEMENTS = 2**22
+"""Integer sites are drawn from their full conditional over a small support only while one
+batched evaluation of the support costs at most this many elements (rows times the model's
+size, :func:`_model_size`); beyond it they jump (a few dozen rows)."""
 
 TUNING_CHECK_MIN_DRAWS = 20
 """Tuning diagnostics (:meth:`DiscreteStep.stop_tuning`) need at least this many tuning draws."""
@@ -142,6 +147,20 @@ def _supported_rv(rv) -> bool:
         return integer_support(op, op.dist_params(rv.owner)) is not None
     except Exception:  # noqa: BLE001 - an exotic op is simply not ours
         return False
+
+
+def _model_size(model) -> int:
+    """Elements of the model's free values and observed data: what one row of a batched logp
+    evaluation touches, up to a constant."""
+    point = model.initial_point()
+    size = sum(int(np.size(v)) for v in point.values())
+    for rv in model.observed_RVs:
+        data = model.rvs_to_values.get(rv)
+        value = getattr(data, "data", None)
+        if value is None and hasattr(data, "get_value"):
+            value = data.get_value()
+        size += int(np.size(value)) if value is not None else 1
+    return max(size, 1)
 
 
 class DiscreteStep(ArrayStepShared):
@@ -251,6 +270,8 @@ class DiscreteStep(ArrayStepShared):
         self._jumps: CompiledJumps | None = None
         if self._integer_sites.size:
             self._jump_target = self._jump_differences(model, specs, shared, compile_kwargs)
+            self._gibbs_sites = self._support_gibbs_sites(model)
+            self._jump_sites = np.setdiff1d(self._integer_sites, self._gibbs_sites)
             self._jump_exponent = self._block_jump_exponent()
             self._jump_compile_kwargs = compile_kwargs
             stats["integer_accept"] = (np.float64, [])
@@ -376,15 +397,35 @@ class DiscreteStep(ArrayStepShared):
             return self.differences
         return ExactDifferences(model, specs, self.layout, shared, compile_kwargs, method="batched")
 
+    def _support_gibbs_sites(self, model) -> np.ndarray:
+        """Integer sites drawn from their full conditional over their support
+        (:func:`pymc_lbp.integer_jumps.support_gibbs`) instead of jumping: those with a fixed
+        support of at most :data:`SUPPORT_GIBBS_MAX_VALUES` values, when the block's supports
+        are all fixed and the batched evaluation of the support stays below
+        :data:`SUPPORT_GIBBS_MAX_ELEMENTS` (rows times the model's size)."""
+        lay = self.layout
+        if not self._jump_target.bounds_are_constant():
+            return np.zeros(0, dtype=np.int64)
+        small = [s for s in self._integer_sites if uses_support_gibbs(lay.lower[s], lay.upper[s])]
+        if not small:
+            return np.zeros(0, dtype=np.int64)
+        rows = max(int(lay.upper[s] - lay.lower[s]) + 1 for s in small)
+        if rows * _model_size(model) > SUPPORT_GIBBS_MAX_ELEMENTS:
+            return np.zeros(0, dtype=np.int64)
+        return np.asarray(small, dtype=np.int64)
+
     def _block_jump_exponent(self) -> int:
-        """``J`` of the jump offsets: the largest :func:`scale_exponent` of the integer sites'
+        """``J`` of the jump offsets: the largest :func:`scale_exponent` of the jumping sites'
         supports when those supports are fixed, else :data:`MAX_SCALE_EXPONENT` (a support that
         follows other variables may widen; offsets beyond a site's support weigh 0 either way,
         see :mod:`pymc_lbp.kernels.integer_jump`)."""
         if not self._jump_target.bounds_are_constant():
             return MAX_SCALE_EXPONENT
         lay = self.layout
-        return max(scale_exponent(lay.lower[site], lay.upper[site]) for site in self._integer_sites)
+        return max(
+            (scale_exponent(lay.lower[site], lay.upper[site]) for site in self._jump_sites),
+            default=1,
+        )
 
     @property
     def _site_logp(self):
@@ -401,19 +442,24 @@ class DiscreteStep(ArrayStepShared):
             name, fn = self._balancing()
             log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
             target = self._jump_target
+            lay = self.layout
             self._jumps = CompiledJumps(
-                self._integer_sites,
+                self._jump_sites,
                 self._jump_exponent,
                 target.site_logp_graph,
                 target.bounds_graph,
                 log_g,
                 self._jump_compile_kwargs,
+                gibbs_sites=self._gibbs_sites,
+                gibbs_lower=lay.lower[self._gibbs_sites].astype(np.int64),
+                gibbs_upper=lay.upper[self._gibbs_sites].astype(np.int64),
             )
         return self._jumps
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
-        """One informed jump per integer site in one compiled call (:attr:`jumps`; the numpy
-        reference is :func:`pymc_lbp.integer_jumps.jump`); returns the state, its logp, the
+        """One move per integer site in one compiled call (:attr:`jumps`; the numpy references
+        are :func:`pymc_lbp.integer_jumps.jump` and :func:`~pymc_lbp.integer_jumps.support_gibbs`);
+        returns the state, its logp, the
         stats, the jumps accepted and the logp evaluations made."""
         jumps = self.jumps
         res = jumps(x, self.rng.random((self._integer_sites.size, 2)))
