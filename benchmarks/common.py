@@ -94,6 +94,41 @@ def run_step(
     return Run(target, sampler, repeat, seconds, draws, tune, chains, e, evals, accept, jump)
 
 
+def timed_sample(model, step, draws: int, seed: int):
+    """One chain of ``draws`` draws (no tuning) through ``pm.sample``; returns ``(idata,
+    stamps)``, ``stamps[i]`` the seconds from the first step to the end of draw ``i``.
+
+    The clock starts when PyMC makes the first step (after its own initial-point checks and
+    compilation), and each draw is stamped by ``pm.sample``'s callback.
+    """
+    stamps = np.zeros(draws)
+    start = [None]
+    inner = step.step
+
+    def timed_step(point):
+        if start[0] is None:  # sampling starts now (pm.sample's own set-up is done)
+            start[0] = time.perf_counter()
+        return inner(point)
+
+    def callback(trace, draw):
+        stamps[draw.draw_idx] = time.perf_counter() - start[0]
+
+    step.step = timed_step
+    with model:
+        idata = pm.sample(
+            draws=draws,
+            tune=0,
+            chains=1,
+            cores=1,
+            step=[step],
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+            callback=callback,
+        )
+    return idata, stamps
+
+
 def summarize(runs: list[Run], baseline: str) -> list[dict]:
     """Median over repeats per (target, sampler), with ratios to ``baseline`` on the same target."""
     rows = []

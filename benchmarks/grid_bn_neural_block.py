@@ -38,12 +38,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pymc as pm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import timed_sample  # noqa: E402
 
 import pymc_lbp
 from pymc_lbp import NeuralBlock
@@ -104,31 +109,7 @@ def run_one(model, step, draws: int, seed: int):
     The clock starts when PyMC makes the first step (after its own initial-point checks and
     compilation), and each draw is stamped by ``pm.sample``'s callback.
     """
-    stamps = np.zeros(draws)
-    start = [None]
-    inner = step.step
-
-    def timed_step(point):
-        if start[0] is None:  # sampling starts now (pm.sample's own set-up is done)
-            start[0] = time.perf_counter()
-        return inner(point)
-
-    def callback(trace, draw):
-        stamps[draw.draw_idx] = time.perf_counter() - start[0]
-
-    step.step = timed_step
-    with model:
-        idata = pm.sample(
-            draws=draws,
-            tune=0,
-            chains=1,
-            cores=1,
-            step=[step],
-            random_seed=seed,
-            progressbar=False,
-            compute_convergence_checks=False,
-            callback=callback,
-        )
+    idata, stamps = timed_sample(model, step, draws, seed)
     post = idata.posterior
     point = {name: post[name].values[0] for name in model.uai_info.free_names}
     return uai_state_from_point(point, model), stamps, idata

@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 INDEX_SPACES = ("uai", "flat")
+PARAMS_FROM = ("fixed", "chain")
 
 
 # =============================================================================== data classes
@@ -126,8 +127,11 @@ class MotifSpec:
         -------
         ndarray, shape (n, n_features)
         """
-        x_cond = np.asarray(x_cond, dtype=np.int64).reshape(-1, self.cond_size)
-        params = np.asarray(params, dtype=np.float64).reshape(x_cond.shape[0], self.n_params)
+        x_cond = np.asarray(x_cond, dtype=np.int64)
+        params = np.asarray(params, dtype=np.float64)
+        n = x_cond.shape[0] if self.cond_size else params.shape[0]
+        x_cond = x_cond.reshape(n, self.cond_size)
+        params = params.reshape(n, self.n_params)
         if all(c == 2 for c in self.cond_cards):
             return np.concatenate([2.0 * x_cond - 1.0, params], axis=1)
         parts = []
@@ -233,12 +237,17 @@ class BlockSet:
         Index space of the blocks' entries (see the module docstring).
     variables : tuple of str
         ``"flat"`` only: the model variables whose raveled concatenation is indexed.
+    params_from : {"fixed", "chain"}
+        Where the blocks' local parameters come from: ``"fixed"`` (default), the blocks'
+        ``params``; ``"chain"``, computed by the step from the model at every update (chain
+        log-potentials, :mod:`pymc_lbp.chain_motifs`; the blocks then hold no parameters).
     """
 
     motif: MotifSpec
     blocks: tuple[MotifBlock, ...]
     index: str = "flat"
     variables: tuple[str, ...] = ()
+    params_from: str = "fixed"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "blocks", tuple(self.blocks))
@@ -247,7 +256,10 @@ class BlockSet:
             raise ValueError(f"index must be one of {INDEX_SPACES}, got {self.index!r}")
         if self.index == "flat" and not self.variables:
             raise ValueError("a 'flat' block set needs the names of the indexed variables")
+        if self.params_from not in PARAMS_FROM:
+            raise ValueError(f"params_from must be one of {PARAMS_FROM}, got {self.params_from!r}")
         m = self.motif
+        n_params = m.n_params if self.params_from == "fixed" else 0
         for b in self.blocks:
             if b.block.size != m.block_size or b.cond.size != m.cond_size:
                 raise ValueError(
@@ -255,10 +267,10 @@ class BlockSet:
                     f"conditioning variables; motif {m.name!r} has {m.block_size} and "
                     f"{m.cond_size}"
                 )
-            if b.params.size != m.n_params:
+            if b.params.size != n_params:
                 raise ValueError(
                     f"block {b.label!r} has {b.params.size} parameters; motif {m.name!r} "
-                    f"expects {m.n_params}"
+                    f"expects {n_params} (params_from={self.params_from!r})"
                 )
 
     def __len__(self) -> int:

@@ -20,8 +20,9 @@ def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]
     ----------
     step_class : subclass of DiscreteStep, optional
         Defaults to :class:`pymc_lbp.LocallyBalanced`. Any previously registered class is
-        unregistered first. :class:`pymc_lbp.NeuralBlock` is refused (``ValueError``): it needs
-        blocks and a proposal that ``pm.sample()`` cannot supply.
+        unregistered first. :class:`pymc_lbp.NeuralBlock` is refused (``ValueError``): it works
+        on the variables of one motif you choose, which ``pm.sample()``'s variable-by-variable
+        assignment cannot supply.
 
     Returns
     -------

@@ -83,7 +83,8 @@ def neural_block_kernel(
     log_pi : (S,) unnormalised log target (-inf allowed)
     units : list of dicts, either ``{"kind": "site", "site": v, "card": c}`` or
         ``{"kind": "neural", "block": [...], "cond": [...], "pad": [...], "params": [...],
-        "free": [bool, ...]}`` with full-state indices (-1 in cond: the pad value)
+        "free": [bool, ...]}`` with full-state indices (-1 in cond: the pad value); ``params``
+        may be a function of the full state (parameters read from the model, as chain blocks)
     weights, motif_cards=(block_cards, cond_cards), K, eps : the network
     """
     block_cards, cond_cards = motif_cards
@@ -110,7 +111,8 @@ def neural_block_kernel(
             else:
                 pairs = zip(unit["cond"], unit["pad"], strict=True)
                 x_cond = [x[i] if i >= 0 else pad for i, pad in pairs]
-                u = features(x_cond, cond_cards, unit["params"])
+                params = unit["params"](x) if callable(unit["params"]) else unit["params"]
+                u = features(x_cond, cond_cards, params)
                 w, tables = mdn_tables(weights, u, list(block_cards), K, eps)
                 block = unit["block"]
                 fixed = [None if f else x[i] for i, f in zip(block, unit["free"], strict=True)]

@@ -166,7 +166,9 @@ def test_steps_per_draw_out_of_range_is_refused_before_compiling(sampler):
 def test_register_refuses_neural_block():
     import pymc_lbp
 
-    with pytest.raises(ValueError, match="NeuralBlock cannot be registered: .*blocks and a"):
+    with pytest.raises(
+        ValueError, match="NeuralBlock cannot be registered: .*one motif chosen by you"
+    ):
         pymc_lbp.register(pymc_lbp.NeuralBlock)
     assert pymc_lbp.registered() is None
 

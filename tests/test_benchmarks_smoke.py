@@ -141,3 +141,18 @@ def test_integer_models_quick(tmp_path):
     assert {r["sampler"] for r in payload["rows"]} == {"pymc_lbp LocallyBalanced", "PyMC default"}
     assert all(r["sample_s"] > 0 for r in payload["rows"])
     assert (tmp_path / "integer_models_quick.png").stat().st_size > 0
+
+
+def test_chain_crf_quick(tmp_path):
+    """benchmarks/chain_crf.py --quick: every sampler measured against exact marginals, files
+    written; NeuralBlock with defaults found the chain and its shipped proposal."""
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("chain_crf", BENCH / "chain_crf.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    payload = module.main(["--quick", "--out", str(tmp_path)])
+    rows = {r["sampler"]: r for r in payload["rows"]}
+    assert set(rows) == set(module.SAMPLERS)
+    assert all(0 < r["final_error"] < 1 and r["draws"] >= 20 for r in rows.values())
+    assert "chain-k3-b3" in rows["neural"]["blocks_reason"]
+    assert (tmp_path / "chain_crf_quick.png").stat().st_size > 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -21,16 +22,31 @@ from pymc_lbp.block_proposals import (
     enumerate_block_states,
     exact_block_log_probs,
 )
+from pymc_lbp.chain_motifs import (
+    CHAIN_PARAMS_FROM,
+    canonical_chain_params,
+    chain_potentials_from_reference,
+    chain_reference_states,
+    chain_shape,
+)
 from pymc_lbp.differences_choice import DifferencesChoice
 from pymc_lbp.local_logp import FactorLogp, FactorSubset
 from pymc_lbp.models.uai.model import UAIModelInfo
+from pymc_lbp.motif_finding import default_blocks, find_chains
 from pymc_lbp.motifs import BlockSet
-from pymc_lbp.neighbours import BINARY, CATEGORICAL, Differences
+from pymc_lbp.neighbours import (
+    BINARY,
+    CATEGORICAL,
+    Differences,
+    _checks_per_row,
+    _unblock_gathers,
+)
 from pymc_lbp.neural_proposal import NeuralProposal
 from pymc_lbp.proposals import draw_categorical, mh_accept, mh_log_ratio
-from pymc_lbp.step_methods.base import DiscreteStep, StepResult
+from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
 
 _NO_DELTAS = np.zeros(0)
+_log = logging.getLogger("pymc_lbp")
 
 
 class ModelLogp(Differences):
@@ -62,7 +78,10 @@ class ModelLogp(Differences):
         """Model logp at every row of ``X`` (shape (n, block size))."""
         if self._batch_fn is None:
             X_var = pt.matrix("X_block", dtype="int64")
-            graph = vectorize_graph(self._logp_graph, replace={self._x: X_var})
+            # each row's parameter checks its own; gathers from tables batched natively
+            graph = _unblock_gathers(
+                vectorize_graph(_checks_per_row(self._logp_graph), replace={self._x: X_var})
+            )
             self._batch_fn = pm_compile([X_var], graph, **self._kw)
             self._batch_fn.trust_input = True
         return np.asarray(self._batch_fn(np.ascontiguousarray(X, dtype=np.int64)))
@@ -82,6 +101,7 @@ class _Unit:
     label: str
     factors: FactorSubset | None = None  # factor-local logp: the factors that meet the sites
     prepared: tuple | None = None  # (network version, first-layer pre-activation of params)
+    chain: tuple[int, int] | None = None  # (K, L): parameters read from the model per update
 
 
 LOGP_MODES = ("auto", "factors", "model")
@@ -107,13 +127,19 @@ class NeuralBlock(DiscreteStep):
     vars : list of variables, optional
         Binary (Bernoulli) and categorical discrete variables. Default: all the model's free
         variables.
-    blocks : BlockSet or None
+    blocks : BlockSet, None or "auto", default "auto"
         The motif blocks (e.g. :func:`pymc_lbp.models.uai_grid_blocks`,
-        :func:`pymc_lbp.motifs.lattice_blocks`). ``None``: no blocks, every site gets single-site
-        Gibbs updates.
+        :func:`pymc_lbp.motifs.lattice_blocks`, :func:`pymc_lbp.chain_motifs.chain_blocks`).
+        ``"auto"``: found in the model graph with the proposal (:mod:`pymc_lbp.motif_finding`:
+        a UAI grid BN gets the grid-BN blocks and the shipped ``grid-bn`` proposal, a chain
+        variable (an HMM's states) chain blocks with the shipped chain proposal for its number
+        of categories or exact block Gibbs, anything else single-site Gibbs; the choice and its
+        reason are in :attr:`blocks_reason` and logged). ``None``: no blocks, every site gets
+        single-site Gibbs updates.
     proposal : NeuralProposal or "exact"
         A proposal for the blocks' motif (same shapes; see :func:`pymc_lbp.load_proposal`), or
-        ``"exact"`` for exact block Gibbs on the same blocks.
+        ``"exact"`` for exact block Gibbs on the same blocks. Chosen by ``blocks="auto"``
+        (pass both or neither).
     steps_per_draw : int, optional
         MH steps per recorded draw; ``None`` (default): the number of units (blocks plus
         uncovered sites), i.e. one sweep's worth of updates per draw (the ``mh_steps`` stat).
@@ -138,6 +164,15 @@ class NeuralBlock(DiscreteStep):
         Positions (in the raveled ``vars``) of the sites no block covers.
     logp_mode : str
         ``"factors"`` or ``"model"``.
+    blocks_reason : str
+        How the blocks and the proposal were chosen.
+    colours : list of ndarray or None
+        For chain blocks of a variable the model graph confirms to be a chain: classes of units
+        (indices into ``units``) that share no term. A default draw (``steps_per_draw`` a
+        multiple of the number of units) then sweeps the classes in order, updating each class
+        at once (:meth:`colour_update`: one batched logp call and one batched network
+        evaluation for all its blocks) instead of one randomly chosen unit per step. None: the
+        random scan.
 
     Notes
     -----
@@ -168,12 +203,17 @@ class NeuralBlock(DiscreteStep):
 
     A proposal's tables include a uniform floor ``epsilon`` (see :mod:`pymc_lbp.mdn`), so the
     current block state always has positive reverse probability, also under deterministic
-    conditionals. Not auto-assigned by ``pm.sample`` (it needs blocks and a proposal).
+    conditionals. Chain blocks (``params_from="chain"``) read their parameters from the model
+    at every update (:meth:`chain_params`: one batched logp call at the block's reference
+    states), counted in ``logp_evals``. Not auto-assigned by ``pm.sample``.
     """
 
     name = "neural_block"
     auto_assignable = False
-    auto_assign_needs = "blocks and a proposal (blocks=..., proposal=...)"
+    auto_assign_needs = (
+        "the variables of one motif chosen by you (it finds the motif's blocks and proposal in "
+        "the variables it is given, or takes blocks=..., proposal=...)"
+    )
     integer_jumps = False  # binary and categorical blocks only
     # no neighbour differences: proposals come from the network, scored with the local logp
     stats_dtypes_shapes: ClassVar[dict] = {
@@ -185,7 +225,7 @@ class NeuralBlock(DiscreteStep):
         self,
         vars=None,
         *,
-        blocks: BlockSet | None,
+        blocks: BlockSet | str | None = "auto",
         proposal: NeuralProposal | str | None = None,
         steps_per_draw: int | None = None,
         differences: str = "auto",
@@ -204,11 +244,19 @@ class NeuralBlock(DiscreteStep):
                 stacklevel=2,
             )
             differences = logp
-        if blocks is not None and not isinstance(blocks, BlockSet):
+        if isinstance(blocks, str):
+            if blocks != "auto":
+                raise ValueError(f"blocks must be a BlockSet, None or 'auto', not {blocks!r}")
+            if proposal is not None:
+                raise ValueError(
+                    "blocks='auto' picks the proposal too (a shipped one or exact block Gibbs); "
+                    "pass blocks=... with proposal=..."
+                )
+        elif blocks is not None and not isinstance(blocks, BlockSet):
             raise TypeError(
                 f"blocks must be a BlockSet (e.g. from uai_grid_blocks), got {type(blocks)}"
             )
-        if blocks is not None and len(blocks):
+        if isinstance(blocks, BlockSet) and len(blocks):
             if isinstance(proposal, str):
                 if proposal != "exact":
                     raise ValueError(
@@ -228,8 +276,9 @@ class NeuralBlock(DiscreteStep):
                 )
         if differences not in LOGP_MODES:
             raise ValueError(f"differences must be one of {LOGP_MODES}, got {differences!r}")
-        self.blockset = blocks
+        self.blockset = None if isinstance(blocks, str) else blocks
         self.proposal = proposal
+        self.blocks_reason = "blocks given" if blocks is not None else "blocks=None: single sites"
         self.max_exact_states = int(max_exact_states)
         self._draw_evals = 0
         model = pm.modelcontext(model)
@@ -250,6 +299,11 @@ class NeuralBlock(DiscreteStep):
             raise ValueError(
                 f"NeuralBlock samples binary and categorical variables; {bad} are integer-valued"
             )
+        if isinstance(blocks, str):
+            self.blockset, self.proposal, self.blocks_reason = default_blocks(
+                model, self.differences, self.specs, self._x0
+            )
+            _log.info("NeuralBlock on %s: %s.", self.var_names, self.blocks_reason)
         self._build_units(model, initial_point, differences)
 
     def sweep_steps(self) -> int:
@@ -349,6 +403,14 @@ class NeuralBlock(DiscreteStep):
                 states = None
                 if kind == "exact":
                     states = self._states_for(np.asarray(motif.block_cards)[free], b.label)
+                chain = None
+                if bs.params_from == CHAIN_PARAMS_FROM:
+                    chain = chain_shape(motif)
+                    if not free.all():
+                        raise ValueError(
+                            f"chain block {b.label!r} holds variables this step does not sample; "
+                            "chain blocks must lie in the step's variables"
+                        )
                 units.append(
                     _Unit(
                         kind,
@@ -359,6 +421,7 @@ class NeuralBlock(DiscreteStep):
                         sites,
                         states,
                         b.label,
+                        chain=chain,
                     )
                 )
         self.uncovered_sites = np.flatnonzero(~covered)
@@ -387,6 +450,39 @@ class NeuralBlock(DiscreteStep):
         self._refresh_outside()
         self._factors = None
         self.logp_mode = self._choose_logp(logp_mode, model, info, uai_z)
+        self.colours = self._chain_colours(model)
+
+    def _chain_colours(self, model) -> list[np.ndarray] | None:
+        """Colour classes of chain blocks that may be updated at once, or None.
+
+        Only for chain blocks of a variable the model graph confirms to be a chain
+        (:func:`pymc_lbp.motif_finding.find_chains`), with every site in some block and the
+        model logp (not factor tables) as target: two blocks get different colours when they
+        overlap or are adjacent (a term may touch both), so no term touches two blocks of one
+        colour and their updates given the rest are independent.
+        """
+        bs = self.blockset
+        if (
+            bs is None
+            or bs.params_from != CHAIN_PARAMS_FROM
+            or self.uncovered_sites.size
+            or self._factors is not None
+            or len(self.specs) != 1
+        ):
+            return None
+        chains, _ = find_chains(model, self.differences, self.specs, self._x0)
+        if not chains:
+            return None
+        spans = [(int(u.sites.min()), int(u.sites.max()) + 1) for u in self._units]
+        colour = np.full(len(spans), -1)
+        for i, (lo, hi) in enumerate(spans):
+            taken = {
+                colour[j]
+                for j, (lo2, hi2) in enumerate(spans[:i])
+                if lo2 <= hi and lo <= hi2  # overlapping or adjacent (distance <= 1)
+            }
+            colour[i] = min(c for c in range(len(spans) + 1) if c not in taken)
+        return [np.flatnonzero(colour == c) for c in range(colour.max() + 1)]
 
     def _choose_logp(self, mode: str, model, info, uai_z) -> str:
         """Set up factor-local differences when asked for (or when "auto" finds them valid)."""
@@ -513,11 +609,110 @@ class NeuralBlock(DiscreteStep):
         """
         unit = self._units[u]
         z = self._z(x)
-        version = self.proposal.net.version
-        if unit.prepared is None or unit.prepared[0] != version:
-            unit.prepared = (version, self.proposal.prepare(unit.params))
-        log_w, log_tables = self.proposal.mixture_at(z[unit.cond_idx], unit.prepared[1])
+        if unit.chain is not None:
+            prepared = self.proposal.prepare(self.chain_params(unit, x))
+        else:
+            version = self.proposal.net.version
+            if unit.prepared is None or unit.prepared[0] != version:
+                unit.prepared = (version, self.proposal.prepare(unit.params))
+            prepared = unit.prepared[1]
+        log_w, log_tables = self.proposal.mixture_at(z[unit.cond_idx], prepared)
         return clamp_mixture(log_w, log_tables, ~unit.free, z[unit.block_idx])
+
+    def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
+        """The draw's block updates: with colour classes (chain blocks, :attr:`colours`) and
+        ``n_steps`` a multiple of the number of units, whole sweeps in colour order, each colour
+        updated at once (:meth:`colour_update`); otherwise random-scan steps (:meth:`mh_step`)."""
+        if self.colours is None or n_steps % len(self._units):
+            return super().run_steps(x, logp, deltas, n_steps)
+        total_accept, n_accepted, last = 0.0, 0, 0
+        evals0 = self._draw_evals
+        for _ in range(n_steps // len(self._units)):
+            for colour in self.colours:
+                x, logp, acc, n_acc = self.colour_update(colour, x, logp)
+                total_accept += acc
+                n_accepted += n_acc
+                last = int(colour[-1])
+        extras = {"block": [last]}
+        return DrawResult(
+            x, logp, deltas, total_accept, n_accepted, self._draw_evals - evals0, 0, extras
+        )
+
+    def _batched_target(self, units: list[_Unit], x: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Model logp at ``x`` with each unit's sites set to each of ``states`` (one batched
+        call): shape (len(units), len(states))."""
+        S = states.shape[0]
+        Y = np.repeat(x[None, :], len(units) * S, axis=0)
+        for j, unit in enumerate(units):
+            Y[j * S : (j + 1) * S, unit.sites] = states
+        self._draw_evals += Y.shape[0]
+        return self.differences.logp_batch(Y).reshape(len(units), S)
+
+    def colour_update(
+        self, colour: np.ndarray, x: np.ndarray, logp: float
+    ) -> tuple[np.ndarray, float, float, int]:
+        """Update every chain block of one colour class at once.
+
+        The blocks share no term (:meth:`_chain_colours`), so given the rest their updates are
+        independent and each is the unit's own update (exact block Gibbs, or the MH step of its
+        proposal): the same kernel as updating them one after another, with one batched logp
+        call for all blocks' reference states (or joint states) and one for all proposals, and
+        one batched network evaluation. Returns ``(x, logp, sum of acceptances, accepted)``.
+        """
+        units = [self._units[u] for u in colour]
+        x = x.copy()
+        if units[0].kind == "exact":
+            states = units[0].states
+            lp = self._batched_target(units, x, states)
+            for j, unit in enumerate(units):
+                current = int(np.flatnonzero((states == x[unit.sites]).all(axis=1))[0])
+                s = draw_categorical(exact_block_log_probs(lp[j]), self.rng)
+                x[unit.sites] = states[s]
+                logp += float(lp[j, s] - lp[j, current])
+            return x, logp, float(len(units)), len(units)
+        K, L = units[0].chain
+        lp = self._batched_target(units, x, chain_reference_states(K, L))
+        a, b = chain_potentials_from_reference(lp, K, L)
+        params = canonical_chain_params(a, b)
+        log_w, log_tables = self.proposal.net.mixture_from_preactivation(
+            self.proposal.prepare(params)
+        )
+        old = np.stack([x[u.sites] for u in units])
+        new = np.stack([draw_block(log_w[j], log_tables[j], self.rng) for j in range(len(units))])
+        moved = np.flatnonzero((new != old).any(axis=1))
+        accept = np.ones(len(units))
+        n_accepted = len(units) - moved.size  # a proposal equal to the block: accepted as is
+        if moved.size:
+            Y = np.repeat(x[None, :], moved.size, axis=0)
+            for r, j in enumerate(moved):
+                Y[r, units[j].sites] = new[j]
+            self._draw_evals += moved.size
+            lp_y = self.differences.logp_batch(Y)
+            logp_x = logp
+            for r, j in enumerate(moved):
+                log_q_new, log_q_old = block_log_probs(
+                    log_w[j], log_tables[j], np.stack([new[j], old[j]])
+                )
+                ratio = mh_log_ratio(logp_x, float(lp_y[r]), log_q_new, log_q_old)
+                accept[j], accepted = mh_accept(ratio, self.rng)
+                if accepted:
+                    x[units[j].sites] = new[j]
+                    logp += float(lp_y[r]) - logp_x
+                    n_accepted += 1
+        return x, logp, float(accept.sum()), n_accepted
+
+    def chain_params(self, unit: _Unit, x: np.ndarray) -> np.ndarray:
+        """The chain motif's parameters of ``unit`` at ``x``: the model logp at the block's
+        reference states (:func:`pymc_lbp.chain_motifs.chain_reference_states`, one batched
+        call) turned into canonical log-potentials. They depend on the rest of the state only,
+        never on the block's own values."""
+        K, L = unit.chain
+        ref = chain_reference_states(K, L)
+        Y = np.repeat(x[None, :], ref.shape[0], axis=0)
+        Y[:, unit.sites] = ref
+        lp = self._target_states(unit, x, Y)
+        self._draw_evals += ref.shape[0]
+        return canonical_chain_params(*chain_potentials_from_reference(lp, K, L))
 
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
         u = int(self.rng.integers(len(self._units)))
@@ -560,6 +755,86 @@ class NeuralBlock(DiscreteStep):
             logp_y = logp + float(lp[s] - lp[current])
         return StepResult(Y[s], logp_y, deltas, 1.0, True, extra=extra)
 
+    # ------------------------------------------------------------------ training data
+    def motif_examples(self, idata, *, model=None, max_draws: int | None = None):
+        """Training examples of the blocks' motif cut from posterior draws of this model.
+
+        For every draw (all chains, at most ``max_draws``, evenly spaced) and every block: the
+        block's values, its conditioning values and its local parameters at that draw (chain
+        blocks: read from the model with the draw's values of every other variable). Train a
+        proposal for your own model with them, e.g. from a run of exact block Gibbs::
+
+            exact = NeuralBlock([z], blocks=chain_blocks("z", T, K, 4), proposal="exact")
+            idata = pm.sample(step=[exact])
+            proposal = NeuralProposal.create(exact.blockset.motif)
+            proposal.fit(exact.motif_examples(idata), steps=5000)
+
+        (Forward samples of the prior, :func:`pymc_lbp.motifs.prior_motif_samples`, need a
+        model without ``pm.Potential`` terms; posterior draws work for any model.)
+
+        Parameters
+        ----------
+        idata : arviz.InferenceData
+            With a posterior group holding the step's variables and the variables its blocks'
+            parameters depend on.
+        model : pymc.Model, optional
+            Default: the model on the context stack.
+        max_draws : int, optional
+
+        Returns
+        -------
+        x_block, x_cond, params : ndarrays
+            One row per (draw, block), as :meth:`NeuralProposal.fit` takes them.
+        """
+        model = pm.modelcontext(model)
+        if self.blockset is None or not len(self.blockset):
+            raise ValueError("this step has no motif blocks (blocks=None or none found)")
+        post = idata.posterior
+        n_total = post.sizes["chain"] * post.sizes["draw"]
+        keep = np.arange(n_total)
+        if max_draws is not None and max_draws < n_total:
+            keep = np.linspace(0, n_total - 1, int(max_draws)).round().astype(np.int64)
+
+        def flat(name: str) -> np.ndarray:
+            v = post[name].values
+            return v.reshape(n_total, *v.shape[2:])[keep]
+
+        mine = {s.name: flat(s.name) for s in self.specs}
+        others = {}
+        by_value = {v.name: v for v in model.value_vars}
+        for name in self.shared:
+            rv = model.values_to_rvs[by_value[name]]
+            values = flat(rv.name)
+            transform = model.rvs_to_transforms.get(rv)
+            if transform is not None:
+                values = transform.forward(pt.as_tensor(values), *rv.owner.inputs).eval()
+            others[name] = np.asarray(values)
+        saved = {name: sh.get_value() for name, sh in self.shared.items()}
+        xb, xc, pr = [], [], []
+        try:
+            for d in range(keep.size):
+                for name, sh in self.shared.items():
+                    sh.set_value(others[name][d].astype(sh.dtype))
+                self._refresh_outside()
+                x = np.concatenate([np.asarray(mine[s.name][d]).ravel() for s in self.specs])
+                z = self._z(x.astype(np.int64))
+                for unit in self._units:
+                    if unit.kind == "site":
+                        continue
+                    params = unit.params if unit.chain is None else self.chain_params(unit, x)
+                    xb.append(z[unit.block_idx])
+                    xc.append(z[unit.cond_idx])
+                    pr.append(params)
+        finally:
+            for name, sh in self.shared.items():
+                sh.set_value(saved[name])
+            self._refresh_outside()
+        return (
+            np.array(xb, dtype=np.int64),
+            np.array(xc, dtype=np.int64).reshape(len(xb), -1),
+            np.array(pr, dtype=np.float64).reshape(len(xb), -1),
+        )
+
     # ------------------------------------------------------------------ diagnostics
     def unit_transitions(self, u: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Exact transition probabilities of one update of unit ``u`` from ``x``.
@@ -600,5 +875,5 @@ class NeuralBlock(DiscreteStep):
 
     @classmethod
     def competence(cls, var, has_grad=None) -> Competence:
-        """Never auto-assigned: NeuralBlock needs blocks and a proposal."""
+        """Never auto-assigned: NeuralBlock works on the variables of one motif you choose."""
         return Competence.INCOMPATIBLE

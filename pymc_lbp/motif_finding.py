@@ -1,0 +1,190 @@
+"""Finding a block's motif in the model graph: what ``NeuralBlock([z])`` does by default.
+
+:func:`find_chains` reads the model's log-probability terms with the dependency analysis of
+:mod:`pymc_lbp.local_differences` (which sites of the block every element of every term depends
+on) and reports the variables of the block that are *chains*: one-dimensional, every element
+touching at most two of the variable's states and only consecutive ones (an HMM written as
+``Categorical`` states with ``log(P[z[:-1], z[1:]])`` and emissions ``mu[z]``, a chain CRF's
+potentials). Elements may touch other variables as well (continuous parameters, other blocks):
+those are fixed while a block of the chain is updated and enter its potentials.
+
+:func:`default_blocks` turns that into the blocks and proposal of a ``NeuralBlock`` built with
+no ``blocks`` argument:
+
+1. a ``read_uai`` grid Bayesian network: the grid-BN blocks and the shipped ``grid-bn`` proposal;
+2. chain variables: chain blocks with the shipped ``chain-k{K}-b{L}`` proposal for their number
+   of categories (the longest shipped ``L``), or exact block Gibbs on blocks of up to 4 states
+   (at most 256 joint states) where no proposal for ``K`` is shipped;
+3. anything else: single-site Gibbs on every site.
+
+The choice and its reason are returned (the step logs them and keeps them in
+``step.blocks_reason``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pytensor.graph.replace import clone_replace
+
+from pymc_lbp.chain_motifs import chain_blocks
+from pymc_lbp.local_differences import analyse_dependencies, elementwise_checks, linear_pieces
+
+EXACT_CHAIN_MAX_STATES = 256
+"""Exact block Gibbs on chain blocks enumerates at most this many joint states per block."""
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A chain variable of the block."""
+
+    name: str
+    offset: int  # position of its first state in the block vector
+    n_states: int
+    n_categories: int
+
+
+def _chain_pairs_ok(rows, lo: int, hi: int) -> bool:
+    """Every element touches at most two sites of ``[lo, hi)``, and two only if consecutive."""
+    sub = rows[:, lo:hi].tocsr()
+    counts = np.diff(sub.indptr)
+    if np.any(counts > 2):
+        return False
+    two = np.flatnonzero(counts == 2)
+    if two.size == 0:
+        return True
+    first = sub.indices[sub.indptr[two]]
+    second = sub.indices[sub.indptr[two] + 1]
+    return bool(np.all(np.abs(second - first) == 1))
+
+
+def find_chains(model, differences, specs, x0: np.ndarray) -> tuple[list[Chain], str]:
+    """The chain variables of a block, and why others are not.
+
+    Parameters
+    ----------
+    model : pymc.Model
+    differences : pymc_lbp.neighbours.Differences
+        The step's target (its block vector ``_x`` and model replacements are used).
+    specs : list of VarSpec
+        The block's variables (:func:`pymc_lbp.neighbours.describe_block`).
+    x0 : ndarray of int
+        A state of the block (shapes and constant indices are read from it).
+
+    Returns
+    -------
+    (chains, reason)
+    """
+    n_sites = int(sum(int(np.prod(s.shape)) for s in specs))
+    terms = elementwise_checks(clone_replace(model.logp(sum=False), replace=differences._replace))
+    try:
+        an = analyse_dependencies(terms, differences._x, n_sites, x0, max_term_sites=32)
+    except Exception as err:  # noqa: BLE001 - no analysis, no chain
+        return [], f"the model graph could not be analysed ({type(err).__name__}: {err})"
+    # a term that is a sum (a Potential of log(P[z[:-1], z[1:]]).sum()) is read as its elements
+    pieces = [p for t in terms for p in linear_pieces(t, an)]
+    deps = [an.deps.get(p.graph) for p in pieces]
+    chains, why = [], []
+    for spec in specs:
+        size = int(np.prod(spec.shape))
+        lo, hi = spec.offset, spec.offset + size
+        if len(spec.shape) != 1 or size < 2:
+            why.append(f"{spec.name} is not a one-dimensional sequence")
+            continue
+        touched = [d for d in deps if d is not None]
+        if any(d.glob.any() for d in touched):
+            why.append(f"{spec.name}: a term couples too many sites to be analysed")
+            continue
+        if not all(_chain_pairs_ok(d.rows, lo, hi) for d in touched):
+            why.append(f"{spec.name}: a term couples non-consecutive states or more than two")
+            continue
+        cards = 2 if spec.kind == "binary" else int(spec.n_categories)
+        chains.append(Chain(spec.name, lo, size, cards))
+    return chains, "; ".join(why)
+
+
+def shipped_chain_proposal(n_categories: int, max_length: int):
+    """The shipped chain proposal for ``K`` categories with the longest block of at most
+    ``max_length`` states, or None."""
+    from pymc_lbp.neural_proposal import available_proposals, load_proposal
+
+    best = None
+    for name in available_proposals():
+        parts = name.split("-")
+        if len(parts) != 3 or parts[0] != "chain":
+            continue
+        k, b = int(parts[1][1:]), int(parts[2][1:])
+        if k == n_categories and b <= max_length and (best is None or b > best[0]):
+            best = (b, name)
+    return None if best is None else load_proposal(best[1])
+
+
+def exact_chain_length(n_categories: int, n_states: int) -> int:
+    """Longest block (2 to 4 states, at most the chain) whose ``K^L`` joint states stay within
+    :data:`EXACT_CHAIN_MAX_STATES`; 1 when even pairs are too many."""
+    for length in (4, 3, 2):
+        if length <= n_states and n_categories**length <= EXACT_CHAIN_MAX_STATES:
+            return length
+    return 1
+
+
+def default_blocks(model, differences, specs, x0: np.ndarray):
+    """``(blocks, proposal, reason)`` of ``NeuralBlock`` without ``blocks`` (module docs)."""
+    from pymc_lbp.models.uai.model import UAIModelInfo
+
+    ui_reason = ""
+    info = getattr(model, "uai_info", None)
+    if isinstance(info, UAIModelInfo):
+        from pymc_lbp.motifs import uai_grid_blocks
+        from pymc_lbp.neural_proposal import load_proposal
+
+        try:
+            blocks = uai_grid_blocks(info.network)
+        except ValueError as err:
+            ui_reason = f"a UAI network that is not a binary grid BN ({err})"
+        else:
+            reason = (
+                "a UAI grid Bayesian network: grid-BN blocks with the shipped 'grid-bn' proposal"
+            )
+            return blocks, load_proposal("grid-bn"), reason
+    chains, why = find_chains(model, differences, specs, x0)
+    if len(chains) == 1 and len(specs) == 1:
+        c = chains[0]
+        proposal = shipped_chain_proposal(c.n_categories, c.n_states)
+        if proposal is not None:
+            length = proposal.motif.block_size
+            blocks = chain_blocks(c.name, c.n_states, c.n_categories, length)
+            return (
+                blocks,
+                proposal,
+                f"{c.name} is a chain of {c.n_states} {c.n_categories}-category states: blocks "
+                f"of {length} with the shipped {proposal.motif.name!r} proposal",
+            )
+        length = exact_chain_length(c.n_categories, c.n_states)
+        if length >= 2:
+            return (
+                chain_blocks(c.name, c.n_states, c.n_categories, length),
+                "exact",
+                f"{c.name} is a chain of {c.n_states} {c.n_categories}-category states and no "
+                f"chain proposal for {c.n_categories} categories is shipped: exact block Gibbs "
+                f"on blocks of {length}",
+            )
+        why = f"{c.name} is a chain, but even pairs of its states are too many to enumerate"
+    elif chains:
+        why = (
+            "several variables in the block (chain motifs are found in a block of one chain "
+            "variable)" + (f"; {why}" if why else "")
+        )
+    reason = "; ".join(r for r in (ui_reason, why) if r) or "no motif found"
+    return None, None, f"single-site Gibbs on every site ({reason})"
+
+
+__all__ = [
+    "EXACT_CHAIN_MAX_STATES",
+    "Chain",
+    "default_blocks",
+    "exact_chain_length",
+    "find_chains",
+    "shipped_chain_proposal",
+]
