@@ -782,6 +782,32 @@ def elementwise_checks(terms: list[Variable]) -> list[Variable]:
     return rewritten_clone(terms, _local_elementwise_check, _local_elementwise_check_switch)
 
 
+def term_dependencies(
+    model, replace: dict, x: Variable, n_sites: int, x0, max_term_sites: int = 32
+):
+    """Dependencies on the block's sites of every piece of the model's logp terms (a summed
+    term read as its elements, :func:`linear_pieces`): a list of :class:`Deps`, one per piece
+    that depends on the block, or None when the graph cannot be analysed."""
+    terms = elementwise_checks(clone_replace(model.logp(sum=False), replace=replace))
+    try:
+        an = analyse_dependencies(terms, x, n_sites, x0, max_term_sites)
+        pieces = [p for t in terms for p in linear_pieces(t, an)]
+    except Exception:  # noqa: BLE001 - any failure of the analysis means: unknown structure
+        return None
+    return [d for d in (an.deps.get(p.graph) for p in pieces) if d is not None]
+
+
+def site_adjacency(deps: list[Deps] | None, n_sites: int) -> sp.csr_matrix | None:
+    """Sites x sites matrix, nonzero where two sites share an element of some term (the
+    diagonal included); None when some element couples sites the analysis cannot name."""
+    if deps is None or any(d.glob.any() for d in deps):
+        return None
+    if not deps:
+        return sp.csr_matrix((n_sites, n_sites))
+    D = sp.vstack([d.rows for d in deps], format="csr")
+    return sp.csr_matrix(D.T @ D)
+
+
 def rewritten_clone(graphs: list[Variable], *rewriters) -> list[Variable]:
     """Clones of ``graphs`` (their inputs kept) with the node ``rewriters`` applied in2out; the
     original graphs are not changed."""

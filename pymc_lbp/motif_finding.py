@@ -26,10 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.chain_motifs import chain_blocks
-from pymc_lbp.local_differences import analyse_dependencies, elementwise_checks, linear_pieces
+from pymc_lbp.local_differences import term_dependencies
 
 EXACT_CHAIN_MAX_STATES = 256
 """Exact block Gibbs on chain blocks enumerates at most this many joint states per block."""
@@ -77,14 +76,10 @@ def find_chains(model, differences, specs, x0: np.ndarray) -> tuple[list[Chain],
     (chains, reason)
     """
     n_sites = int(sum(int(np.prod(s.shape)) for s in specs))
-    terms = elementwise_checks(clone_replace(model.logp(sum=False), replace=differences._replace))
-    try:
-        an = analyse_dependencies(terms, differences._x, n_sites, x0, max_term_sites=32)
-    except Exception as err:  # noqa: BLE001 - no analysis, no chain
-        return [], f"the model graph could not be analysed ({type(err).__name__}: {err})"
     # a term that is a sum (a Potential of log(P[z[:-1], z[1:]]).sum()) is read as its elements
-    pieces = [p for t in terms for p in linear_pieces(t, an)]
-    deps = [an.deps.get(p.graph) for p in pieces]
+    deps = term_dependencies(model, differences._replace, differences._x, n_sites, x0)
+    if deps is None:
+        return [], "the model graph could not be analysed"
     chains, why = [], []
     for spec in specs:
         size = int(np.prod(spec.shape))
@@ -92,11 +87,10 @@ def find_chains(model, differences, specs, x0: np.ndarray) -> tuple[list[Chain],
         if len(spec.shape) != 1 or size < 2:
             why.append(f"{spec.name} is not a one-dimensional sequence")
             continue
-        touched = [d for d in deps if d is not None]
-        if any(d.glob.any() for d in touched):
+        if any(d.glob.any() for d in deps):
             why.append(f"{spec.name}: a term couples too many sites to be analysed")
             continue
-        if not all(_chain_pairs_ok(d.rows, lo, hi) for d in touched):
+        if not all(_chain_pairs_ok(d.rows, lo, hi) for d in deps):
             why.append(f"{spec.name}: a term couples non-consecutive states or more than two")
             continue
         cards = 2 if spec.kind == "binary" else int(spec.n_categories)

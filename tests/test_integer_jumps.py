@@ -253,16 +253,19 @@ def test_compiled_jumps_make_the_reference_decisions(unrolled, monkeypatch):
     assert moved > 100
 
 
-@pytest.mark.parametrize("unrolled", [True, False], ids=["unrolled", "scan"])
+@pytest.mark.parametrize("mode", ["at once", "unrolled", "scan"])
 def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_decisions(
-    unrolled, monkeypatch
+    mode, monkeypatch
 ):
     """A block of fixed supports, two small (support Gibbs, of different sizes) and two
     unbounded counts (jumps): given the same uniforms, the compiled call makes the decisions of
-    ``jump`` and ``support_gibbs`` run site after site in :attr:`CompiledJumps.order`."""
+    ``jump`` and ``support_gibbs`` run site after site in :attr:`CompiledJumps.order`: with
+    the sites of a colour class moved at once (they share no term) and one by one."""
     from pymc_lbp.kernels import integer_jump
 
-    monkeypatch.setattr(integer_jump, "UNROLL_SITES", 4 if unrolled else 0)
+    if mode != "at once":
+        monkeypatch.setattr(integer_jump, "MAX_CLASSES", 0)
+        monkeypatch.setattr(integer_jump, "UNROLL_SITES", 4 if mode == "unrolled" else 0)
     with pm.Model():
         n = pm.DiscreteUniform("n", 0, 12, initval=6)
         m = pm.Binomial("m", n=5, p=0.4, initval=1)
@@ -273,6 +276,10 @@ def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_de
     jumps = step.jumps
     np.testing.assert_array_equal(jumps.gibbs_sites, [0, 1])
     np.testing.assert_array_equal(jumps.sites, [2, 3])
+    # the counts share no term, nor do n and m: each group is one colour class, moved at once
+    classes = [[0, 1]] if mode == "at once" else [[0], [1]]
+    assert [c.tolist() for c in jumps.jump_classes] == classes
+    assert [c.tolist() for c in jumps.gibbs_classes] == classes
     lay = step.layout
     rng = np.random.default_rng(12)
     x = step._x0.copy()

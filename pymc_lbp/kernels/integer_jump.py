@@ -21,7 +21,11 @@ reference's inverse-CDF draw).
 conditional draw per support-Gibbs site, inside one compiled call (each group unrolled in the
 graph for up to :data:`UNROLL_SITES` sites, a ``scan`` over sites beyond): two batched logp
 evaluations of ``|D| + 1`` rows per jumping site, one of the support's size per support-Gibbs
-site, and no Python between sites.
+site, and no Python between sites. Given colour classes of sites that share no term of the logp
+(Poisson counts given their rate, the abundances of an N-mixture), each class moves at once
+(:func:`integer_jumps_at_once`, :func:`support_gibbs_at_once`): given the rest the sites'
+moves are independent, so the decisions are those of the site-after-site moves with the same
+uniforms, from one or two batched evaluations for the whole class.
 """
 
 from __future__ import annotations
@@ -161,6 +165,137 @@ def support_gibbs(
     return x_new, logp_new, JumpInfo(pt.switch(has_move, 1.0, 0.0), distance)
 
 
+def draw_slots(cdf: Variable, u: Variable) -> Variable:
+    """:func:`~pymc_lbp.kernels.single_site.draw_slot` row by row: ``cdf`` (m, n), ``u`` (m,)."""
+    n = cdf.shape[1]
+    idx = pt.sum(pt.le(cdf, (u * cdf[:, -1])[:, None]), axis=1)  # searchsorted, side="right"
+    last = pt.argmax(cdf, axis=1)
+    return pt.clip(pt.minimum(idx, last), 0, n - 1)
+
+
+def _row_log_weights(rows, inside, logp_ref, log_g):
+    """Balanced log-weights of rows of logps against ``logp_ref`` (one per row, (m, 1)):
+    ``(log_w, cdf, log_z)``, ``-inf`` outside the support or where the logp is NaN."""
+    delta = pt.cast(rows, "float64") - logp_ref
+    delta = pt.switch(inside & ~pt.isnan(delta), delta, -np.inf)
+    log_w = pt.switch(pt.eq(delta, -np.inf), -np.inf, log_g(delta))
+    top = pt.max(log_w, axis=1, keepdims=True)
+    cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
+    return log_w, cdf, top[:, 0] + pt.log(cdf[:, -1])
+
+
+def integer_jumps_at_once(
+    u: Variable,
+    x: Variable,
+    logp_x: Variable,
+    sites: np.ndarray,
+    *,
+    d: Variable,
+    site_logp: SiteLogpGraph,
+    bounds: BoundsGraph | None,
+    log_g: GraphBalancing,
+) -> tuple[Variable, Variable, JumpInfo, Variable]:
+    """One informed jump of every site in ``sites`` at once (graph builder, pure).
+
+    For sites that share no term of the logp (a colour class of the model's interaction
+    graph): given the rest, their jumps are independent, so this makes the decisions that
+    :func:`integer_jump` run site after site makes with the same uniforms (``u`` of shape
+    (m, 2)), from two batched logp evaluations of ``m |D|`` rows (every row ``x`` with one site
+    changed) instead of ``2 m``. The logp of the result adds the accepted sites' changes.
+
+    Returns
+    -------
+    (x, logp, JumpInfo summed over the sites, number of sites that moved)
+    """
+    m, n_d = len(sites), d.shape[0]
+    idx = pt.constant(np.asarray(sites, dtype=np.int64))
+    rows_of = pt.repeat(idx, n_d)
+    if bounds is None:
+        lower, upper = pt.constant(-np.inf), pt.constant(np.inf)
+    else:
+        lo, hi = bounds(x)
+        lower, upper = lo[idx][:, None], hi[idx][:, None]
+    here = x[idx][:, None]
+    arange = pt.arange(m)
+
+    def neighbourhood(centre, logp_ref):
+        values = centre + d[None, :]
+        inside = pt.ge(values, lower) & pt.le(values, upper)
+        _, rows = site_logp(x, rows_of, pt.switch(inside, values, here).ravel())
+        rows = rows.reshape((m, n_d))
+        return values, rows, _row_log_weights(rows, inside, logp_ref, log_g)
+
+    values, rows, (log_w, cdf, log_z) = neighbourhood(here, logp_x)
+    k = draw_slots(cdf, u[:, 0])
+    new = values[arange, k]
+    logp_y = pt.cast(rows[arange, k], "float64")
+    _, _, (log_w_y, _, log_z_y) = neighbourhood(new[:, None], logp_y[:, None])
+    log_q_rev = log_w_y[arange, n_d - 1 - k] - log_z_y
+    prob, accepted = mh_accept(
+        mh_log_ratio(logp_x, logp_y, log_w[arange, k] - log_z, log_q_rev), u[:, 1]
+    )
+    has_move = finite(log_z) & finite(logp_x)
+    prob = pt.switch(has_move, prob, 0.0)
+    accepted = accepted & has_move
+    x_new = pt.set_subtensor(x[idx], pt.switch(accepted, new, x[idx]))
+    logp_new = logp_x + pt.sum(pt.switch(accepted, logp_y - logp_x, 0.0))
+    distance = pt.switch(accepted, pt.abs(d[k]), 0)
+    moved = pt.sum(pt.cast(pt.gt(distance, 0), "int64"))
+    return x_new, logp_new, JumpInfo(pt.sum(prob), pt.sum(distance)), moved
+
+
+def support_gibbs_at_once(
+    u: Variable,
+    x: Variable,
+    logp_x: Variable,
+    sites: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    n_values: int,
+    site_logp: SiteLogpGraph,
+) -> tuple[Variable, Variable, JumpInfo, Variable]:
+    """:func:`support_gibbs` for every site of a colour class at once (sites sharing no term:
+    their full conditionals given the rest are independent), from one batched logp
+    evaluation of ``m n_values`` rows; same decisions as site after site with the same ``u``."""
+    m = len(sites)
+    idx = pt.constant(np.asarray(sites, dtype=np.int64))
+    hi = pt.constant(np.asarray(upper, dtype=np.int64))[:, None]
+    values = pt.constant(np.asarray(lower, dtype=np.int64))[:, None] + pt.arange(n_values)[None, :]
+    inside = pt.le(values, hi)
+    here = x[idx][:, None]
+    _, rows = site_logp(x, pt.repeat(idx, n_values), pt.switch(inside, values, here).ravel())
+    rows = pt.cast(rows.reshape((m, n_values)), "float64")
+    log_w = pt.switch(inside & ~pt.isnan(rows), rows, -np.inf)
+    top = pt.max(log_w, axis=1, keepdims=True)
+    cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
+    has_move = finite(top[:, 0]) & finite(logp_x)  # feasible states only: no NaN sums
+    k = draw_slots(cdf, u[:, 0])
+    arange = pt.arange(m)
+    new = pt.switch(has_move, values[arange, k], x[idx])
+    logp_y = log_w[arange, k]
+    x_new = pt.set_subtensor(x[idx], new)
+    logp_new = logp_x + pt.sum(pt.switch(has_move, logp_y - logp_x, 0.0))
+    distance = pt.abs(new - x[idx])
+    moved = pt.sum(pt.cast(pt.gt(distance, 0), "int64"))
+    info = JumpInfo(pt.sum(pt.switch(has_move, 1.0, 0.0)), pt.sum(distance))
+    return x_new, logp_new, info, moved
+
+
+MAX_CLASSES = 8
+"""Colour classes beyond this many are not worth unrolling: the sites then move one by one."""
+
+
+def _classes(classes: list[np.ndarray] | None, n: int) -> list[np.ndarray]:
+    """The classes as arrays of positions, singletons when None or too many."""
+    if classes is None or len(classes) > MAX_CLASSES:
+        return [np.array([i], dtype=np.int64) for i in range(n)]
+    out = [np.asarray(c, dtype=np.int64) for c in classes if len(c)]
+    if np.sort(np.concatenate(out) if out else np.zeros(0, np.int64)).tolist() != list(range(n)):
+        raise ValueError("colour classes must partition the sites")
+    return out
+
+
 @dataclass
 class JumpsResult:
     """State after one jump per integer site, and the jumps' summaries."""
@@ -195,11 +330,18 @@ class CompiledJumps:
     gibbs_sites, gibbs_lower, gibbs_upper : arrays of int, optional
         Positions of the support-Gibbs sites (drawn after the jumps, in this order) and their
         fixed supports.
+    jump_classes, gibbs_classes : list of arrays of int, optional
+        Colour classes (positions into ``sites`` / ``gibbs_sites``, a partition): sites of a
+        class share no term of the logp, so they move at once (:func:`integer_jumps_at_once`,
+        :func:`support_gibbs_at_once`: one batched evaluation for the class instead of one per
+        site), classes one after another. None (or more than :data:`MAX_CLASSES`): one site
+        at a time.
 
     Attributes
     ----------
     order : array of int
-        Every moved site, in the order of the rows of the uniforms a call takes.
+        Every moved site, in the order of the rows of the uniforms a call takes (class by
+        class when classes are given).
     logp_evals_per_call : int
         Model logp evaluations per call: two batches of ``|D| + 1`` rows per jumping site, one
         batch of the largest support's size per support-Gibbs site.
@@ -217,10 +359,18 @@ class CompiledJumps:
         gibbs_sites: np.ndarray = (),
         gibbs_lower: np.ndarray = (),
         gibbs_upper: np.ndarray = (),
+        jump_classes: list[np.ndarray] | None = None,
+        gibbs_classes: list[np.ndarray] | None = None,
     ):
         self.sites = np.asarray(sites, dtype=np.int64)
         self.gibbs_sites = np.asarray(gibbs_sites, dtype=np.int64)
-        self.order = np.concatenate([self.sites, self.gibbs_sites])
+        self.jump_classes = _classes(jump_classes, self.sites.size)
+        self.gibbs_classes = _classes(gibbs_classes, self.gibbs_sites.size)
+        self.order = np.concatenate(
+            [self.sites[c] for c in self.jump_classes]
+            + [self.gibbs_sites[c] for c in self.gibbs_classes]
+            + [np.zeros(0, np.int64)]
+        ).astype(np.int64)
         lower = np.asarray(gibbs_lower, dtype=np.int64)
         upper = np.asarray(gibbs_upper, dtype=np.int64)
         self.n_values = int((upper - lower).max()) + 1 if self.gibbs_sites.size else 0
@@ -266,14 +416,49 @@ class CompiledJumps:
             pt.constant(0, dtype="int64"),
             pt.constant(0, dtype="int64"),
         )
+
+        def jumps_at_once(u, x, logp, group, lo, hi):
+            return integer_jumps_at_once(
+                u, x, logp, group, d=d, site_logp=site_logp, bounds=bounds, log_g=log_g
+            )
+
+        def gibbs_at_once(u, x, logp, group, lo, hi):
+            return support_gibbs_at_once(
+                u, x, logp, group, lo, hi, n_values=self.n_values, site_logp=site_logp
+            )
+
         no_bounds = np.zeros(self.sites.size, dtype=np.int64)
         groups = [
-            (summed(jump_move), self.sites, no_bounds, no_bounds),
-            (summed(gibbs_move), self.gibbs_sites, lower, upper),
+            (summed(jump_move), jumps_at_once, self.sites, no_bounds, no_bounds, self.jump_classes),
+            (
+                summed(gibbs_move),
+                gibbs_at_once,
+                self.gibbs_sites,
+                lower,
+                upper,
+                self.gibbs_classes,
+            ),
         ]
         row = 0
-        for body, group, lo, hi in groups:
+        for body, at_once, group, lo, hi, classes in groups:
             if group.size == 0:
+                continue
+            if len(classes) < group.size:  # colour classes: each moved at once, unrolled
+                for cls in classes:
+                    u_cls = uniforms[row : row + cls.size]
+                    row += cls.size
+                    if cls.size == 1:
+                        consts = (pt.constant(v[cls[0]], dtype="int64") for v in (group, lo, hi))
+                        carry = body(*consts, u_cls[0], *carry)
+                        continue
+                    x, logp, info, moved = at_once(u_cls, *carry[:2], group[cls], lo[cls], hi[cls])
+                    carry = (
+                        x,
+                        logp,
+                        carry[2] + info.accept,
+                        carry[3] + info.distance,
+                        carry[4] + moved,
+                    )
                 continue
             u_group = uniforms[row : row + group.size]
             row += group.size

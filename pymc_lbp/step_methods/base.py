@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pymc as pm
+import scipy.sparse as sp
 from pymc.blocking import RaveledVars
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
@@ -33,6 +34,7 @@ from pymc_lbp.differences_choice import DifferencesChoice, choose, probe_first_o
 from pymc_lbp.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent, uses_support_gibbs
 from pymc_lbp.kernels.integer_jump import CompiledJumps
 from pymc_lbp.kernels.single_site import graph_balancing
+from pymc_lbp.local_differences import greedy_colouring, site_adjacency, term_dependencies
 from pymc_lbp.neighbours import (
     INTEGER,
     BlockLayout,
@@ -273,6 +275,7 @@ class DiscreteStep(ArrayStepShared):
             self._gibbs_sites = self._support_gibbs_sites(model)
             self._jump_sites = np.setdiff1d(self._integer_sites, self._gibbs_sites)
             self._jump_exponent = self._block_jump_exponent()
+            self._move_classes = self._independent_classes(model)
             self._jump_compile_kwargs = compile_kwargs
             stats["integer_accept"] = (np.float64, [])
             stats["integer_jump"] = (np.float64, [])
@@ -443,6 +446,7 @@ class DiscreteStep(ArrayStepShared):
             log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
             target = self._jump_target
             lay = self.layout
+            jump_classes, gibbs_classes = self._move_classes
             self._jumps = CompiledJumps(
                 self._jump_sites,
                 self._jump_exponent,
@@ -453,8 +457,34 @@ class DiscreteStep(ArrayStepShared):
                 gibbs_sites=self._gibbs_sites,
                 gibbs_lower=lay.lower[self._gibbs_sites].astype(np.int64),
                 gibbs_upper=lay.upper[self._gibbs_sites].astype(np.int64),
+                jump_classes=jump_classes,
+                gibbs_classes=gibbs_classes,
             )
         return self._jumps
+
+    def _independent_classes(self, model) -> tuple[list | None, list | None]:
+        """Colour classes of the jumping and of the support-Gibbs sites: sites that share no
+        term of the logp (the dependency analysis of :mod:`pymc_lbp.local_differences`) move at
+        once. None for a group whose sites all interact, or when the graph cannot be analysed."""
+        groups = (self._jump_sites, self._gibbs_sites)
+        if max(g.size for g in groups) < 2:
+            return None, None
+        target = self._jump_target
+        n = self.layout.n_sites
+        adjacency = site_adjacency(
+            term_dependencies(model, target._replace, target._x, n, self._x0), n
+        )
+        if adjacency is None:
+            return None, None
+        out = []
+        for sites in groups:
+            if sites.size < 2:
+                out.append(None)
+                continue
+            colours = greedy_colouring(sp.csr_matrix(adjacency[sites][:, sites]))
+            classes = [np.flatnonzero(colours == c) for c in range(int(colours.max()) + 1)]
+            out.append(classes if len(classes) < sites.size else None)
+        return out[0], out[1]
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
         """One move per integer site in one compiled call (:attr:`jumps`; the numpy references
