@@ -797,6 +797,84 @@ def term_dependencies(
     return [d for d in (an.deps.get(p.graph) for p in pieces) if d is not None]
 
 
+@dataclass
+class SitePieces:
+    """The model's logp as elements, and the sites each element touches (for evaluating
+    one-site changes of many sites at once, :meth:`class_rows`).
+
+    Attributes
+    ----------
+    x : Variable
+        The block vector the graphs are written in.
+    logp : Variable
+        The model logp at ``x``.
+    elements : Variable
+        Every element of the pieces that depend on the block, raveled and concatenated (M,).
+    element_sites : scipy.sparse.csr_matrix
+        (M x sites) incidence of elements and the sites they touch.
+    """
+
+    x: Variable
+    logp: Variable
+    elements: Variable
+    element_sites: sp.csr_matrix
+
+    def class_rows(self, x: Variable, sites: np.ndarray, values: Variable) -> Variable:
+        """Model logp at ``x`` with site ``sites[i]`` set to ``values[i, k]`` (only that site
+        changed), shape (m, n): for sites that share no element (a colour class), from the
+        elements evaluated at ``n`` states where *all* of them moved at once, each element's
+        change credited to the one class site it touches. ``n`` evaluations of the elements
+        instead of ``m n`` of the whole logp. ``x`` must have finite logp (the kernels never
+        move from a state of probability 0); impossible changes are ``-inf``, never NaN."""
+        from pymc_lbp.neighbours import _unblock_gathers
+
+        sites = np.asarray(sites, dtype=np.int64)
+        M = self.element_sites.shape[0]
+        cols = sp.csc_matrix(self.element_sites)
+        touched = [cols.indices[cols.indptr[s] : cols.indptr[s + 1]] for s in sites]
+        width = max(1, max(t.size for t in touched))
+        index = np.full((sites.size, width), M, dtype=np.int64)  # M: an appended zero
+        for i, t in enumerate(touched):
+            index[i, : t.size] = t
+        logp_x, at_x = clone_replace([self.logp, self.elements], replace={self.x: x})
+        X = pt.matrix("X_moved", dtype="int64")
+        batch = _unblock_gathers(vectorize_graph(self.elements, replace={self.x: X}))
+        moved = pt.repeat(x[None, :], values.shape[1], axis=0)
+        moved = pt.set_subtensor(moved[:, sites], values.T)
+        batch = clone_replace(batch, replace={X: moved})  # (n, M)
+        change = pt.concatenate(
+            [batch - at_x[None, :], pt.zeros((values.shape[1], 1), dtype="float64")], axis=1
+        )
+        rows = pt.sum(change[:, index], axis=2).T  # (m, n)
+        rows = pt.switch(pt.isnan(rows), -np.inf, rows)
+        return pt.cast(logp_x, "float64") + rows
+
+
+def site_pieces(model, replace: dict, x: Variable, n_sites: int, x0) -> SitePieces | None:
+    """:class:`SitePieces` of the model, or None when some piece that depends on the block
+    couples sites the analysis cannot name (or the graph cannot be analysed)."""
+    terms = elementwise_checks(clone_replace(model.logp(sum=False), replace=replace))
+    try:
+        an = analyse_dependencies(terms, x, n_sites, x0)
+        pieces = [p for t in terms for p in linear_pieces(t, an)]
+    except Exception:  # noqa: BLE001 - any failure of the analysis means: no locality
+        return None
+    local = []
+    for p in pieces:
+        d = an.deps.get(p.graph)
+        if d is None:
+            continue
+        if d.glob.any() or p.graph not in an.shape_static:
+            return None
+        local.append((p, d))
+    if not local:
+        return None
+    logp = clone_replace(model.logp(), replace=replace)
+    elements = pt.concatenate([p.elements().ravel() for p, _ in local])
+    incidence = sp.vstack([d.rows for _, d in local], format="csr")
+    return SitePieces(x, logp, elements, incidence)
+
+
 def site_adjacency(deps: list[Deps] | None, n_sites: int) -> sp.csr_matrix | None:
     """Sites x sites matrix, nonzero where two sites share an element of some term (the
     diagonal included); None when some element couples sites the analysis cannot name."""

@@ -463,3 +463,43 @@ def test_locally_balanced_with_local_differences_matches_exact_marginals():
     zs, crit, violations = marginal_z_scores(draws, exact)
     assert not violations
     assert zs.max() < crit, (zs.max(), crit)
+
+
+@pytest.mark.parametrize("build", [_n_mixture, _shifted_binomial])
+def test_class_rows_equal_the_batched_rows(build):
+    """``SitePieces.class_rows`` (one evaluation of the elements per column, all the class's
+    sites moved at once) gives the logp of every one-site change, as the batched whole-model
+    rows do, also where a parameter check fails (counts above their abundance), from states
+    of finite logp."""
+    import pytensor
+
+    from pymc_lbp.local_differences import site_pieces
+
+    model, state = build()
+    batched, _, _ = _pair(model)
+    pieces = site_pieces(
+        model, batched._replace, batched._x, batched.layout.n_sites, state(np.random.default_rng(0))
+    )
+    assert pieces is not None
+    n = batched.layout.n_sites
+    x = pt.vector("x", dtype="int64")
+    values = pt.matrix("values", dtype="int64")
+    sites = np.arange(n)  # the abundances share no term: one class
+    fn = pytensor.function([x, values], pieces.class_rows(x, sites, values))
+    site_logp = batched.site_logp_function()
+    rng = np.random.default_rng(5)
+    compared = impossible = 0
+    for _ in range(30):
+        xv = state(rng)
+        vals = (xv[:, None] + rng.integers(-4, 5, size=(n, 7))).clip(0)
+        logp_x, rows = site_logp(xv, np.repeat(sites, 7), vals.ravel())
+        if not np.isfinite(logp_x):  # the kernels never move from an impossible state
+            continue
+        got = fn(xv, vals)
+        want = np.asarray(rows).reshape(n, 7)
+        np.testing.assert_array_equal(np.isneginf(got), np.isneginf(want))
+        ok = np.isfinite(want)
+        np.testing.assert_allclose(got[ok], want[ok], rtol=0, atol=1e-9)
+        compared += 1
+        impossible += int((~ok).sum())
+    assert compared >= 5 and impossible > 0

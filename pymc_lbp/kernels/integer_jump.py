@@ -49,6 +49,9 @@ SiteLogpGraph = Callable[[Variable, Variable, Variable], tuple[Variable, Variabl
 """``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] = values[r] for every r)``."""
 
 BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
+ClassRowsGraph = Callable[[Variable, np.ndarray, Variable], Variable]
+"""``(x, sites, values (m, n)) -> logp at x with sites[i] = values[i, k]``, shape (m, n), for
+sites that share no term (:meth:`pymc_lbp.local_differences.SitePieces.class_rows`)."""
 """``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
 
 
@@ -173,6 +176,16 @@ def draw_slots(cdf: Variable, u: Variable) -> Variable:
     return pt.clip(pt.minimum(idx, last), 0, n - 1)
 
 
+def _class_rows(x, sites, values, site_logp, class_rows):
+    """Logp at ``x`` with ``sites[i]`` set to ``values[i, k]``, shape (m, n): from the class's
+    elements (``class_rows``) or the batched whole-model evaluation of every row."""
+    if class_rows is not None:
+        return pt.cast(class_rows(x, sites, values), "float64")
+    idx = pt.constant(np.asarray(sites, dtype=np.int64))
+    _, rows = site_logp(x, pt.repeat(idx, values.shape[1]), values.ravel())
+    return pt.cast(rows.reshape((len(sites), values.shape[1])), "float64")
+
+
 def _row_log_weights(rows, inside, logp_ref, log_g):
     """Balanced log-weights of rows of logps against ``logp_ref`` (one per row, (m, 1)):
     ``(log_w, cdf, log_z)``, ``-inf`` outside the support or where the logp is NaN."""
@@ -194,6 +207,7 @@ def integer_jumps_at_once(
     site_logp: SiteLogpGraph,
     bounds: BoundsGraph | None,
     log_g: GraphBalancing,
+    class_rows: ClassRowsGraph | None = None,
 ) -> tuple[Variable, Variable, JumpInfo, Variable]:
     """One informed jump of every site in ``sites`` at once (graph builder, pure).
 
@@ -201,7 +215,8 @@ def integer_jumps_at_once(
     graph): given the rest, their jumps are independent, so this makes the decisions that
     :func:`integer_jump` run site after site makes with the same uniforms (``u`` of shape
     (m, 2)), from two batched logp evaluations of ``m |D|`` rows (every row ``x`` with one site
-    changed) instead of ``2 m``. The logp of the result adds the accepted sites' changes.
+    changed) instead of ``2 m``, or, with ``class_rows``, two evaluations of the logp's elements
+    at ``|D|`` states each. The logp of the result adds the accepted sites' changes.
 
     Returns
     -------
@@ -209,7 +224,6 @@ def integer_jumps_at_once(
     """
     m, n_d = len(sites), d.shape[0]
     idx = pt.constant(np.asarray(sites, dtype=np.int64))
-    rows_of = pt.repeat(idx, n_d)
     if bounds is None:
         lower, upper = pt.constant(-np.inf), pt.constant(np.inf)
     else:
@@ -221,8 +235,7 @@ def integer_jumps_at_once(
     def neighbourhood(centre, logp_ref):
         values = centre + d[None, :]
         inside = pt.ge(values, lower) & pt.le(values, upper)
-        _, rows = site_logp(x, rows_of, pt.switch(inside, values, here).ravel())
-        rows = rows.reshape((m, n_d))
+        rows = _class_rows(x, sites, pt.switch(inside, values, here), site_logp, class_rows)
         return values, rows, _row_log_weights(rows, inside, logp_ref, log_g)
 
     values, rows, (log_w, cdf, log_z) = neighbourhood(here, logp_x)
@@ -254,6 +267,7 @@ def support_gibbs_at_once(
     *,
     n_values: int,
     site_logp: SiteLogpGraph,
+    class_rows: ClassRowsGraph | None = None,
 ) -> tuple[Variable, Variable, JumpInfo, Variable]:
     """:func:`support_gibbs` for every site of a colour class at once (sites sharing no term:
     their full conditionals given the rest are independent), from one batched logp
@@ -264,8 +278,7 @@ def support_gibbs_at_once(
     values = pt.constant(np.asarray(lower, dtype=np.int64))[:, None] + pt.arange(n_values)[None, :]
     inside = pt.le(values, hi)
     here = x[idx][:, None]
-    _, rows = site_logp(x, pt.repeat(idx, n_values), pt.switch(inside, values, here).ravel())
-    rows = pt.cast(rows.reshape((m, n_values)), "float64")
+    rows = _class_rows(x, sites, pt.switch(inside, values, here), site_logp, class_rows)
     log_w = pt.switch(inside & ~pt.isnan(rows), rows, -np.inf)
     top = pt.max(log_w, axis=1, keepdims=True)
     cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
@@ -336,6 +349,10 @@ class CompiledJumps:
         :func:`support_gibbs_at_once`: one batched evaluation for the class instead of one per
         site), classes one after another. None (or more than :data:`MAX_CLASSES`): one site
         at a time.
+    class_rows : callable, optional
+        The logp at one-site changes of a class's sites from the logp's elements
+        (:meth:`pymc_lbp.local_differences.SitePieces.class_rows`); default: the batched
+        whole-model evaluation of every row.
 
     Attributes
     ----------
@@ -361,6 +378,7 @@ class CompiledJumps:
         gibbs_upper: np.ndarray = (),
         jump_classes: list[np.ndarray] | None = None,
         gibbs_classes: list[np.ndarray] | None = None,
+        class_rows: ClassRowsGraph | None = None,
     ):
         self.sites = np.asarray(sites, dtype=np.int64)
         self.gibbs_sites = np.asarray(gibbs_sites, dtype=np.int64)
@@ -419,12 +437,28 @@ class CompiledJumps:
 
         def jumps_at_once(u, x, logp, group, lo, hi):
             return integer_jumps_at_once(
-                u, x, logp, group, d=d, site_logp=site_logp, bounds=bounds, log_g=log_g
+                u,
+                x,
+                logp,
+                group,
+                d=d,
+                site_logp=site_logp,
+                bounds=bounds,
+                log_g=log_g,
+                class_rows=class_rows,
             )
 
         def gibbs_at_once(u, x, logp, group, lo, hi):
             return support_gibbs_at_once(
-                u, x, logp, group, lo, hi, n_values=self.n_values, site_logp=site_logp
+                u,
+                x,
+                logp,
+                group,
+                lo,
+                hi,
+                n_values=self.n_values,
+                site_logp=site_logp,
+                class_rows=class_rows,
             )
 
         no_bounds = np.zeros(self.sites.size, dtype=np.int64)

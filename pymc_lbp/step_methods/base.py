@@ -34,7 +34,7 @@ from pymc_lbp.differences_choice import DifferencesChoice, choose, probe_first_o
 from pymc_lbp.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent, uses_support_gibbs
 from pymc_lbp.kernels.integer_jump import CompiledJumps
 from pymc_lbp.kernels.single_site import graph_balancing
-from pymc_lbp.local_differences import greedy_colouring, site_adjacency, term_dependencies
+from pymc_lbp.local_differences import greedy_colouring, site_pieces
 from pymc_lbp.neighbours import (
     INTEGER,
     BlockLayout,
@@ -446,7 +446,7 @@ class DiscreteStep(ArrayStepShared):
             log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
             target = self._jump_target
             lay = self.layout
-            jump_classes, gibbs_classes = self._move_classes
+            jump_classes, gibbs_classes, pieces = self._move_classes
             self._jumps = CompiledJumps(
                 self._jump_sites,
                 self._jump_exponent,
@@ -459,23 +459,26 @@ class DiscreteStep(ArrayStepShared):
                 gibbs_upper=lay.upper[self._gibbs_sites].astype(np.int64),
                 jump_classes=jump_classes,
                 gibbs_classes=gibbs_classes,
+                class_rows=None if pieces is None else pieces.class_rows,
             )
         return self._jumps
 
-    def _independent_classes(self, model) -> tuple[list | None, list | None]:
+    def _independent_classes(self, model) -> tuple[list | None, list | None, object]:
         """Colour classes of the jumping and of the support-Gibbs sites: sites that share no
         term of the logp (the dependency analysis of :mod:`pymc_lbp.local_differences`) move at
-        once. None for a group whose sites all interact, or when the graph cannot be analysed."""
+        once, their one-site changes evaluated from the logp's elements
+        (:meth:`~pymc_lbp.local_differences.SitePieces.class_rows`). None for a group whose
+        sites all interact; all None when the graph cannot be analysed or a term couples sites
+        the analysis cannot name."""
         groups = (self._jump_sites, self._gibbs_sites)
         if max(g.size for g in groups) < 2:
-            return None, None
+            return None, None, None
         target = self._jump_target
-        n = self.layout.n_sites
-        adjacency = site_adjacency(
-            term_dependencies(model, target._replace, target._x, n, self._x0), n
-        )
-        if adjacency is None:
-            return None, None
+        pieces = site_pieces(model, target._replace, target._x, self.layout.n_sites, self._x0)
+        if pieces is None:
+            return None, None, None
+        incidence = pieces.element_sites
+        adjacency = sp.csr_matrix(incidence.T @ incidence)
         out = []
         for sites in groups:
             if sites.size < 2:
@@ -484,7 +487,7 @@ class DiscreteStep(ArrayStepShared):
             colours = greedy_colouring(sp.csr_matrix(adjacency[sites][:, sites]))
             classes = [np.flatnonzero(colours == c) for c in range(int(colours.max()) + 1)]
             out.append(classes if len(classes) < sites.size else None)
-        return out[0], out[1]
+        return out[0], out[1], pieces
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
         """One move per integer site in one compiled call (:attr:`jumps`; the numpy references
