@@ -271,7 +271,8 @@ def support_gibbs_at_once(
 ) -> tuple[Variable, Variable, JumpInfo, Variable]:
     """:func:`support_gibbs` for every site of a colour class at once (sites sharing no term:
     their full conditionals given the rest are independent), from one batched logp
-    evaluation of ``m n_values`` rows; same decisions as site after site with the same ``u``."""
+    evaluation of ``m n_values`` rows (with ``class_rows``: ``n_values`` evaluations of the
+    logp's elements); same decisions as site after site with the same ``u``."""
     m = len(sites)
     idx = pt.constant(np.asarray(sites, dtype=np.int64))
     hi = pt.constant(np.asarray(upper, dtype=np.int64))[:, None]
