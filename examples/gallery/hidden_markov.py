@@ -4,8 +4,10 @@ As users write an HMM without a forward algorithm: one ``Categorical`` state per
 Markov chain added as ``pm.Potential`` of ``log(P[z[:-1], z[1:]])`` (batched indexing of the
 transition matrix), Gaussian emissions ``Normal(mu[z], sigma)`` around known levels 0 and 2.
 The transition matrix (Dirichlet rows) and the emission sd go to NUTS, the 80 states to
-``PathAuxiliaryLBP``. The states' Categorical(1/2, 1/2) prior is a constant: the first state is
-uniform and the rest follow the chain.
+``NeuralBlock([z])``, which finds the chain in the model graph and proposes blocks of 4 states
+with the shipped ``chain-k2-b4`` proposal (docs/neural_block.md). The states'
+Categorical(1/2, 1/2) prior is a constant: the first state is uniform and the rest follow the
+chain.
 
 Data: 80 steps simulated with a fixed seed, P = [[0.9, 0.1], [0.15, 0.85]], sigma = 1.
 
@@ -32,7 +34,7 @@ from scipy.special import logsumexp  # noqa: E402
 from scipy.stats import halfnorm, norm  # noqa: E402
 
 from examples.gallery._gallery import Reference, main, plot_summary  # noqa: E402
-from pymc_lbp import PathAuxiliaryLBP  # noqa: E402
+from pymc_lbp import NeuralBlock  # noqa: E402
 
 NAME = "hidden_markov"
 TITLE = "Hidden Markov model, P[z[:-1], z[1:]]"
@@ -69,8 +71,8 @@ def build_model() -> pm.Model:
 
 
 def make_step(model: pm.Model):
-    """PathAuxiliaryLBP with its defaults on the states."""
-    return PathAuxiliaryLBP([model["z"]])
+    """NeuralBlock with its defaults on the states: chain blocks and the shipped proposal."""
+    return NeuralBlock([model["z"]])
 
 
 def quantities(posterior) -> dict:
