@@ -806,8 +806,6 @@ class SitePieces:
     ----------
     x : Variable
         The block vector the graphs are written in.
-    logp : Variable
-        The model logp at ``x``.
     elements : Variable
         Every element of the pieces that depend on the block, raveled and concatenated (M,).
     element_sites : scipy.sparse.csr_matrix
@@ -815,14 +813,13 @@ class SitePieces:
     """
 
     x: Variable
-    logp: Variable
     elements: Variable
     element_sites: sp.csr_matrix
 
     def class_rows(self, x: Variable, sites: np.ndarray, values: Variable) -> Variable:
-        """Model logp at ``x`` with site ``sites[i]`` set to ``values[i, k]`` (only that site
-        changed), shape (m, n): for sites that share no element (a colour class), from the
-        elements evaluated at ``n`` states where *all* of them moved at once, each element's
+        """Change of the model logp from ``x`` when site ``sites[i]`` alone is set to
+        ``values[i, k]``, shape (m, n): for sites that share no element (a colour class), from
+        the elements evaluated at ``n`` states where *all* of them moved at once, each element's
         change credited to the one class site it touches. ``n`` evaluations of the elements
         instead of ``m n`` of the whole logp. ``x`` must have finite logp (the kernels never
         move from a state of probability 0); impossible changes are ``-inf``, never NaN."""
@@ -836,7 +833,7 @@ class SitePieces:
         index = np.full((sites.size, width), M, dtype=np.int64)  # M: an appended zero
         for i, t in enumerate(touched):
             index[i, : t.size] = t
-        logp_x, at_x = clone_replace([self.logp, self.elements], replace={self.x: x})
+        at_x = clone_replace(self.elements, replace={self.x: x})
         X = pt.matrix("X_moved", dtype="int64")
         batch = _unblock_gathers(vectorize_graph(self.elements, replace={self.x: X}))
         moved = pt.repeat(x[None, :], values.shape[1], axis=0)
@@ -846,8 +843,7 @@ class SitePieces:
             [batch - at_x[None, :], pt.zeros((values.shape[1], 1), dtype="float64")], axis=1
         )
         rows = pt.sum(change[:, index], axis=2).T  # (m, n)
-        rows = pt.switch(pt.isnan(rows), -np.inf, rows)
-        return pt.cast(logp_x, "float64") + rows
+        return pt.switch(pt.isnan(rows), -np.inf, rows)
 
 
 def site_pieces(model, replace: dict, x: Variable, n_sites: int, x0) -> SitePieces | None:
@@ -869,10 +865,9 @@ def site_pieces(model, replace: dict, x: Variable, n_sites: int, x0) -> SitePiec
         local.append((p, d))
     if not local:
         return None
-    logp = clone_replace(model.logp(), replace=replace)
     elements = pt.concatenate([p.elements().ravel() for p, _ in local])
     incidence = sp.vstack([d.rows for _, d in local], format="csr")
-    return SitePieces(x, logp, elements, incidence)
+    return SitePieces(x, elements, incidence)
 
 
 def site_adjacency(deps: list[Deps] | None, n_sites: int) -> sp.csr_matrix | None:

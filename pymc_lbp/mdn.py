@@ -18,6 +18,16 @@ so every configuration of the block has probability at least ``prod_i epsilon / 
 Metropolis-Hastings proposal needs that: the reverse move to the current state must have positive
 probability even where the network has learned a (near-)deterministic conditional.
 
+**Continuous block entries** (mixed blocks, Wang et al.'s Gaussian-mixture experiment): with
+``n_continuous = C > 0`` every component also holds a Gaussian for each of ``C`` continuous
+entries, ``N(m_{k,j}(u), s_{k,j}(u)^2)`` with ``s = sd_floor + softplus(raw)`` (the floor keeps
+the density bounded, as the tables' epsilon keeps them positive), so
+
+    q(y, v | u) = sum_k w_k prod_i q_{k,i}(y_i) prod_j N(v_j; m_{k,j}, s_{k,j}^2).
+
+Their outputs come after the tables' (``K`` means then ``K`` raw scales per entry), so a network
+without continuous entries has exactly the layout it always had.
+
 Training maximises the mixture log-likelihood itself (not a per-variable surrogate) with
 ``pymc.variational.updates.adam``; the loss and the Adam updates are compiled once. The weights
 are stored as float32 (so a saved and reloaded network is bit-identical); the numpy forward pass
@@ -37,7 +47,7 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.variational.updates import adam
 
-__all__ = ["MixtureDensityNetwork", "TrainingReport", "mixture_log_prob"]
+__all__ = ["MixtureDensityNetwork", "TrainingReport", "gaussian_log_density", "mixture_log_prob"]
 
 LAYER_NAMES = ("W0", "b0", "W1", "b1", "W2", "b2")
 
@@ -77,7 +87,24 @@ def _log_softmax_np(z: np.ndarray, axis: int = -1) -> np.ndarray:
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
-def mixture_log_prob(log_w: np.ndarray, log_tables: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _softplus_np(z: np.ndarray) -> np.ndarray:
+    return np.logaddexp(0.0, z)
+
+
+def gaussian_log_density(v: np.ndarray, means: np.ndarray, sds: np.ndarray) -> np.ndarray:
+    """``sum_j log N(v_j; m_{k,j}, s_{k,j}^2)`` per component: ``v`` (n, C), ``means`` and
+    ``sds`` (n, K, C); shape (n, K)."""
+    z = (np.asarray(v, dtype=np.float64)[:, None, :] - means) / sds
+    return np.sum(-0.5 * z**2 - np.log(sds) - 0.5 * np.log(2 * np.pi), axis=-1)
+
+
+def mixture_log_prob(
+    log_w: np.ndarray,
+    log_tables: np.ndarray,
+    y: np.ndarray,
+    gaussians: tuple[np.ndarray, np.ndarray] | None = None,
+    v: np.ndarray | None = None,
+) -> np.ndarray:
     """Log-probability of block values under mixtures of products of categoricals.
 
     Parameters
@@ -88,11 +115,15 @@ def mixture_log_prob(log_w: np.ndarray, log_tables: np.ndarray, y: np.ndarray) -
         ``log q_{k,i}(c)``; categories a variable does not have are ``-inf``.
     y : ndarray of int, shape (n, D)
         Block values.
+    gaussians : (means, sds), each of shape (n, K, C), optional
+        The components' Gaussians of the continuous entries.
+    v : ndarray, shape (n, C), optional
+        Values of the continuous entries (with ``gaussians``).
 
     Returns
     -------
     ndarray, shape (n,)
-        ``log sum_k w_k prod_i q_{k,i}(y_i)``.
+        ``log sum_k w_k prod_i q_{k,i}(y_i) prod_j N(v_j; m_{k,j}, s_{k,j}^2)``.
     """
     y = np.asarray(y, dtype=np.int64)
     n, K, D, _ = log_tables.shape
@@ -100,6 +131,8 @@ def mixture_log_prob(log_w: np.ndarray, log_tables: np.ndarray, y: np.ndarray) -
         log_tables, np.broadcast_to(y[:, None, :, None], (n, K, D, 1)), axis=-1
     )[..., 0]
     comp = log_w + picked.sum(axis=-1)
+    if gaussians is not None:
+        comp = comp + gaussian_log_density(v, *gaussians)
     top = np.max(comp, axis=-1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(divide="ignore"):
@@ -165,6 +198,11 @@ class MixtureDensityNetwork:
         from ``seed``.
     seed : int, default 0
         Seed of the random initialisation.
+    n_continuous : int, default 0
+        Continuous block entries (after the discrete ones): each component holds a Gaussian
+        for each (see the module docstring).
+    sd_floor : float, default 0.01
+        Smallest standard deviation of those Gaussians (> 0).
     """
 
     def __init__(
@@ -176,6 +214,8 @@ class MixtureDensityNetwork:
         epsilon: float = 1e-3,
         weights: dict[str, np.ndarray] | None = None,
         seed: int = 0,
+        n_continuous: int = 0,
+        sd_floor: float = 0.01,
     ):
         cards = tuple(int(c) for c in cards)
         if not cards or min(cards) < 2:
@@ -186,11 +226,20 @@ class MixtureDensityNetwork:
             hidden = _positive_int("hidden", hidden)
         if not 0.0 < float(epsilon) < 1.0:
             raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
+        if isinstance(n_continuous, bool) or not isinstance(n_continuous, int | np.integer):
+            raise ValueError(f"n_continuous must be an int >= 0, got {n_continuous!r}")
+        if n_continuous < 0:
+            raise ValueError(f"n_continuous must be an int >= 0, got {n_continuous!r}")
+        if not (np.isfinite(sd_floor) and float(sd_floor) > 0):
+            raise ValueError(f"sd_floor must be a positive finite number, got {sd_floor!r}")
         self.n_inputs = int(n_inputs)
         self.cards = cards
         self.n_components = int(n_components)
         self.epsilon = float(epsilon)
-        self.n_outputs = self.n_components * (1 + sum(c - 1 for c in cards))
+        self.n_continuous = int(n_continuous)
+        self.sd_floor = float(sd_floor)
+        self._n_table_outputs = self.n_components * (1 + sum(c - 1 for c in cards))
+        self.n_outputs = self._n_table_outputs + 2 * self.n_components * self.n_continuous
         self.hidden = int(hidden) if hidden is not None else 4 * max(self.n_inputs, self.n_outputs)
         need = self.training_memory_bytes(0)
         if need > MAX_TRAINING_BYTES:
@@ -227,6 +276,7 @@ class MixtureDensityNetwork:
         """
         K, D, C = self.n_components, len(self.cards), max(self.cards)
         width = self.n_inputs + 2 * self.hidden + self.n_outputs + 2 * K * D * C
+        width += 4 * K * self.n_continuous
         return _BYTES_PER_WEIGHT * self.n_parameters + (
             _ACTIVATION_COPIES * 8 * int(batch_size) * width
         )
@@ -312,14 +362,35 @@ class MixtureDensityNetwork:
 
         Lets callers precompute the part of ``u @ W0`` that does not change between calls.
         """
+        return self._tables(self._outputs(a0))
+
+    def _outputs(self, a0: np.ndarray) -> np.ndarray:
         w = self._w64
-        u = a0
         h = _elu_np(a0)
         h = _elu_np(h @ w["W1"] + w["b1"])
-        out = h @ w["W2"] + w["b2"]
+        return h @ w["W2"] + w["b2"]
+
+    def gaussians_from_preactivation(self, a0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(means, sds)`` of the continuous entries, each (n, K, C), given the first
+        layer's pre-activation (see :meth:`mixture_from_preactivation`)."""
+        return self._gaussians(self._outputs(a0))
+
+    def full_mixture_from_preactivation(self, a0: np.ndarray):
+        """``(log_w, log_tables, means, sds)`` from one forward pass."""
+        out = self._outputs(a0)
+        return (*self._tables(out), *self._gaussians(out))
+
+    def _gaussians(self, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        K, C = self.n_components, self.n_continuous
+        start = self._n_table_outputs
+        means = out[:, start : start + K * C].reshape(-1, K, C)
+        raw = out[:, start + K * C :].reshape(-1, K, C)
+        return means, self.sd_floor + _softplus_np(raw)
+
+    def _tables(self, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         K = self.n_components
         log_w = _log_softmax_np(out[:, :K])
-        logits = out[:, K:].reshape(u.shape[0], K, -1)
+        logits = out[:, K : self._n_table_outputs].reshape(out.shape[0], K, -1)
         pad = np.zeros(logits.shape[:-1] + (1,))
         full = np.concatenate([pad, logits, pad + _PAD_LOGIT], axis=-1)[..., self._index]
         log_sm = _log_softmax_np(full)
@@ -327,12 +398,19 @@ class MixtureDensityNetwork:
         return log_w, np.where(self._valid, log_tables, -np.inf)
 
     def log_prob(self, u: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """``log q(y | u)`` for rows of inputs ``u`` and block values ``y`` (shape (n, D))."""
-        log_w, log_tables = self.mixture(u)
-        return mixture_log_prob(log_w, log_tables, y)
+        """``log q(y | u)`` for rows of inputs ``u`` and block values ``y`` (shape (n, D + C):
+        the discrete entries, then the continuous ones)."""
+        u = np.asarray(u, dtype=np.float64)
+        a0 = u @ self._w64["W0"] + self._w64["b0"]
+        y = np.asarray(y)
+        D = len(self.cards)
+        if not self.n_continuous:
+            return mixture_log_prob(*self.mixture_from_preactivation(a0), y)
+        log_w, log_tables, means, sds = self.full_mixture_from_preactivation(a0)
+        return mixture_log_prob(log_w, log_tables, y[:, :D], (means, sds), y[:, D:])
 
     # ---------------------------------------------------------------- pytensor graph
-    def log_mixture_graph(self, params: dict, u, onehot_y):
+    def log_mixture_graph(self, params: dict, u, onehot_y, v=None):
         """Mixture log-likelihood as a pytensor graph.
 
         Parameters
@@ -342,6 +420,8 @@ class MixtureDensityNetwork:
         u : tensor, shape (n, n_inputs)
         onehot_y : tensor, shape (n, D, C)
             One-hot block values.
+        v : tensor, shape (n, n_continuous), optional
+            Values of the continuous entries (required when the network has them).
 
         Returns
         -------
@@ -353,28 +433,45 @@ class MixtureDensityNetwork:
         out = pt.dot(h, params["W2"]) + params["b2"]
         K = self.n_components
         log_w = pt.special.log_softmax(out[:, :K], axis=-1)
-        logits = out[:, K:].reshape((u.shape[0], K, -1))
+        logits = out[:, K : self._n_table_outputs].reshape((u.shape[0], K, -1))
         zeros = pt.zeros((u.shape[0], K, 1))
         full = pt.concatenate([zeros, logits, zeros + _PAD_LOGIT], axis=-1)[:, :, self._index]
         log_sm = pt.special.log_softmax(full, axis=-1)
         log_tables = pt.logaddexp(np.log1p(-self.epsilon) + log_sm, self._log_floor)
         picked = pt.sum(log_tables * onehot_y[:, None, :, :], axis=(-1, -2))  # (n, K)
+        if self.n_continuous:
+            C, start = self.n_continuous, self._n_table_outputs
+            means = out[:, start : start + K * C].reshape((u.shape[0], K, C))
+            sds = self.sd_floor + pt.softplus(out[:, start + K * C :].reshape((u.shape[0], K, C)))
+            z = (v[:, None, :] - means) / sds
+            picked = picked + pt.sum(-0.5 * z**2 - pt.log(sds) - 0.5 * np.log(2 * np.pi), axis=-1)
         return pt.logsumexp(log_w + picked, axis=-1)
 
     def onehot(self, y: np.ndarray) -> np.ndarray:
-        """One-hot encoding (n, D, C) of block values ``y`` (n, D)."""
-        y = np.asarray(y, dtype=np.int64)
+        """One-hot encoding (n, D, C) of the discrete block values (the first D columns of
+        ``y``)."""
+        y = np.asarray(y)[..., : len(self.cards)].astype(np.int64)
         C = max(self.cards)
         return (y[..., None] == np.arange(C)).astype(np.float64)
+
+    def continuous(self, y: np.ndarray) -> np.ndarray:
+        """The continuous entries of block values ``y`` (its last ``n_continuous`` columns)."""
+        y = np.asarray(y, dtype=np.float64)
+        return y[..., len(self.cards) :].reshape(y.shape[0], self.n_continuous)
 
     def compile_log_prob(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         """``f(u, y) -> log q(y | u)`` compiled from the pytensor graph (for checks)."""
         with pytensor.config.change_flags(floatX="float64"):
             u = pt.matrix("u", dtype="float64")
             oh = pt.tensor3("onehot_y", dtype="float64")
-            params = {k: pt.as_tensor_variable(v) for k, v in self._w64.items()}
-            fn = pytensor.function([u, oh], self.log_mixture_graph(params, u, oh))
-        return lambda uu, yy: fn(np.asarray(uu, dtype=np.float64), self.onehot(yy))
+            v = pt.matrix("v", dtype="float64")
+            params = {k: pt.as_tensor_variable(w) for k, w in self._w64.items()}
+            fn = pytensor.function(
+                [u, oh, v], self.log_mixture_graph(params, u, oh, v), on_unused_input="ignore"
+            )
+        return lambda uu, yy: fn(
+            np.asarray(uu, dtype=np.float64), self.onehot(yy), self.continuous(yy)
+        )
 
     # ---------------------------------------------------------------- training
     def fit(
@@ -397,7 +494,8 @@ class MixtureDensityNetwork:
         batches : callable or (inputs, targets)
             Either ``batches(rng, batch_size) -> (u, y)`` drawing a fresh minibatch (infinite
             data, e.g. forward samples), or fixed arrays ``(u, y)`` from which minibatches are
-            drawn with replacement.
+            drawn with replacement. ``y`` holds the discrete block values, then the continuous
+            ones (float rows when the network has continuous entries).
         steps : int
             Optimisation steps.
         batch_size : int
@@ -455,10 +553,11 @@ class MixtureDensityNetwork:
             lr = pytensor.shared(np.float64(learning_rate), name="learning_rate")
             u = pt.matrix("u", dtype="float64")
             oh = pt.tensor3("onehot_y", dtype="float64")
-            loss = -pt.mean(self.log_mixture_graph(shared, u, oh))
+            v = pt.matrix("v", dtype="float64")
+            loss = -pt.mean(self.log_mixture_graph(shared, u, oh, v))
             params = [shared[k] for k in LAYER_NAMES]
             updates = adam(loss, params, learning_rate=lr)
-            train = pytensor.function([u, oh], loss, updates=updates)
+            train = pytensor.function([u, oh, v], loss, updates=updates, on_unused_input="ignore")
         decay = 1.0
         if final_learning_rate is not None and steps > 1:
             decay = (final_learning_rate / learning_rate) ** (1.0 / (steps - 1))
@@ -467,7 +566,9 @@ class MixtureDensityNetwork:
         every = report_every or max(1, steps // (100 if tty else 10))
         for t in range(int(steps)):
             ub, yb = draw(rng, batch_size)
-            losses[t] = float(train(np.asarray(ub, dtype=np.float64), self.onehot(yb)))
+            losses[t] = float(
+                train(np.asarray(ub, dtype=np.float64), self.onehot(yb), self.continuous(yb))
+            )
             lr.set_value(np.float64(learning_rate * decay ** (t + 1)))
             if progressbar and ((t + 1) % every == 0 or t + 1 == steps):
                 recent = losses[max(0, t + 1 - every) : t + 1].mean()

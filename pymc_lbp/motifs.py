@@ -78,6 +78,9 @@ class MotifSpec:
         Length of the local parameter vector.
     description : str
         Free text: what the entries mean, padding conventions.
+    n_continuous : int
+        Continuous entries of the block, after the discrete ones (mixed blocks: a proposal
+        for the motif holds a Gaussian per component for each, see :mod:`pymc_lbp.mdn`).
     """
 
     name: str
@@ -85,11 +88,15 @@ class MotifSpec:
     cond_cards: tuple[int, ...]
     n_params: int = 0
     description: str = ""
+    n_continuous: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "block_cards", tuple(int(c) for c in self.block_cards))
         object.__setattr__(self, "cond_cards", tuple(int(c) for c in self.cond_cards))
         object.__setattr__(self, "n_params", int(self.n_params))
+        object.__setattr__(self, "n_continuous", int(self.n_continuous))
+        if self.n_continuous < 0:
+            raise ValueError(f"motif {self.name!r}: n_continuous must be >= 0")
         if not self.block_cards or min(self.block_cards) < 2:
             raise ValueError(f"motif {self.name!r}: block cardinalities must be >= 2")
         if self.cond_cards and min(self.cond_cards) < 2:
@@ -99,8 +106,8 @@ class MotifSpec:
 
     @property
     def block_size(self) -> int:
-        """Number of proposed variables."""
-        return len(self.block_cards)
+        """Number of proposed entries (discrete, then continuous)."""
+        return len(self.block_cards) + self.n_continuous
 
     @property
     def cond_size(self) -> int:
@@ -151,6 +158,7 @@ class MotifSpec:
             "cond_cards": list(self.cond_cards),
             "n_params": self.n_params,
             "description": self.description,
+            "n_continuous": self.n_continuous,
         }
 
     @classmethod
@@ -162,6 +170,7 @@ class MotifSpec:
             tuple(d["cond_cards"]),
             int(d["n_params"]),
             str(d.get("description", "")),
+            int(d.get("n_continuous", 0)),
         )
 
     def same_shape(self, other: MotifSpec) -> bool:
@@ -170,6 +179,7 @@ class MotifSpec:
             self.block_cards == other.block_cards
             and self.cond_cards == other.cond_cards
             and self.n_params == other.n_params
+            and self.n_continuous == other.n_continuous
         )
 
 

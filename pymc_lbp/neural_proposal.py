@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from pymc_lbp.mdn import LAYER_NAMES, MixtureDensityNetwork, TrainingReport, mixture_log_prob
+from pymc_lbp.mdn import LAYER_NAMES, MixtureDensityNetwork, TrainingReport
 from pymc_lbp.motifs import MotifSpec
 
 __all__ = [
@@ -87,6 +87,11 @@ class NeuralProposal:
                 f"the network proposes cardinalities {net.cards}; motif {motif.name!r} has "
                 f"{motif.block_cards}"
             )
+        if net.n_continuous != motif.n_continuous:
+            raise ValueError(
+                f"the network proposes {net.n_continuous} continuous entries; motif "
+                f"{motif.name!r} has {motif.n_continuous}"
+            )
         self.motif = motif
         self.net = net
         self.metadata = dict(metadata or {})
@@ -100,10 +105,12 @@ class NeuralProposal:
         hidden: int | None = None,
         epsilon: float = 1e-3,
         seed: int = 0,
+        sd_floor: float = 0.01,
     ) -> NeuralProposal:
         """An untrained proposal (random weights from ``seed``) for ``motif``.
 
-        ``hidden`` defaults to 4 x max(inputs, outputs) (Wang et al.: 4-5 x).
+        ``hidden`` defaults to 4 x max(inputs, outputs) (Wang et al.: 4-5 x); ``sd_floor`` is
+        the smallest standard deviation of the Gaussians of a motif's continuous entries.
         """
         net = MixtureDensityNetwork(
             motif.n_features,
@@ -112,6 +119,8 @@ class NeuralProposal:
             hidden=hidden,
             epsilon=epsilon,
             seed=seed,
+            n_continuous=motif.n_continuous,
+            sd_floor=sd_floor,
         )
         return cls(motif, net)
 
@@ -123,6 +132,13 @@ class NeuralProposal:
         ``params`` (n, n_params).
         """
         return self.net.mixture(self.motif.features(x_cond, params))
+
+    def gaussians(self, x_cond: np.ndarray, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(means, sds)``, each (n, K, n_continuous): the components' Gaussians of the
+        motif's continuous entries."""
+        w = self.net._w64
+        a0 = self.motif.features(x_cond, params) @ w["W0"] + w["b0"]
+        return self.net.gaussians_from_preactivation(a0)
 
     def _first_layer(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """First-layer pieces, cached per weight version: ``R[j, c]`` is what conditioning
@@ -171,9 +187,10 @@ class NeuralProposal:
         return log_w[0], log_tables[0]
 
     def log_prob(self, x_block: np.ndarray, x_cond: np.ndarray, params: np.ndarray) -> np.ndarray:
-        """``log q(x_B | x_C, params)`` for rows of block values, shape (n,)."""
-        log_w, log_tables = self.mixture(x_cond, params)
-        return mixture_log_prob(log_w, log_tables, np.asarray(x_block).reshape(log_w.shape[0], -1))
+        """``log q(x_B | x_C, params)`` for rows of block values (the discrete entries, then
+        the continuous ones), shape (n,)."""
+        u = self.motif.features(x_cond, params)
+        return self.net.log_prob(u, np.asarray(x_block).reshape(u.shape[0], -1))
 
     # ------------------------------------------------------------------ training
     def fit(
@@ -241,6 +258,11 @@ class NeuralProposal:
                 "hidden": net.hidden,
                 "epsilon": net.epsilon,
                 "activation": "elu",
+                **(
+                    {"n_continuous": net.n_continuous, "sd_floor": net.sd_floor}
+                    if net.n_continuous
+                    else {}
+                ),
             },
             "layers": [
                 {"name": k, "shape": list(net.weights[k].shape), "dtype": "float32"}
@@ -321,6 +343,8 @@ class NeuralProposal:
                 hidden=int(spec["hidden"]),
                 epsilon=float(spec["epsilon"]),
                 weights=weights,
+                n_continuous=int(spec.get("n_continuous", 0)),
+                sd_floor=float(spec.get("sd_floor", 0.01)),
             )
             return cls(motif, net, header.get("metadata"))
         except ProposalFileError:

@@ -50,8 +50,9 @@ SiteLogpGraph = Callable[[Variable, Variable, Variable], tuple[Variable, Variabl
 
 BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
 ClassRowsGraph = Callable[[Variable, np.ndarray, Variable], Variable]
-"""``(x, sites, values (m, n)) -> logp at x with sites[i] = values[i, k]``, shape (m, n), for
-sites that share no term (:meth:`pymc_lbp.local_differences.SitePieces.class_rows`)."""
+"""``(x, sites, values (m, n)) -> change of the logp from x when sites[i] alone is set to
+values[i, k]``, shape (m, n), for sites that share no term
+(:meth:`pymc_lbp.local_differences.SitePieces.class_rows`)."""
 """``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
 
 
@@ -176,11 +177,12 @@ def draw_slots(cdf: Variable, u: Variable) -> Variable:
     return pt.clip(pt.minimum(idx, last), 0, n - 1)
 
 
-def _class_rows(x, sites, values, site_logp, class_rows):
-    """Logp at ``x`` with ``sites[i]`` set to ``values[i, k]``, shape (m, n): from the class's
-    elements (``class_rows``) or the batched whole-model evaluation of every row."""
+def _class_rows(x, logp_x, sites, values, site_logp, class_rows):
+    """Logp at ``x`` with ``sites[i]`` set to ``values[i, k]``, shape (m, n): ``logp_x`` plus
+    the changes from the class's elements (``class_rows``), or the batched whole-model
+    evaluation of every row."""
     if class_rows is not None:
-        return pt.cast(class_rows(x, sites, values), "float64")
+        return logp_x + pt.cast(class_rows(x, sites, values), "float64")
     idx = pt.constant(np.asarray(sites, dtype=np.int64))
     _, rows = site_logp(x, pt.repeat(idx, values.shape[1]), values.ravel())
     return pt.cast(rows.reshape((len(sites), values.shape[1])), "float64")
@@ -235,7 +237,7 @@ def integer_jumps_at_once(
     def neighbourhood(centre, logp_ref):
         values = centre + d[None, :]
         inside = pt.ge(values, lower) & pt.le(values, upper)
-        rows = _class_rows(x, sites, pt.switch(inside, values, here), site_logp, class_rows)
+        rows = _class_rows(x, logp_x, sites, pt.switch(inside, values, here), site_logp, class_rows)
         return values, rows, _row_log_weights(rows, inside, logp_ref, log_g)
 
     values, rows, (log_w, cdf, log_z) = neighbourhood(here, logp_x)
@@ -279,7 +281,7 @@ def support_gibbs_at_once(
     values = pt.constant(np.asarray(lower, dtype=np.int64))[:, None] + pt.arange(n_values)[None, :]
     inside = pt.le(values, hi)
     here = x[idx][:, None]
-    rows = _class_rows(x, sites, pt.switch(inside, values, here), site_logp, class_rows)
+    rows = _class_rows(x, logp_x, sites, pt.switch(inside, values, here), site_logp, class_rows)
     log_w = pt.switch(inside & ~pt.isnan(rows), rows, -np.inf)
     top = pt.max(log_w, axis=1, keepdims=True)
     cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
@@ -351,7 +353,7 @@ class CompiledJumps:
         site), classes one after another. None (or more than :data:`MAX_CLASSES`): one site
         at a time.
     class_rows : callable, optional
-        The logp at one-site changes of a class's sites from the logp's elements
+        The logp changes of one-site changes of a class's sites from the logp's elements
         (:meth:`pymc_lbp.local_differences.SitePieces.class_rows`); default: the batched
         whole-model evaluation of every row.
 

@@ -274,6 +274,12 @@ class NeuralBlock(DiscreteStep):
                     f"{p.cond_size} conditioning variables, {p.n_params} parameters); the blocks "
                     f"are motif {m.name!r} ({m.block_size}, {m.cond_size}, {m.n_params})"
                 )
+            if blocks.motif.n_continuous:
+                raise ValueError(
+                    f"motif {blocks.motif.name!r} has {blocks.motif.n_continuous} continuous "
+                    "entries; NeuralBlock samples discrete blocks only (its proposals for mixed "
+                    "blocks can be trained and saved, but no step samples mixed blocks yet)"
+                )
         if differences not in LOGP_MODES:
             raise ValueError(f"differences must be one of {LOGP_MODES}, got {differences!r}")
         self.blockset = None if isinstance(blocks, str) else blocks
