@@ -151,10 +151,9 @@ def _supported_rv(rv) -> bool:
         return False
 
 
-def _model_size(model) -> int:
-    """Elements of the model's free values and observed data: what one row of a batched logp
-    evaluation touches, up to a constant."""
-    point = model.initial_point()
+def _model_size(model, point: dict) -> int:
+    """Elements of the model's free values (at ``point``) and observed data: what one row of a
+    batched logp evaluation touches, up to a constant."""
     size = sum(int(np.size(v)) for v in point.values())
     for rv in model.observed_RVs:
         data = model.rvs_to_values.get(rv)
@@ -272,7 +271,7 @@ class DiscreteStep(ArrayStepShared):
         self._jumps: CompiledJumps | None = None
         if self._integer_sites.size:
             self._jump_target = self._jump_differences(model, specs, shared, compile_kwargs)
-            self._gibbs_sites = self._support_gibbs_sites(model)
+            self._gibbs_sites = self._support_gibbs_sites(model, initial_point)
             self._jump_sites = np.setdiff1d(self._integer_sites, self._gibbs_sites)
             self._jump_exponent = self._block_jump_exponent()
             self._move_classes = self._independent_classes(model)
@@ -400,7 +399,7 @@ class DiscreteStep(ArrayStepShared):
             return self.differences
         return ExactDifferences(model, specs, self.layout, shared, compile_kwargs, method="batched")
 
-    def _support_gibbs_sites(self, model) -> np.ndarray:
+    def _support_gibbs_sites(self, model, initial_point: dict) -> np.ndarray:
         """Integer sites drawn from their full conditional over their support
         (:func:`pymc_lbp.integer_jumps.support_gibbs`) instead of jumping: those with a fixed
         support of at most :data:`SUPPORT_GIBBS_MAX_VALUES` values, when the block's supports
@@ -413,7 +412,7 @@ class DiscreteStep(ArrayStepShared):
         if not small:
             return np.zeros(0, dtype=np.int64)
         rows = max(int(lay.upper[s] - lay.lower[s]) + 1 for s in small)
-        if rows * _model_size(model) > SUPPORT_GIBBS_MAX_ELEMENTS:
+        if rows * _model_size(model, initial_point) > SUPPORT_GIBBS_MAX_ELEMENTS:
             return np.zeros(0, dtype=np.int64)
         return np.asarray(small, dtype=np.int64)
 
