@@ -446,3 +446,44 @@ def test_default_chain_step_pickles_and_samples_after_unpickling():
             b, _ = clone.step(b)
             np.testing.assert_array_equal(a["z"], b["z"])
     assert clone.colours is not None and clone.blocks_reason == step.blocks_reason
+
+
+def test_chain_mrf_from_a_uai_file_is_found_and_sampled_exactly(tmp_path):
+    """A chain Markov network in UAI form (variables numbered along the chain, sticky pairwise
+    tables, unary evidence-like tables), written to a file and read back with ``read_uai``:
+    ``NeuralBlock(model.free_RVs)`` with defaults finds the chain (the factor-table gathers
+    ``T[x_a, x_b]`` touch consecutive states), uses the shipped proposal for K = 3, and matches
+    the network's exact marginals."""
+    from pymc_lbp.models import exact_marginals, read_uai
+    from pymc_lbp.models.uai import UAINetwork
+    from pymc_lbp.models.uai.io import write_network
+
+    rng = np.random.default_rng(12)
+    T, K = 12, 3
+    scopes = [(t,) for t in range(T)] + [(t, t + 1) for t in range(T - 1)]
+    sticky = np.full((K, K), 0.2) + np.eye(K) * 2.0
+    tables = [rng.gamma(2.0, size=K) for _ in range(T)] + [sticky.copy() for _ in range(T - 1)]
+    network = UAINetwork("MARKOV", np.full(T, K), scopes, tables)
+    path = tmp_path / "chain.uai"
+    write_network(path, network)
+    model = read_uai(path)
+    with model:
+        step = NeuralBlock(model.free_RVs)
+        assert "chain of 12 3-category states" in step.blocks_reason, step.blocks_reason
+        assert isinstance(step.proposal, NeuralProposal)
+        idata = pm.sample(
+            draws=3000,
+            tune=100,
+            chains=2,
+            step=[step],
+            random_seed=7,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    exact = exact_marginals(network)
+    draws = posterior_draws(idata, [rv.name for rv in model.free_RVs])
+    zs, crit, violations = marginal_z_scores(
+        {t: draws[..., t] for t in range(T)}, [exact[t] for t in range(T)]
+    )
+    assert not violations
+    assert zs.max() < crit, (zs.max(), crit)
