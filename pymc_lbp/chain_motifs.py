@@ -268,12 +268,20 @@ def chain_motif_samples(
 
 # ------------------------------------------------------------------------------- blocks
 def chain_blocks(
-    variable: str, n_states: int, n_categories: int, length: int, *, stride: int | None = None
+    variable: str,
+    n_states: int,
+    n_categories: int,
+    length: int,
+    *,
+    stride: int | None = None,
+    order: np.ndarray | None = None,
 ):
-    """Chain blocks ``[s, s + L)`` covering a chain variable of ``n_states`` states.
+    """Chain blocks of ``L`` consecutive states covering a chain variable of ``n_states``.
 
-    Blocks start every ``stride`` states (default ``L``: a tiling; the last block is shifted
-    inward so it ends at the chain's end, so it may overlap its neighbour). Parameters are
+    Blocks start every ``stride`` states along the chain (default ``L``: a tiling; the last
+    block is shifted inward so it ends at the chain's end, so it may overlap its neighbour).
+    ``order`` lists the variable's states (positions in its raveled value) in chain order
+    (default: as numbered; see :func:`pymc_lbp.motif_finding.chain_order`). Parameters are
     computed by the step from the model (``params_from="chain"``).
     """
     from pymc_lbp.motifs import BlockSet
@@ -285,11 +293,20 @@ def chain_blocks(
     stride = L if stride is None else int(stride)
     if stride < 1:
         raise ValueError(f"stride must be positive, got {stride}")
+    natural = np.arange(T, dtype=np.int64)
+    order = natural if order is None else np.asarray(order, dtype=np.int64)
+    if np.sort(order).tolist() != natural.tolist():
+        raise ValueError(f"order must list each of the {T} states of {variable!r} once")
     starts = list(range(0, T - L + 1, stride))
     if starts[-1] != T - L:
         starts.append(T - L)
+    in_order = bool(np.array_equal(order, natural))
     blocks = [
-        MotifBlock(np.arange(s, s + L), np.zeros(0, np.int64), label=f"{variable}[{s}:{s + L}]")
+        MotifBlock(
+            order[s : s + L],
+            np.zeros(0, np.int64),
+            label=f"{variable}[{s}:{s + L}]" if in_order else f"{variable} chain[{s}:{s + L}]",
+        )
         for s in starts
     ]
     return BlockSet(motif, blocks, "flat", (variable,), params_from=CHAIN_PARAMS_FROM)

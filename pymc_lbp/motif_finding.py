@@ -3,7 +3,8 @@
 :func:`find_chains` reads the model's log-probability terms with the dependency analysis of
 :mod:`pymc_lbp.local_differences` (which sites of the block every element of every term depends
 on) and reports the variables of the block that are *chains*: one-dimensional, every element
-touching at most two of the variable's states and only consecutive ones (an HMM written as
+touching at most two of the variable's states, and the pairs touched together forming one path
+(:func:`chain_order`; numbered along the chain or not) (an HMM written as
 ``Categorical`` states with ``log(P[z[:-1], z[1:]])`` and emissions ``mu[z]``, a chain CRF's
 potentials). Elements may touch other variables as well (continuous parameters, other blocks):
 those are fixed while a block of the chain is updated and enter its potentials.
@@ -42,20 +43,42 @@ class Chain:
     offset: int  # position of its first state in the block vector
     n_states: int
     n_categories: int
+    order: np.ndarray  # its states (positions in the variable) in chain order
 
 
-def _chain_pairs_ok(rows, lo: int, hi: int) -> bool:
-    """Every element touches at most two sites of ``[lo, hi)``, and two only if consecutive."""
-    sub = rows[:, lo:hi].tocsr()
-    counts = np.diff(sub.indptr)
-    if np.any(counts > 2):
-        return False
-    two = np.flatnonzero(counts == 2)
-    if two.size == 0:
-        return True
-    first = sub.indices[sub.indptr[two]]
-    second = sub.indices[sub.indptr[two] + 1]
-    return bool(np.all(np.abs(second - first) == 1))
+def chain_order(deps, lo: int, hi: int) -> tuple[np.ndarray | None, str]:
+    """The states ``lo .. hi-1`` in chain order, or None and why not.
+
+    The states form a chain when every element touches at most two of them and the graph of
+    the pairs touched together is one path (degrees at most 2, connected, no cycle); the order
+    runs from one end of the path (the lower-numbered end), so a chain numbered along itself
+    keeps its order.
+    """
+    n = hi - lo
+    edges = set()
+    for d in deps:
+        sub = d.rows[:, lo:hi].tocsr()
+        counts = np.diff(sub.indptr)
+        if np.any(counts > 2):
+            return None, "a term couples more than two of its states"
+        for e in np.flatnonzero(counts == 2):
+            a, b = sorted(int(v) for v in sub.indices[sub.indptr[e] : sub.indptr[e] + 2])
+            edges.add((a, b))
+    neighbours: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        neighbours[a].append(b)
+        neighbours[b].append(a)
+    if any(len(nb) > 2 for nb in neighbours) or len(edges) != n - 1:
+        return None, "its states are not coupled along one path (a lattice, a cycle or skips)"
+    ends = [v for v in range(n) if len(neighbours[v]) <= 1]
+    order, previous, here = [], -1, min(ends)
+    while here != -1:
+        order.append(here)
+        following = [v for v in neighbours[here] if v != previous]
+        previous, here = here, (following[0] if following else -1)
+    if len(order) != n:
+        return None, "its states are not coupled along one path"
+    return np.asarray(order, dtype=np.int64), ""
 
 
 def find_chains(model, differences, specs, x0: np.ndarray) -> tuple[list[Chain], str]:
@@ -90,11 +113,12 @@ def find_chains(model, differences, specs, x0: np.ndarray) -> tuple[list[Chain],
         if any(d.glob.any() for d in deps):
             why.append(f"{spec.name}: a term couples too many sites to be analysed")
             continue
-        if not all(_chain_pairs_ok(d.rows, lo, hi) for d in deps):
-            why.append(f"{spec.name}: a term couples non-consecutive states or more than two")
+        order, reason = chain_order(deps, lo, hi)
+        if order is None:
+            why.append(f"{spec.name}: {reason}")
             continue
         cards = 2 if spec.kind == "binary" else int(spec.n_categories)
-        chains.append(Chain(spec.name, lo, size, cards))
+        chains.append(Chain(spec.name, lo, size, cards, order))
     return chains, "; ".join(why)
 
 
@@ -148,7 +172,7 @@ def default_blocks(model, differences, specs, x0: np.ndarray):
         proposal = shipped_chain_proposal(c.n_categories, c.n_states)
         if proposal is not None:
             length = proposal.motif.block_size
-            blocks = chain_blocks(c.name, c.n_states, c.n_categories, length)
+            blocks = chain_blocks(c.name, c.n_states, c.n_categories, length, order=c.order)
             return (
                 blocks,
                 proposal,
@@ -158,7 +182,7 @@ def default_blocks(model, differences, specs, x0: np.ndarray):
         length = exact_chain_length(c.n_categories, c.n_states)
         if length >= 2:
             return (
-                chain_blocks(c.name, c.n_states, c.n_categories, length),
+                chain_blocks(c.name, c.n_states, c.n_categories, length, order=c.order),
                 "exact",
                 f"{c.name} is a chain of {c.n_states} {c.n_categories}-category states and no "
                 f"chain proposal for {c.n_categories} categories is shipped: exact block Gibbs "
@@ -177,6 +201,7 @@ def default_blocks(model, differences, specs, x0: np.ndarray):
 __all__ = [
     "EXACT_CHAIN_MAX_STATES",
     "Chain",
+    "chain_order",
     "default_blocks",
     "exact_chain_length",
     "find_chains",

@@ -145,7 +145,7 @@ def test_an_hmm_is_found_to_be_a_chain_and_other_structures_are_not():
         z = pm.Bernoulli("z", 0.5, shape=8)
         pm.Potential("skip", (z[2:] * z[:-2]).sum())
         skip = NeuralBlock([z], compile_kwargs=FAST)
-    assert skip.blockset is None and "non-consecutive" in skip.blocks_reason
+    assert skip.blockset is None and "not coupled along one path" in skip.blocks_reason
     assert len(skip.units) == 8  # single-site Gibbs on every site
 
     with pm.Model():
@@ -154,6 +154,47 @@ def test_an_hmm_is_found_to_be_a_chain_and_other_structures_are_not():
         pm.Potential("chain", (z[1:] * z[:-1]).sum() + (w * z).sum())
         two = NeuralBlock([z, w], compile_kwargs=FAST)
     assert two.blockset is None and "several variables" in two.blocks_reason
+
+
+def test_a_chain_numbered_out_of_order_is_found_and_sampled_exactly():
+    """The chain's states numbered in a shuffled order (``z[perm]`` is the chain): motif
+    finding orders them along the path, blocks follow the chain, colour classes keep blocks
+    that a term joins apart, and the draws match forward-backward marginals."""
+    rng = np.random.default_rng(21)
+    T, K = 16, 2
+    perm = rng.permutation(T)
+    P = np.array([[0.85, 0.15], [0.2, 0.8]])
+    mu = np.array([0.0, 1.5])
+    y = rng.normal(mu[(np.arange(T) // 5) % 2], 1.0)
+    with pm.Model() as model:
+        z = pm.Categorical("z", p=np.full(K, 0.5), shape=T)
+        chain = z[perm]  # chain position t is state perm[t]
+        pm.Potential("transitions", pm.math.log(pt.as_tensor(P)[chain[:-1], chain[1:]]).sum())
+        pm.Normal("y", mu=pt.as_tensor(mu)[chain], sigma=1.0, observed=y)
+        step = NeuralBlock([z])
+        assert "chain of 16 2-category states" in step.blocks_reason, step.blocks_reason
+        blocks = [b.block.tolist() for b in step.blockset]
+        order = perm if perm[0] < perm[-1] else perm[::-1]  # from the lower-numbered end
+        assert blocks[0] == order[:4].tolist()
+        assert step.colours is not None and len(step.colours) == 2
+        idata = pm.sample(
+            draws=3000,
+            tune=100,
+            chains=2,
+            step=[step],
+            random_seed=3,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    exact_chain = forward_backward(np.full(K, 0.5), P, -0.5 * (y[:, None] - mu[None, :]) ** 2)
+    exact = np.zeros_like(exact_chain)
+    exact[perm] = exact_chain  # state perm[t] has the marginal of chain position t
+    draws = posterior_draws(idata, ["z"])
+    zs, crit, violations = marginal_z_scores(
+        {s: draws[..., s] for s in range(T)}, [exact[s] for s in range(T)]
+    )
+    assert not violations
+    assert zs.max() < crit, (zs.max(), crit)
 
 
 def test_auto_blocks_refuse_a_proposal_and_chain_blocks_must_be_sampled():

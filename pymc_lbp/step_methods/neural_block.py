@@ -30,9 +30,10 @@ from pymc_lbp.chain_motifs import (
     chain_shape,
 )
 from pymc_lbp.differences_choice import DifferencesChoice
+from pymc_lbp.local_differences import site_adjacency, term_dependencies
 from pymc_lbp.local_logp import FactorLogp, FactorSubset
 from pymc_lbp.models.uai.model import UAIModelInfo
-from pymc_lbp.motif_finding import default_blocks, find_chains
+from pymc_lbp.motif_finding import chain_order, default_blocks
 from pymc_lbp.motifs import BlockSet
 from pymc_lbp.neighbours import (
     BINARY,
@@ -462,10 +463,10 @@ class NeuralBlock(DiscreteStep):
         """Colour classes of chain blocks that may be updated at once, or None.
 
         Only for chain blocks of a variable the model graph confirms to be a chain
-        (:func:`pymc_lbp.motif_finding.find_chains`), with every site in some block and the
+        (:func:`pymc_lbp.motif_finding.chain_order`), with every site in some block and the
         model logp (not factor tables) as target: two blocks get different colours when they
-        overlap or are adjacent (a term may touch both), so no term touches two blocks of one
-        colour and their updates given the rest are independent.
+        share a site or a term touches a site of each (the dependency analysis), so no term
+        touches two blocks of one colour and their updates given the rest are independent.
         """
         bs = self.blockset
         if (
@@ -476,19 +477,22 @@ class NeuralBlock(DiscreteStep):
             or len(self.specs) != 1
         ):
             return None
-        chains, _ = find_chains(model, self.differences, self.specs, self._x0)
-        if not chains:
+        n = self.layout.n_sites
+        deps = term_dependencies(model, self.differences._replace, self.differences._x, n, self._x0)
+        adjacency = site_adjacency(deps, n)
+        if adjacency is None or chain_order(deps, 0, n)[0] is None:
             return None
-        spans = [(int(u.sites.min()), int(u.sites.max()) + 1) for u in self._units]
-        colour = np.full(len(spans), -1)
-        for i, (lo, hi) in enumerate(spans):
-            taken = {
-                colour[j]
-                for j, (lo2, hi2) in enumerate(spans[:i])
-                if lo2 <= hi and lo <= hi2  # overlapping or adjacent (distance <= 1)
-            }
-            colour[i] = min(c for c in range(len(spans) + 1) if c not in taken)
-        return [np.flatnonzero(colour == c) for c in range(colour.max() + 1)]
+        # units conflict when they share a site or a term touches a site of each
+        member = np.zeros((len(self._units), n), dtype=bool)
+        for i, u in enumerate(self._units):
+            member[i, u.sites] = True
+        touched = (member.astype(np.int64) @ (adjacency != 0).astype(np.int64)) > 0
+        conflict = (touched.astype(np.int64) @ member.T.astype(np.int64)) > 0
+        colour = np.full(len(self._units), -1)
+        for i in range(len(self._units)):
+            taken = {int(colour[j]) for j in range(i) if conflict[i, j] or conflict[j, i]}
+            colour[i] = min(c for c in range(len(self._units) + 1) if c not in taken)
+        return [np.flatnonzero(colour == c) for c in range(int(colour.max()) + 1)]
 
     def _choose_logp(self, mode: str, model, info, uai_z) -> str:
         """Set up factor-local differences when asked for (or when "auto" finds them valid)."""
