@@ -166,7 +166,7 @@ def test_a_chain_numbered_out_of_order_is_found_and_sampled_exactly():
     P = np.array([[0.85, 0.15], [0.2, 0.8]])
     mu = np.array([0.0, 1.5])
     y = rng.normal(mu[(np.arange(T) // 5) % 2], 1.0)
-    with pm.Model() as model:
+    with pm.Model():
         z = pm.Categorical("z", p=np.full(K, 0.5), shape=T)
         chain = z[perm]  # chain position t is state perm[t]
         pm.Potential("transitions", pm.math.log(pt.as_tensor(P)[chain[:-1], chain[1:]]).sum())
