@@ -40,7 +40,7 @@ import itertools
 
 import numpy as np
 
-from pymc_lbp.motifs import MotifBlock, MotifSpec
+from pymc_lbp.motifs import BlockSet, MotifBlock, MotifSpec
 
 CLIP = 20.0
 """Canonical log-potentials are clipped to ``[-CLIP, CLIP]`` for the network's input."""
@@ -284,8 +284,6 @@ def chain_blocks(
     (default: as numbered; see :func:`pymc_lbp.motif_finding.chain_order`). Parameters are
     computed by the step from the model (``params_from="chain"``).
     """
-    from pymc_lbp.motifs import BlockSet
-
     motif = chain_motif(n_categories, length)
     T, L = int(n_states), int(length)
     if T < L:

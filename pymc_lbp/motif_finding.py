@@ -81,7 +81,17 @@ def chain_order(deps, lo: int, hi: int) -> tuple[np.ndarray | None, str]:
     return np.asarray(order, dtype=np.int64), ""
 
 
-def find_chains(model, differences, specs, x0: np.ndarray) -> tuple[list[Chain], str]:
+def block_dependencies(model, differences, specs, x0: np.ndarray) -> list | None:
+    """:func:`pymc_lbp.local_differences.term_dependencies` of the model on the step's block (a
+    term that is a sum, such as a Potential of ``log(P[z[:-1], z[1:]]).sum()``, is read as its
+    elements); None when the graph cannot be analysed."""
+    n_sites = int(sum(int(np.prod(s.shape)) for s in specs))
+    return term_dependencies(model, differences._replace, differences._x, n_sites, x0)
+
+
+def find_chains(
+    model, differences, specs, x0: np.ndarray, deps: list | None = None
+) -> tuple[list[Chain], str]:
     """The chain variables of a block, and why others are not.
 
     Parameters
@@ -93,14 +103,15 @@ def find_chains(model, differences, specs, x0: np.ndarray) -> tuple[list[Chain],
         The block's variables (:func:`pymc_lbp.neighbours.describe_block`).
     x0 : ndarray of int
         A state of the block (shapes and constant indices are read from it).
+    deps : list, optional
+        The terms' dependencies (:func:`block_dependencies`) when the caller has them.
 
     Returns
     -------
     (chains, reason)
     """
-    n_sites = int(sum(int(np.prod(s.shape)) for s in specs))
-    # a term that is a sum (a Potential of log(P[z[:-1], z[1:]]).sum()) is read as its elements
-    deps = term_dependencies(model, differences._replace, differences._x, n_sites, x0)
+    if deps is None:
+        deps = block_dependencies(model, differences, specs, x0)
     if deps is None:
         return [], "the model graph could not be analysed"
     chains, why = [], []
@@ -147,8 +158,9 @@ def exact_chain_length(n_categories: int, n_states: int) -> int:
     return 1
 
 
-def default_blocks(model, differences, specs, x0: np.ndarray):
-    """``(blocks, proposal, reason)`` of ``NeuralBlock`` without ``blocks`` (module docs)."""
+def default_blocks(model, differences, specs, x0: np.ndarray, deps: list | None = None):
+    """``(blocks, proposal, reason)`` of ``NeuralBlock`` without ``blocks`` (module docs);
+    ``deps`` as in :func:`find_chains`."""
     from pymc_lbp.models.uai.model import UAIModelInfo
 
     ui_reason = ""
@@ -166,7 +178,7 @@ def default_blocks(model, differences, specs, x0: np.ndarray):
                 "a UAI grid Bayesian network: grid-BN blocks with the shipped 'grid-bn' proposal"
             )
             return blocks, load_proposal("grid-bn"), reason
-    chains, why = find_chains(model, differences, specs, x0)
+    chains, why = find_chains(model, differences, specs, x0, deps)
     if len(chains) == 1 and len(specs) == 1:
         c = chains[0]
         proposal = shipped_chain_proposal(c.n_categories, c.n_states)
@@ -201,6 +213,7 @@ def default_blocks(model, differences, specs, x0: np.ndarray):
 __all__ = [
     "EXACT_CHAIN_MAX_STATES",
     "Chain",
+    "block_dependencies",
     "chain_order",
     "default_blocks",
     "exact_chain_length",

@@ -30,10 +30,10 @@ from pymc_lbp.chain_motifs import (
     chain_shape,
 )
 from pymc_lbp.differences_choice import DifferencesChoice
-from pymc_lbp.local_differences import site_adjacency, term_dependencies
+from pymc_lbp.local_differences import site_adjacency
 from pymc_lbp.local_logp import FactorLogp, FactorSubset
 from pymc_lbp.models.uai.model import UAIModelInfo
-from pymc_lbp.motif_finding import chain_order, default_blocks
+from pymc_lbp.motif_finding import block_dependencies, chain_order, default_blocks
 from pymc_lbp.motifs import BlockSet
 from pymc_lbp.neighbours import (
     BINARY,
@@ -306,9 +306,10 @@ class NeuralBlock(DiscreteStep):
             raise ValueError(
                 f"NeuralBlock samples binary and categorical variables; {bad} are integer-valued"
             )
+        self._deps: list | None = None  # the terms' dependencies, analysed once if needed
         if isinstance(blocks, str):
             self.blockset, self.proposal, self.blocks_reason = default_blocks(
-                model, self.differences, self.specs, self._x0
+                model, self.differences, self.specs, self._x0, self._dependencies(model)
             )
             _log.info("NeuralBlock on %s: %s.", self.var_names, self.blocks_reason)
         self._build_units(model, initial_point, differences)
@@ -458,6 +459,14 @@ class NeuralBlock(DiscreteStep):
         self._factors = None
         self.logp_mode = self._choose_logp(logp_mode, model, info, uai_z)
         self.colours = self._chain_colours(model)
+        self._deps = None  # construction only: not carried into pickles
+
+    def _dependencies(self, model) -> list | None:
+        """The model terms' dependencies on the block (one analysis for motif finding and the
+        colour classes; :func:`pymc_lbp.motif_finding.block_dependencies`)."""
+        if self._deps is None:
+            self._deps = block_dependencies(model, self.differences, self.specs, self._x0)
+        return self._deps
 
     def _chain_colours(self, model) -> list[np.ndarray] | None:
         """Colour classes of chain blocks that may be updated at once, or None.
@@ -478,7 +487,7 @@ class NeuralBlock(DiscreteStep):
         ):
             return None
         n = self.layout.n_sites
-        deps = term_dependencies(model, self.differences._replace, self.differences._x, n, self._x0)
+        deps = self._dependencies(model)
         adjacency = site_adjacency(deps, n)
         if adjacency is None or chain_order(deps, 0, n)[0] is None:
             return None
