@@ -25,9 +25,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +38,8 @@ from pymc_lbp.chain_motifs import (
 )
 from pymc_lbp.neural_proposal import LIBRARY, NeuralProposal
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from proposal_training import train_and_save  # noqa: E402
 
 
 def evaluate(proposal, K: int, L: int, x_block, x_cond, params) -> dict:
@@ -89,45 +88,15 @@ def main() -> None:
     )
     print(proposal, f"{proposal.net.n_parameters} weights", flush=True)
     held_out = chain_motif_samples(args.eval_samples, 10_000 + args.seed, n_categories=K, length=L)
-    before = evaluate(proposal, K, L, *held_out)
-    print("before:", before, flush=True)
-
-    def data(rng, n):
-        return chain_motif_samples(n, rng, n_categories=K, length=L)
-
-    start = time.perf_counter()
-    report = proposal.fit(
-        data,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        final_learning_rate=args.final_learning_rate,
-        seed=args.seed,
-        progressbar=True,
+    train_and_save(
+        proposal,
+        lambda rng, n: chain_motif_samples(n, rng, n_categories=K, length=L),
+        args,
+        script="scripts/train_chain_proposal.py",
+        data_text=f"chain_motif_samples(n_categories={K}, length={L}), fresh per batch",
+        evaluate=lambda prop: evaluate(prop, K, L, *held_out),
+        out=out,
     )
-    seconds = time.perf_counter() - start
-    after = evaluate(proposal, K, L, *held_out)
-    print("after:", after, f"({seconds:.0f} s)", flush=True)
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    proposal.metadata.update(
-        {
-            "script": "scripts/train_chain_proposal.py",
-            "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-            "git_commit": commit,
-            "data": f"chain_motif_samples(n_categories={K}, length={L}), fresh per batch",
-            "training_seconds": round(seconds, 1),
-            "held_out_before": before,
-            "held_out_after": after,
-            "loss_curve": [float(x) for x in report.losses[:: max(1, args.steps // 200)]],
-        }
-    )
-    path = proposal.save(out)
-    print(json.dumps({"saved": str(path), "bytes": path.stat().st_size}), flush=True)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import time
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +35,9 @@ from pymc_lbp.motifs import (
 )
 from pymc_lbp.neural_proposal import LIBRARY, NeuralProposal
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from proposal_training import ROOT, train_and_save  # noqa: E402
+
 UAI_GRIDS = ROOT.parent / "shared" / "data" / "uai" / "uai2008_grid_bn"
 POWERS = 2 ** np.arange(8, -1, -1)
 
@@ -89,47 +89,24 @@ def main() -> None:
     print(proposal, f"{proposal.net.n_parameters} weights", flush=True)
     held_out = grid_bn_motif_samples(args.eval_samples, rng=10_000 + args.seed)
     grids = grid_file_samples(20, seed=20_000 + args.seed)
-    before = {"motif": mean_kl(proposal, *held_out)}
-    if grids is not None:
-        before["uai08_grids"] = mean_kl(proposal, *grids)
-    print("KL before:", before, flush=True)
 
-    def data(rng, n):
-        return grid_bn_motif_samples(n, rng)
+    def evaluate(prop):
+        kl = {"motif": mean_kl(prop, *held_out)}
+        if grids is not None:
+            kl["uai08_grids"] = mean_kl(prop, *grids)
+        return kl
 
-    start = time.perf_counter()
-    report = proposal.fit(
-        data,
-        steps=args.steps,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        final_learning_rate=args.final_learning_rate,
-        seed=args.seed,
-        progressbar=True,
+    train_and_save(
+        proposal,
+        lambda rng, n: grid_bn_motif_samples(n, rng),
+        args,
+        script="scripts/train_grid_bn_proposal.py",
+        data_text="grid_bn_motif_samples(det_prob=1/40, border_prob=0.25), fresh per batch",
+        evaluate=evaluate,
+        out=args.out,
+        before_key="kl_before",
+        after_key="kl_after",
     )
-    after = {"motif": mean_kl(proposal, *held_out)}
-    if grids is not None:
-        after["uai08_grids"] = mean_kl(proposal, *grids)
-    print("KL after:", after, f"({time.perf_counter() - start:.0f} s)", flush=True)
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = None
-    proposal.metadata.update(
-        {
-            "script": "scripts/train_grid_bn_proposal.py",
-            "arguments": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-            "git_commit": commit,
-            "data": "grid_bn_motif_samples(det_prob=1/40, border_prob=0.25), fresh per batch",
-            "kl_before": before,
-            "kl_after": after,
-            "loss_curve": [float(x) for x in report.losses[:: max(1, args.steps // 200)]],
-        }
-    )
-    path = proposal.save(args.out)
-    print(json.dumps({"saved": str(path), "bytes": path.stat().st_size}), flush=True)
 
 
 if __name__ == "__main__":
