@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
         SelfBalancing,
     )
     from pymc_lbp.step_methods.neural_block import NeuralBlock
+    from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
 
 __version__ = "0.1.0"
 
@@ -37,6 +38,7 @@ _LAZY: dict[str, str] = {
     "GibbsWithGradients": "pymc_lbp.step_methods",
     "LocallyBalanced": "pymc_lbp.step_methods",
     "NeuralBlock": "pymc_lbp.step_methods.neural_block",
+    "NeuralMixedBlock": "pymc_lbp.step_methods.neural_mixed_block",
     "NeuralProposal": "pymc_lbp.neural_proposal",
     "NotRelaxableError": "pymc_lbp.relax",
     "PathAuxiliaryLBP": "pymc_lbp.step_methods",
@@ -54,6 +56,7 @@ __all__ = [
     "GibbsWithGradients",
     "LocallyBalanced",
     "NeuralBlock",
+    "NeuralMixedBlock",
     "NeuralProposal",
     "NotRelaxableError",
     "PathAuxiliaryLBP",

@@ -20,9 +20,9 @@ def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]
     ----------
     step_class : subclass of DiscreteStep, optional
         Defaults to :class:`pymc_lbp.LocallyBalanced`. Any previously registered class is
-        unregistered first. :class:`pymc_lbp.NeuralBlock` is refused (``ValueError``): it works
-        on the variables of one motif you choose, which ``pm.sample()``'s variable-by-variable
-        assignment cannot supply.
+        unregistered first. :class:`pymc_lbp.NeuralBlock` and :class:`pymc_lbp.NeuralMixedBlock`
+        are refused (``ValueError``): they work on the variables of one motif (or of flag-value
+        pairs) you choose, which ``pm.sample()``'s variable-by-variable assignment cannot supply.
 
     Returns
     -------
@@ -33,9 +33,12 @@ def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]
         from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
 
         step_class = LocallyBalanced
-    if not (isinstance(step_class, type) and issubclass(step_class, DiscreteStep)):
+    explicit_only = isinstance(step_class, type) and not getattr(step_class, "auto_assignable", 1)
+    if not explicit_only and not (
+        isinstance(step_class, type) and issubclass(step_class, DiscreteStep)
+    ):
         raise TypeError(f"register() takes a pymc_lbp step class, got {step_class!r}")
-    if not step_class.auto_assignable:
+    if explicit_only:
         raise ValueError(
             f"{step_class.__name__} cannot be registered: pm.sample() builds auto-assigned steps "
             f"from the variables alone, and {step_class.__name__} also needs "

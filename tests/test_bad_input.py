@@ -170,6 +170,8 @@ def test_register_refuses_neural_block():
         ValueError, match="NeuralBlock cannot be registered: .*one motif chosen by you"
     ):
         pymc_lbp.register(pymc_lbp.NeuralBlock)
+    with pytest.raises(ValueError, match="NeuralMixedBlock cannot be registered: .*continuous"):
+        pymc_lbp.register(pymc_lbp.NeuralMixedBlock)
     assert pymc_lbp.registered() is None
 
 

@@ -278,8 +278,9 @@ class NeuralBlock(DiscreteStep):
             if blocks.motif.n_continuous:
                 raise ValueError(
                     f"motif {blocks.motif.name!r} has {blocks.motif.n_continuous} continuous "
-                    "entries; NeuralBlock samples discrete blocks only (its proposals for mixed "
-                    "blocks can be trained and saved, but no step samples mixed blocks yet)"
+                    "entries; NeuralBlock samples discrete blocks only. A flag and the "
+                    "continuous value it switches on are sampled by NeuralMixedBlock (motif "
+                    "flag-value-g32, pymc_lbp.flag_value_motifs)"
                 )
         if differences not in LOGP_MODES:
             raise ValueError(f"differences must be one of {LOGP_MODES}, got {differences!r}")
