@@ -143,6 +143,23 @@ def test_integer_models_quick(tmp_path):
     assert (tmp_path / "integer_models_quick.png").stat().st_size > 0
 
 
+def test_gmm_active_components_quick(tmp_path):
+    """benchmarks/gmm_active_components.py --quick: every sampler runs from one active
+    component, the log-likelihood and counts are recorded, files written."""
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location(
+        "gmm_active_components", BENCH / "gmm_active_components.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    payload = module.main(["--quick", "--out", str(tmp_path)])
+    rows = {r["sampler"]: r for r in payload["rows"]}
+    assert set(rows) == set(module.SAMPLERS)
+    assert all(np.isfinite(r["mean_loglik"]) and r["draws_per_second"] > 0 for r in rows.values())
+    assert 0 < rows["neural-mixed"]["accept"] <= 1
+    assert (tmp_path / "gmm_active_components_quick.png").stat().st_size > 0
+
+
 def test_chain_crf_quick(tmp_path):
     """benchmarks/chain_crf.py --quick: every sampler measured against exact marginals, files
     written; NeuralBlock with defaults found the chain and its shipped proposal."""
