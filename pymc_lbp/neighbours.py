@@ -484,6 +484,7 @@ class ExactDifferences(Differences):
         self._logp_graph = clone_replace(model.logp(), replace=self._replace)
         self._chunk = max(1, int(max_batch_elements // max(layout.n_sites, 1)))
         self._fn = None
+        self._logp_fn = None
         self._graph_parts = None
         self._local = None
         self.local_plan = None
@@ -503,8 +504,7 @@ class ExactDifferences(Differences):
             else:
                 self.method, self.method_reason = "local", plan.reason
                 self.local_plan = plan
-        if self._local is None:
-            self._batched()
+        if self._local is None:  # the batched evaluation is compiled on first use
             self.logp_evals_per_call = layout.n_slots + 1
         else:
             self.logp_evals_per_call = self._local.evals_per_call
@@ -632,10 +632,17 @@ class ExactDifferences(Differences):
         return logp_x, deltas
 
     def logp(self, x: np.ndarray) -> float:
-        """Model logp at ``x``."""
+        """Model logp at ``x`` (without compiling the batched evaluation when it is not yet)."""
         if self._local is not None:
             return self._local.logp(x)
-        return float(self._batched()(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
+        if self._fn is not None:
+            return float(self._fn(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
+        if self._logp_fn is None:
+            self._logp_fn = pm_compile(
+                [self._x], self._logp_graph, on_unused_input="ignore", **self._compile_kwargs
+            )
+            self._logp_fn.trust_input = True
+        return float(self._logp_fn(x))
 
 
 class GradientDifferences(Differences):

@@ -101,10 +101,13 @@ def test_probe_measures_the_gap_of_first_order_differences():
     assert probe_first_order(step.differences, step._x0, np.negative) == probe
 
 
+@pytest.mark.parametrize("steps", [None, SITES])
 @pytest.mark.parametrize("cls", [LocallyBalanced, GibbsWithGradients, PathAuxiliaryLBP])
-def test_occupancy_defaults_choose_exact_and_match_the_closed_form(cls):
+def test_occupancy_defaults_choose_exact_and_match_the_closed_form(cls, steps):
     """The gallery's bug: first-order differences left the occupancy states at their start
-    (acceptance 0). With defaults every sampler measures that, takes exact differences, and
+    (acceptance 0). With defaults the occupancy states, which share no term, are drawn from
+    their full conditionals at once; with single-site steps asked for (``steps_per_draw``) every
+    sampler measures the first-order differences, takes exact ones, and either way the chain
     recovers the closed-form posterior.
 
     Threshold: the number of occupied undetected sites S has mean ``n_u q``; ArviZ's MCSE of
@@ -114,11 +117,16 @@ def test_occupancy_defaults_choose_exact_and_match_the_closed_form(cls):
     y = occupancy_data()
     model = occupancy(y)
     with model:
-        step = cls([model["z"]])
+        step = cls([model["z"]], steps_per_draw=steps)
     assert step.differences_kind == "exact"
-    assert SITES > SMALL_BLOCK_SLOTS  # the acceptance branch of the rule, not the small block
-    assert "accepted at rate" in step.differences_reason
-    assert step.differences_choice.acceptance < MIN_ACCEPTANCE
+    if steps is None:
+        assert step.independent_sites and step.steps_per_draw == 0
+        assert "share no term" in step.differences_reason
+    else:
+        assert not step.independent_sites
+        assert SITES > SMALL_BLOCK_SLOTS  # the acceptance branch of the rule, not small block
+        assert "accepted at rate" in step.differences_reason
+        assert step.differences_choice.acceptance < MIN_ACCEPTANCE
     with model:
         idata = pm.sample(draws=400, tune=50, step=[step], random_seed=11, **SAMPLE)
     assert bool(idata.sample_stats["exact_differences"].all())
@@ -141,7 +149,9 @@ def test_small_block_with_poor_first_order_differences_takes_exact_ones():
         g = pm.Bernoulli("g", 0.3, shape=6)
         beta = pm.Normal("beta", 0.0, 0.05 + 2.0 * g, shape=6)
         pm.Normal("y", X @ beta, 1.0, observed=X[:, 0] * 1.5 + rng.normal(size=30))
-        step = LocallyBalanced([g])
+        default = LocallyBalanced([g])
+        step = LocallyBalanced([g], steps_per_draw=6)  # single-site steps: the rule decides
+    assert default.independent_sites and default.differences_kind == "exact"
     assert step.differences_kind == "exact"
     assert "cheap on this block" in step.differences_reason
     assert step.differences_choice.max_error > 0.1

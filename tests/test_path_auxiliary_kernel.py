@@ -471,8 +471,9 @@ def test_trap_kernel_hitting_times():
     of the order of e^18 steps to reach the mode from the states one site away (a path must change
     exactly as many sites as are wrong); with the single-site share it takes a few steps from
     every state. Proposals use the step's own (first-order, approximate) differences, as
-    pm.sample does; the MH correction makes both kernels pi-invariant."""
-    step = PathAuxiliaryLBP(model=trap_model())
+    pm.sample does; the MH correction makes both kernels pi-invariant. (The trap's sites share no
+    term, so single-site steps are asked for: by default such sites are drawn at once.)"""
+    step = PathAuxiliaryLBP(model=trap_model(), steps_per_draw=1)
     deltas = step_deltas(step, moves_bin)
     pi = exact_pi(STATES_TRAP, logp_trap)
     mode = STATES_TRAP.index(MODE_TRAP)
@@ -493,7 +494,7 @@ def test_trap_step_rows():
     """The real step, scale frozen at 2.2, one site away from the mode: it moves to the mode
     about 10% of the time (the single-site steps), as the reference mixture says; the path-only
     step never did."""
-    step = PathAuxiliaryLBP(model=trap_model(), path_length=2.2)
+    step = PathAuxiliaryLBP(model=trap_model(), path_length=2.2, steps_per_draw=1)
     starts = [(1, 1, 0, 1, 1), (0, 1, 0, 0, 1)]
     T = _check_rows(step, STATES_TRAP, logp_trap, moves_bin, 2.2, starts, seed=31, approximate=True)
     mode = STATES_TRAP.index(MODE_TRAP)

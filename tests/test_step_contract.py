@@ -248,8 +248,9 @@ def test_warns_when_tuned_acceptance_is_far_from_its_target():
 
     with pm.Model():
         x = pm.Bernoulli("x", 0.5, shape=6)
-        pal = pymc_lbp.PathAuxiliaryLBP([x])
-        lb = LocallyBalanced([x])
+        # independent sites: single-site steps only when asked for (steps_per_draw)
+        pal = pymc_lbp.PathAuxiliaryLBP([x], steps_per_draw=2)
+        lb = LocallyBalanced([x], steps_per_draw=6)
     target = pal.target_accept
     low = [0.9] * 20 + [target - ACCEPT_TOLERANCE - 0.05] * 20  # the second half counts
     _tuned(pal, low)

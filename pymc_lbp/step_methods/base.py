@@ -36,6 +36,7 @@ from pymc_lbp.kernels.integer_jump import CompiledJumps
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.local_differences import greedy_colouring, site_pieces
 from pymc_lbp.neighbours import (
+    BINARY,
     INTEGER,
     BlockLayout,
     Differences,
@@ -214,6 +215,9 @@ class DiscreteStep(ArrayStepShared):
     integer_jumps: ClassVar[bool] = True
     """Whether each draw gives every integer site one informed jump
     (:mod:`pymc_lbp.integer_jumps`)."""
+    independent_sites_at_once: ClassVar[bool] = True
+    """Whether a block of conditionally independent sites is drawn from its full conditionals
+    at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
     auto_assignable: ClassVar[bool] = True
     auto_assign_needs: ClassVar[str] = ""
     _state_class = DiscreteStepState
@@ -248,12 +252,26 @@ class DiscreteStep(ArrayStepShared):
         self.specs = specs
         self.layout = BlockLayout(specs)
         self._steps_per_draw = check_steps_per_draw(steps_per_draw, self.layout.n_sites)
+        self._check_block_options(self.layout, specs)
         shared = pm.make_shared_replacements(initial_point, vars, model)
         self._x0 = self._state_vector(initial_point)
-        self.differences_choice = DifferencesChoice(differences, f"differences={differences!r}")
-        self.differences = self._make_differences(
-            differences, model, specs, self.layout, shared, compile_kwargs
+        self.independent_sites = self._sites_are_independent(
+            model, initial_point, Differences(model, specs, self.layout, shared)
         )
+        if self.independent_sites and differences == "auto":
+            self.differences_choice = DifferencesChoice(
+                "exact",
+                "the block's sites share no term of the logp (conditionally independent): each "
+                "draw gives every site a draw from its full conditional, all at once",
+            )
+            self.differences = self._exact_differences(
+                model, specs, self.layout, shared, compile_kwargs, self._balancing()
+            )
+        else:
+            self.differences_choice = DifferencesChoice(differences, f"differences={differences!r}")
+            self.differences = self._make_differences(
+                differences, model, specs, self.layout, shared, compile_kwargs
+            )
         self.differences_kind = self.differences.kind
         self.differences_reason = self.differences_choice.reason
         self.tune = True
@@ -268,10 +286,16 @@ class DiscreteStep(ArrayStepShared):
         self._integer_sites = np.zeros(0, dtype=np.int64)
         if self.integer_jumps:
             self._integer_sites = np.flatnonzero(self.layout.site_kind == INTEGER)
+        if self.independent_sites:  # every site is drawn from its full conditional, all at once
+            self._integer_sites = np.arange(self.layout.n_sites)
         self._jumps: CompiledJumps | None = None
         if self._integer_sites.size:
             self._jump_target = self._jump_differences(model, specs, shared, compile_kwargs)
-            self._gibbs_sites = self._support_gibbs_sites(model, initial_point)
+            self._gibbs_sites = (
+                self._integer_sites
+                if self.independent_sites
+                else self._support_gibbs_sites(model, initial_point)
+            )
             self._jump_sites = np.setdiff1d(self._integer_sites, self._gibbs_sites)
             self._jump_exponent = self._block_jump_exponent()
             self._move_classes = self._independent_classes(model)
@@ -343,6 +367,9 @@ class DiscreteStep(ArrayStepShared):
         return self.layout.n_sites - self._integer_sites.size
 
     # -- construction helpers ------------------------------------------------------------------
+    def _check_block_options(self, layout: BlockLayout, specs) -> None:
+        """Check the sampler's options against the block (subclasses; before any compilation)."""
+
     def _balancing(self):
         """``(name, log-space function)`` the differences should prepare weights with."""
         return getattr(self, "balancing", None), getattr(self, "log_g", None)
@@ -416,6 +443,50 @@ class DiscreteStep(ArrayStepShared):
             return np.zeros(0, dtype=np.int64)
         return np.asarray(small, dtype=np.int64)
 
+    def _site_supports(self, sites: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)`` of ``sites`` (float, infinite where unbounded): ``0 .. K - 1`` for
+        binary and categorical sites, the layout's bounds for integer ones."""
+        lay = self.layout
+        kind = lay.site_kind[sites]
+        lower = np.where(kind == INTEGER, lay.lower[sites], 0)
+        upper = np.where(
+            kind == INTEGER,
+            lay.upper[sites],
+            np.where(kind == BINARY, 1, lay.site_ncat[sites] - 1),
+        )
+        return lower.astype(np.float64), upper.astype(np.float64)
+
+    def _sites_are_independent(self, model, initial_point: dict, target: Differences) -> bool:
+        """Whether the block's sites are conditionally independent given the rest of the model:
+        no term of the logp touches two of them (the dependency analysis of
+        :mod:`pymc_lbp.local_differences`), as the inclusion indicators of a spike-and-slab
+        prior or per-unit latent classes. Then informed proposals have nothing to balance (a
+        site's move changes no other site's conditional), and a draw gives every site one draw
+        from its full conditional over its support, all sites in one compiled call (the
+        support Gibbs of :mod:`pymc_lbp.integer_jumps`), and ``steps_per_draw`` defaults to 0.
+        False when ``steps_per_draw`` is given (the sampler's own steps, as asked), when the
+        analysis cannot tell, for a block of one site, where a site's support is not fixed or
+        is larger than :data:`~pymc_lbp.integer_jumps.SUPPORT_GIBBS_MAX_VALUES`, or where
+        evaluating the supports would cost more than :data:`SUPPORT_GIBBS_MAX_ELEMENTS`."""
+        lay = self.layout
+        if not self.independent_sites_at_once or lay.n_sites < 2 or self._steps_per_draw:
+            return False
+        if not target.bounds_are_constant():
+            return False
+        target.refresh_bounds(self._x0)  # the integer sites' (fixed) supports into the layout
+        lower, upper = self._site_supports(np.arange(lay.n_sites))
+        if not all(uses_support_gibbs(lo, hi) for lo, hi in zip(lower, upper, strict=True)):
+            return False
+        rows = int(np.max(upper - lower)) + 1  # finite: uses_support_gibbs checked each
+        if rows * _model_size(model, initial_point) > SUPPORT_GIBBS_MAX_ELEMENTS:
+            return False
+        pieces = site_pieces(model, target._replace, target._x, lay.n_sites, self._x0)
+        if pieces is None:
+            return False
+        incidence = sp.csr_matrix(pieces.element_sites)
+        shared_terms = incidence.T @ incidence
+        return shared_terms.nnz == lay.n_sites  # only the diagonal: no two sites share a term
+
     def _block_jump_exponent(self) -> int:
         """``J`` of the jump offsets: the largest :func:`scale_exponent` of the jumping sites'
         supports when those supports are fixed, else :data:`MAX_SCALE_EXPONENT` (a support that
@@ -444,7 +515,6 @@ class DiscreteStep(ArrayStepShared):
             name, fn = self._balancing()
             log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
             target = self._jump_target
-            lay = self.layout
             jump_classes, gibbs_classes, pieces = self._move_classes
             self._jumps = CompiledJumps(
                 self._jump_sites,
@@ -454,8 +524,8 @@ class DiscreteStep(ArrayStepShared):
                 log_g,
                 self._jump_compile_kwargs,
                 gibbs_sites=self._gibbs_sites,
-                gibbs_lower=lay.lower[self._gibbs_sites].astype(np.int64),
-                gibbs_upper=lay.upper[self._gibbs_sites].astype(np.int64),
+                gibbs_lower=self._site_supports(self._gibbs_sites)[0].astype(np.int64),
+                gibbs_upper=self._site_supports(self._gibbs_sites)[1].astype(np.int64),
                 jump_classes=jump_classes,
                 gibbs_classes=gibbs_classes,
                 class_rows=None if pieces is None else pieces.class_rows,
@@ -524,7 +594,12 @@ class DiscreteStep(ArrayStepShared):
             shared.set_value(initial_point[name])
         x = self._state_vector(initial_point)
         self.differences.refresh_bounds(x)
-        logp, _ = self.differences(x)
+        # the logp alone where the differences can give it (no batched evaluation compiled)
+        logp = (
+            self.differences.logp(x)
+            if isinstance(self.differences, ExactDifferences)
+            else self.differences(x)[0]
+        )
         if not np.isfinite(logp):
             raise ValueError(
                 f"{type(self).__name__}: the starting point has log-probability {logp} "

@@ -31,7 +31,9 @@ class GibbsWithGradients(LocallyBalanced):
     steps_per_draw : int, optional
         MH steps per recorded draw. ``None`` (default): one per site of the block (one sweep),
         integer sites excepted: they move by their own jump each draw, so a block of integer
-        sites only makes no single-site steps by default.
+        sites only makes no single-site steps by default; nor does a block of conditionally
+        independent sites (each draw gives every site a draw from its full conditional, all at
+        once: ``step.independent_sites``; giving ``steps_per_draw`` keeps single-site steps).
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 

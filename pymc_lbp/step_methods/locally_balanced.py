@@ -51,7 +51,11 @@ class LocallyBalanced(DiscreteStep):
         MH steps per recorded draw. ``None`` (default): one per site of the block, so that a
         draw is one sweep's worth of single-site moves (the ``mh_steps`` stat); integer sites
         excepted, which move by their own informed jump each draw (a block of integer sites
-        only makes no single-site steps by default: its draw is one jump per site). At most
+        only makes no single-site steps by default: its draw is one jump per site). A block of
+        conditionally independent sites (no term of the logp touches two of them, e.g.
+        spike-and-slab indicators) makes none either: each draw gives every site a draw from its
+        full conditional, all at once (``step.independent_sites``; giving ``steps_per_draw``
+        keeps single-site steps). At most
         1,000,000 (see :data:`pymc_lbp.step_methods.base.MAX_STEPS_PER_DRAW`).
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
@@ -78,8 +82,9 @@ class LocallyBalanced(DiscreteStep):
     grad_evals     int64   relaxed-logp gradient evaluations made for the draw
     exact_differences bool exact neighbour differences (False: first-order ones); see
                            ``step.differences_choice`` for why
-    integer_accept float64 blocks with integer sites only: mean acceptance of the draw's
-                           informed jumps, one per integer site (:mod:`pymc_lbp.integer_jumps`)
+    integer_accept float64 blocks with integer or conditionally independent sites only: mean
+                           acceptance of the draw's own moves of those sites, one per site
+                           (:mod:`pymc_lbp.integer_jumps`; 1 for full-conditional draws)
     integer_jump   float64 blocks with integer sites only: mean absolute accepted jump
     ============== ======= ==================================================================
     """

@@ -119,7 +119,9 @@ class PathAuxiliaryLBP(DiscreteStep):
         one change per site, ``ceil(number of sites / E[R])`` with ``E[R]`` the current scale
         (fixed after tuning; the ``mh_steps`` stat), ``E[R] = s + (1 - s) U`` with ``s`` the
         single-site share and ``U`` the scale; integer sites are not counted (each gets its own
-        informed jump per draw, so a block of integer sites only makes no path steps). Every
+        informed jump per draw, so a block of integer sites only makes no path steps; a block of
+        conditionally independent sites makes none either: each draw gives every site a draw
+        from its full conditional, all at once, ``step.independent_sites``). Every
         step leaves the target invariant, so the number of steps may change between tuning
         draws. At most 1,000,000.
     compiled_kernel : bool, default False
@@ -263,8 +265,8 @@ class PathAuxiliaryLBP(DiscreteStep):
             + f", single-site share {self.single_site_share:g}",
         )
 
-    def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs):
-        # validate against the block size before the (slow) compilation
+    def _check_block_options(self, layout, specs) -> None:
+        """Path lengths against the block size (before any compilation)."""
         n_sites = layout.n_sites
         given = self.fixed_path_scale
         if given is not None and given > n_sites:
@@ -277,7 +279,6 @@ class PathAuxiliaryLBP(DiscreteStep):
                 f"initial_path_length={self.initial_path_length} is larger than the block "
                 f"({n_sites} site(s))."
             )
-        return super()._make_differences(kind, model, specs, layout, shared, compile_kwargs)
 
     # -- tuning ---------------------------------------------------------------------------------
     def sweep_steps(self) -> int:

@@ -167,6 +167,8 @@ class SelfBalancing(DiscreteStep):
     learned ``log g(e^d)``); ``reset_tuning()`` restores the initial ones.
     """
 
+    # learning a balancing function needs single-site steps, even where the sites share no term
+    independent_sites_at_once = False
     name = "self_balancing"
     _state_class = SelfBalancingState
 
