@@ -2,7 +2,9 @@
 
 The way a user first writes a mixture: one ``Categorical`` assignment per observation, the
 component means indexed by it (``mu[z]``). Weights, means (ordered, against label switching) and
-the common sd go to NUTS; the 100 assignments to ``GibbsWithGradients``.
+the common sd go to NUTS; the 100 assignments to ``GibbsWithGradients``. Given the weights,
+means and sd the assignments share no term of the logp, so with its defaults the step gives every
+assignment a draw from its full conditional, all at once, each draw (``step.independent_sites``).
 
 Data: 100 points simulated with a fixed seed from 0.5 N(-2, 1) + 0.5 N(2, 1).
 

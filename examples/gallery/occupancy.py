@@ -62,10 +62,12 @@ def build_model() -> pm.Model:
 def make_step(model: pm.Model):
     """LocallyBalanced with defaults on the occupancy states.
 
-    First-order differences are poor here: the relaxation of ``Bernoulli(z[:, None] * p)`` gives
-    a finite difference for emptying a site with detections (true difference -inf), so nearly
-    every first-order proposal is rejected. ``differences="auto"`` measures that at construction
-    and takes exact differences (``step.differences_reason`` says so; docs/gallery.md).
+    Given psi and p the sites share no term of the logp, so each draw gives every occupancy state
+    a draw from its full conditional, all at once (``step.independent_sites``). With single-site
+    steps (``steps_per_draw`` given) first-order differences would be poor here: the relaxation
+    of ``Bernoulli(z[:, None] * p)`` gives a finite difference for emptying a site with
+    detections (true difference -inf); ``differences="auto"`` measures that and takes exact
+    differences (``step.differences_reason`` says why; docs/gallery.md).
     """
     return LocallyBalanced([model["z"]])
 

@@ -257,8 +257,8 @@ class NeuralMixedBlock(ArrayStepShared):
     def _prior_value_draws(self, model, value) -> np.ndarray:
         """Prior draws of the value variable in its value space, shape (draws, n_pairs)."""
         rv = model.values_to_rvs[value]
-        seed = int(np.random.default_rng(0).integers(2**31))
-        draws = np.asarray(pm.draw(rv, draws=PRIOR_DRAWS, random_seed=seed), dtype=np.float64)
+        # a fixed seed: the same model gets the same grid (the step's rng is not touched)
+        draws = np.asarray(pm.draw(rv, draws=PRIOR_DRAWS, random_seed=0), dtype=np.float64)
         transform = model.rvs_to_transforms.get(rv)
         if transform is not None:
             draws = np.asarray(
