@@ -51,7 +51,6 @@ import pytensor
 import pytensor.tensor as pt
 import scipy.sparse as sp
 from pymc.logprob.utils import CheckParameterValue
-from pymc.pytensorf import compile as pm_compile
 from pytensor.compile.mode import Mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
@@ -79,6 +78,8 @@ from pytensor.tensor.subtensor import (
     IncSubtensor,
     Subtensor,
 )
+
+from pymc_lbp.compiling import pm_compile
 
 _log = logging.getLogger("pymc_lbp")
 

@@ -28,10 +28,10 @@ from functools import lru_cache
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 from pymc.variational.updates import adam, total_norm_constraint
 from pytensor.graph.replace import clone_replace
 
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.learned_balancing import (
     D_CLIP,
     GRID_DENSITY,

@@ -39,7 +39,6 @@ import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
 from pymc.logprob.utils import local_check_parameter_to_ninf_switch
-from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
@@ -55,6 +54,7 @@ from pytensor.tensor.random.basic import (
 )
 
 from pymc_lbp.balancing import balanced_log_weights, graph_log_balancing
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.local_differences import (
     LocalCheckError,
     LocalDifferences,

@@ -37,9 +37,9 @@ from typing import NamedTuple
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.basic import Variable
 
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.integer_jumps import offsets
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, balanced_weights, draw_slot

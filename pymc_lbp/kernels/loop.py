@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.kernels.single_site import Info, State
 from pymc_lbp.kernels.traces import clear_traces
 

@@ -29,9 +29,9 @@ from typing import NamedTuple
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 from pytensor.graph.basic import Variable
 
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.kernels.loop import StepsResult
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, SingleSiteMoves, Target

@@ -512,25 +512,29 @@ class DiscreteStep(ArrayStepShared):
         """The compiled integer jumps (:class:`pymc_lbp.kernels.integer_jump.CompiledJumps`),
         compiled on first use."""
         if self._jumps is None:
-            name, fn = self._balancing()
-            log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
-            target = self._jump_target
-            jump_classes, gibbs_classes, pieces = self._move_classes
-            self._jumps = CompiledJumps(
-                self._jump_sites,
-                self._jump_exponent,
-                target.site_logp_graph,
-                target.bounds_graph,
-                log_g,
-                self._jump_compile_kwargs,
-                gibbs_sites=self._gibbs_sites,
-                gibbs_lower=self._site_supports(self._gibbs_sites)[0].astype(np.int64),
-                gibbs_upper=self._site_supports(self._gibbs_sites)[1].astype(np.int64),
-                jump_classes=jump_classes,
-                gibbs_classes=gibbs_classes,
-                class_rows=None if pieces is None else pieces.class_rows,
-            )
+            self._jumps = self._compile_jumps()
         return self._jumps
+
+    def _compile_jumps(self) -> CompiledJumps:
+        name, fn = self._balancing()
+        log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
+        target = self._jump_target
+        jump_classes, gibbs_classes, pieces = self._move_classes
+        lower, upper = self._site_supports(self._gibbs_sites)
+        return CompiledJumps(
+            self._jump_sites,
+            self._jump_exponent,
+            target.site_logp_graph,
+            target.bounds_graph,
+            log_g,
+            self._jump_compile_kwargs,
+            gibbs_sites=self._gibbs_sites,
+            gibbs_lower=lower.astype(np.int64),
+            gibbs_upper=upper.astype(np.int64),
+            jump_classes=jump_classes,
+            gibbs_classes=gibbs_classes,
+            class_rows=None if pieces is None else pieces.class_rows,
+        )
 
     def _independent_classes(self, model) -> tuple[list | None, list | None, object]:
         """Colour classes of the jumping and of the support-Gibbs sites: sites that share no

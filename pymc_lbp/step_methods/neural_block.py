@@ -10,7 +10,6 @@ from typing import Any, ClassVar
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.pytensorf import compile as pm_compile
 from pymc.step_methods.compound import Competence
 from pytensor.graph.replace import clone_replace, vectorize_graph
 
@@ -29,6 +28,7 @@ from pymc_lbp.chain_motifs import (
     chain_reference_states,
     chain_shape,
 )
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.differences_choice import DifferencesChoice
 from pymc_lbp.local_differences import site_adjacency
 from pymc_lbp.local_logp import FactorLogp, FactorSubset

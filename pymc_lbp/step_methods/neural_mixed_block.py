@@ -10,7 +10,6 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 from pymc.blocking import RaveledVars
-from pymc.pytensorf import compile as pm_compile
 from pymc.pytensorf import join_nonshared_inputs
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence
@@ -18,6 +17,7 @@ from pymc.util import get_value_vars_from_user_vars
 from pytensor.graph.replace import vectorize_graph
 from pytensor.tensor.random.basic import BernoulliRV
 
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.flag_value_motifs import (
     HALF_WIDTH,
     canonical_flag_value_params,
