@@ -14,12 +14,16 @@ continuous part of the mixed model), PyMC's ``BinaryGibbsMetropolis`` (PyMC's de
 Bernoulli variables; with NUTS on the mixed model, i.e. ``pm.sample()``'s default assignment),
 NumPyro ``DiscreteHMCGibbs(NUTS(model))`` plain and ``modified=True``. Every option of the
 pymc_lbp steps is passed explicitly (see :data:`PYMC_LBP_OPTIONS`), so a change of a default
-does not change what this benchmark measures.
+does not change what this benchmark measures; the exception is ``LocallyBalanced-defaults``,
+``LocallyBalanced([var])`` with no option set, which measures what a user gets.
 
 What one recorded draw is:
 
 * PathAuxiliaryLBP / GibbsWithGradients: ``steps_per_draw`` MH steps (+ one NUTS trajectory on
   the mixed model);
+* LocallyBalanced-defaults: one sweep of single-site steps on the lattices; on the mixed model,
+  whose indicators share no term, every indicator drawn from its full conditional at once
+  (+ one NUTS trajectory);
 * BinaryGibbsMetropolis: one sweep over all binary sites in a random order (+ one NUTS trajectory);
 * NumPyro DiscreteHMCGibbs: one sweep over all discrete sites in a random order, each site an MH
   step from its conditional (``modified=True``: Liu's Metropolised Gibbs, always proposes the
@@ -79,7 +83,7 @@ from common import (  # noqa: E402
     write_results,
 )
 
-from pymc_lbp import GibbsWithGradients, PathAuxiliaryLBP  # noqa: E402
+from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP  # noqa: E402
 from pymc_lbp.models.ising_scaling import SCALING_ISING_CONFIGS, scaling_ising_model  # noqa: E402
 from pymc_lbp.models.lattice import ising_log_density, ising_model, segmentation_model  # noqa: E402
 
@@ -121,7 +125,12 @@ DRAWS: dict[str, tuple[int, int]] = {
     "tiny": (20, 100),
 }
 QUICK_DRAWS = (10, 30)
-PYMC_SAMPLERS = ("PathAuxiliaryLBP", "GibbsWithGradients", "PyMC-BinaryGibbs")
+PYMC_SAMPLERS = (
+    "PathAuxiliaryLBP",
+    "GibbsWithGradients",
+    "LocallyBalanced-defaults",
+    "PyMC-BinaryGibbs",
+)
 NUMPYRO_SAMPLERS = ("NumPyro-DHMCGibbs", "NumPyro-DHMCGibbs-modified")
 
 SPIKE_SD, SLAB_SD, PRIOR_INCLUSION = 0.05, 2.0, 0.2
@@ -356,6 +365,8 @@ def make_pymc_step(sampler: str, target: Target, model: pm.Model):
         return PathAuxiliaryLBP([var], **options), options
     if sampler == "GibbsWithGradients":
         return GibbsWithGradients([var], **options), options
+    if sampler == "LocallyBalanced-defaults":  # what a user gets with no option set
+        return LocallyBalanced([var]), {}
     if sampler == "PyMC-BinaryGibbs":
         return pm.BinaryGibbsMetropolis([var]), {}
     raise ValueError(sampler)
