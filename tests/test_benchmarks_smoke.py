@@ -40,9 +40,11 @@ def test_pymc_side_quick_without_numpyro(bench, tmp_path):
     assert rows["PathAuxiliaryLBP"]["mh_steps_per_draw"] == 10
     assert rows["GibbsWithGradients"]["mh_steps_per_draw"] == 100
     assert rows["PyMC-BinaryGibbs"]["mh_steps_per_draw"] == 16  # one sweep of the 16 sites
+    assert rows["LocallyBalanced-defaults"]["mh_steps_per_draw"] == 16  # its default sweep
     saved = json.loads((tmp_path / "vs_numpyro.json").read_text())
     assert saved["protocol"]["chains"] == 2
-    assert len(saved["runs"]) == 3 and {r["draws"] for r in saved["runs"]} == {15}
+    runs = saved["runs"]
+    assert len(runs) == len(bench.PYMC_SAMPLERS) and {r["draws"] for r in runs} == {15}
     assert (tmp_path / "vs_numpyro.png").exists()
     assert "PathAuxiliaryLBP" in (tmp_path / "vs_numpyro.md").read_text()
 
