@@ -183,3 +183,27 @@ def test_numba_backend_makes_the_same_moves():
     np.testing.assert_array_equal(numba_mode.x, c_mode.x)
     assert numba_mode.n_accepted == c_mode.n_accepted > 5
     np.testing.assert_allclose(numba_mode.logp, c_mode.logp, rtol=1e-12)
+
+
+def test_jax_backend_makes_the_same_moves():
+    """compile_kwargs={"mode": "JAX"} (jax is optional: skipped without it): the compiled steps
+    are built for the shapes of their arguments (JAX traces shapes as values) and make the C
+    backend's moves from the same uniforms, for GibbsWithGradients and LocallyBalanced."""
+    pytest.importorskip("jax")
+    model = ising_model((3, 3), 0.4, 0.1)
+    c_mode, jax_mode = (_final_state(model, 42, mode) for mode in (None, "JAX"))
+    np.testing.assert_array_equal(jax_mode.x, c_mode.x)
+    assert jax_mode.n_accepted == c_mode.n_accepted > 5
+    np.testing.assert_allclose(jax_mode.logp, c_mode.logp, rtol=1e-12)
+    with model:
+        lb = LocallyBalanced([model["x"]], steps_per_draw=40, compile_kwargs={"mode": "JAX"})
+        ref = LocallyBalanced([model["x"]], steps_per_draw=40)
+    x0 = np.zeros(9, dtype=np.int64)
+    runs = []
+    for step in (lb, ref):
+        step.set_rng(np.random.default_rng(7))
+        logp, deltas = step.differences(x0)
+        runs.append(step.run_steps(x0, logp, deltas, step.steps_per_draw))
+    np.testing.assert_array_equal(runs[0].x, runs[1].x)
+    assert runs[0].n_accepted == runs[1].n_accepted > 5
+    assert lb.kernel.static_shapes and not ref.kernel.static_shapes

@@ -63,8 +63,24 @@ def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
     return last[:3] + last[n_state:]
 
 
+def _needs_static_shapes(compile_kwargs: dict | None) -> bool:
+    """Whether the backend traces shapes as values (JAX: a ``scan`` over a number of steps that
+    comes from an input's shape fails with "Shapes must be 1D sequences of concrete values")."""
+    mode = (compile_kwargs or {}).get("mode")
+    if mode is None:
+        return False
+    if isinstance(mode, str):
+        return mode.upper() == "JAX"
+    return "jax" in type(getattr(mode, "linker", None)).__name__.lower()
+
+
 class CompiledSteps:
     """A kernel compiled to run ``n`` steps per call.
+
+    With the JAX backend, which needs shapes known when it traces, the function is compiled on
+    first use for the shapes of its arguments, once per number of steps (a step method's
+    ``steps_per_draw`` is fixed after tuning, so a handful of compilations at most); the other
+    backends compile one function for every shape, at construction.
 
     Parameters
     ----------
@@ -87,25 +103,37 @@ class CompiledSteps:
         compile_kwargs: dict | None = None,
     ):
         self.n_uniforms = int(n_uniforms)
-        x = pt.vector("x", dtype="int64")
+        self._parts = (kernel, prepare, dict(compile_kwargs or {}))
+        self.static_shapes = _needs_static_shapes(compile_kwargs)
+        self._fns: dict[tuple, object] = {}
+        if not self.static_shapes:
+            self._fns[None] = self._compile(None)
+
+    def _compile(self, shapes: tuple | None):
+        """The compiled run; ``shapes = (n_sites, n_slots, n_steps)`` fixes the input shapes."""
+        kernel, prepare, compile_kwargs = self._parts
+        n_sites, n_slots, n_steps = shapes if shapes is not None else (None, None, None)
+        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
         logp = pt.scalar("logp", dtype="float64")
-        deltas = pt.vector("deltas", dtype="float64")
-        uniforms = pt.matrix("uniforms", dtype="float64")
+        deltas = pt.tensor("deltas", dtype="float64", shape=(n_slots,))
+        uniforms = pt.tensor("uniforms", dtype="float64", shape=(n_steps, self.n_uniforms))
         outs = steps_graph(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
         clear_traces(outs)
-        self._fn = pm_compile(
-            [x, logp, deltas, uniforms],
-            outs,
-            on_unused_input="ignore",
-            **dict(compile_kwargs or {}),
+        fn = pm_compile(
+            [x, logp, deltas, uniforms], outs, on_unused_input="ignore", **compile_kwargs
         )
-        self._fn.trust_input = True
+        fn.trust_input = True
+        return fn
 
     def __call__(
         self, x: np.ndarray, logp: float, deltas: np.ndarray, uniforms: np.ndarray
     ) -> StepsResult:
         """Run ``len(uniforms)`` steps from ``(x, logp, deltas)``."""
-        x_out, logp_out, deltas_out, acc, n_acc, n_eval = self._fn(
+        key = (np.size(x), np.size(deltas), len(uniforms)) if self.static_shapes else None
+        fn = self._fns.get(key)
+        if fn is None:
+            fn = self._fns[key] = self._compile(key)
+        x_out, logp_out, deltas_out, acc, n_acc, n_eval = fn(
             np.ascontiguousarray(x, dtype=np.int64),
             np.asarray(logp, dtype=np.float64),
             np.ascontiguousarray(deltas, dtype=np.float64),
