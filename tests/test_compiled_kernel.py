@@ -207,3 +207,34 @@ def test_jax_backend_makes_the_same_moves():
     np.testing.assert_array_equal(runs[0].x, runs[1].x)
     assert runs[0].n_accepted == runs[1].n_accepted > 5
     assert lb.kernel.static_shapes and not ref.kernel.static_shapes
+
+
+def test_jax_backend_for_integer_jumps_and_independent_sites():
+    """The integer jumps (and the full-conditional draws of independent sites, which share their
+    compiled call) with the input shapes fixed: under JAX they make the C backend's moves."""
+    pytest.importorskip("jax")
+    import pymc as pm
+
+    with pm.Model() as model:
+        k = pm.Poisson("k", 20.0, shape=3)
+        g = pm.Bernoulli("g", 0.4, shape=4)
+        pm.Normal("y", k.sum() * 0.1, 1.0, observed=7.0)
+        pm.Normal("z", g * 1.5, 1.0, observed=[1.0, 0.0, 2.0, 0.5])
+    point = model.initial_point()
+    finals = []
+    for mode in (None, "JAX"):
+        with model:
+            steps = [
+                LocallyBalanced([model["k"]], compile_kwargs={"mode": mode} if mode else None),
+                LocallyBalanced([model["g"]], compile_kwargs={"mode": mode} if mode else None),
+            ]
+        assert steps[1].independent_sites  # the sites of g share no term
+        p = dict(point)
+        for i, step in enumerate(steps):
+            step.set_rng(np.random.default_rng(3 + i))
+        for _ in range(20):
+            for step in steps:
+                p, _ = step.step(p)
+        finals.append(p)
+    for name in ("k", "g"):
+        np.testing.assert_array_equal(finals[0][name], finals[1][name])

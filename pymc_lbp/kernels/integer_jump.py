@@ -356,6 +356,9 @@ class CompiledJumps:
         The logp changes of one-site changes of a class's sites from the logp's elements
         (:meth:`pymc_lbp.local_differences.SitePieces.class_rows`); default: the batched
         whole-model evaluation of every row.
+    n_sites : int, optional
+        Length of the block vector. Given, the inputs' shapes are fixed in the graph, which
+        the JAX backend needs (it traces shapes as values).
 
     Attributes
     ----------
@@ -382,6 +385,7 @@ class CompiledJumps:
         jump_classes: list[np.ndarray] | None = None,
         gibbs_classes: list[np.ndarray] | None = None,
         class_rows: ClassRowsGraph | None = None,
+        n_sites: int | None = None,
     ):
         self.sites = np.asarray(sites, dtype=np.int64)
         self.gibbs_sites = np.asarray(gibbs_sites, dtype=np.int64)
@@ -399,8 +403,9 @@ class CompiledJumps:
         self.logp_evals_per_call = int(
             self.sites.size * 2 * (self.d.size + 1) + self.gibbs_sites.size * self.n_values
         )
-        x0 = pt.vector("x", dtype="int64")
-        uniforms = pt.matrix("uniforms", dtype="float64")
+        x0 = pt.tensor("x", dtype="int64", shape=(n_sites,))
+        n_rows = None if n_sites is None else self.order.size
+        uniforms = pt.tensor("uniforms", dtype="float64", shape=(n_rows, 2))
         d = pt.constant(self.d, dtype="int64")
         logp0 = site_logp(x0, pt.zeros((0,), dtype="int64"), pt.zeros((0,), dtype="int64"))[0]
 

@@ -534,6 +534,7 @@ class DiscreteStep(ArrayStepShared):
             jump_classes=jump_classes,
             gibbs_classes=gibbs_classes,
             class_rows=None if pieces is None else pieces.class_rows,
+            n_sites=self.layout.n_sites,
         )
 
     def _independent_classes(self, model) -> tuple[list | None, list | None, object]:
