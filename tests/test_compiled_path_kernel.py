@@ -180,3 +180,31 @@ def test_sampling_uses_the_compiled_kernel_after_tuning():
     assert np.all(stats["path_length"].values >= 1)
     assert np.all(stats["step_jump_distance"].values <= stats["path_length"].values + 1e-12)
     assert np.all(stats["path_scale"].values == stats["path_scale"].values[0, 0])
+
+
+def test_jax_backend_path_kernel_makes_the_same_moves():
+    """The compiled path kernel under JAX (skipped without jax): compiled for the number of
+    steps (JAX traces shapes as values), it makes the C backend's moves from the same noise."""
+    pytest.importorskip("jax")
+    from pymc_lbp.models import ising_model
+
+    model = ising_model((3, 3), 0.4, 0.1)
+    runs = []
+    for mode in (None, "JAX"):
+        with model:
+            step = PathAuxiliaryLBP(
+                [model["x"]],
+                path_length=2.0,
+                steps_per_draw=20,
+                compiled_kernel=True,
+                compile_kwargs={"mode": mode} if mode else None,
+            )
+        step.stop_tuning()
+        step.set_rng(np.random.default_rng(5))
+        x0 = np.zeros(9, dtype=np.int64)
+        logp, deltas = step.differences(x0)
+        runs.append(step.run_steps(x0, logp, deltas, 20))
+        assert step.path_kernel.static_shapes == (mode == "JAX")
+    np.testing.assert_array_equal(runs[0].x, runs[1].x)
+    assert runs[0].n_accepted == runs[1].n_accepted > 3
+    np.testing.assert_allclose(runs[0].logp, runs[1].logp, rtol=1e-12)

@@ -63,7 +63,7 @@ def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
     return last[:3] + last[n_state:]
 
 
-def _needs_static_shapes(compile_kwargs: dict | None) -> bool:
+def needs_static_shapes(compile_kwargs: dict | None) -> bool:
     """Whether the backend traces shapes as values (JAX: a ``scan`` over a number of steps that
     comes from an input's shape fails with "Shapes must be 1D sequences of concrete values")."""
     mode = (compile_kwargs or {}).get("mode")
@@ -104,7 +104,7 @@ class CompiledSteps:
     ):
         self.n_uniforms = int(n_uniforms)
         self._parts = (kernel, prepare, dict(compile_kwargs or {}))
-        self.static_shapes = _needs_static_shapes(compile_kwargs)
+        self.static_shapes = needs_static_shapes(compile_kwargs)
         self._fns: dict[tuple, object] = {}
         if not self.static_shapes:
             self._fns[None] = self._compile(None)

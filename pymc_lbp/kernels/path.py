@@ -32,7 +32,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.kernels.loop import StepsResult
+from pymc_lbp.kernels.loop import StepsResult, needs_static_shapes
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.kernels.traces import clear_traces
@@ -189,7 +189,8 @@ class CompiledPathSteps:
     """:func:`path_kernel` run once per row of a noise matrix inside one compiled ``scan``.
 
     Called as ``(x, logp, deltas, noise, scale)``; ``noise`` has :attr:`PathMoves.noise_width`
-    columns (see the module docs).
+    columns (see the module docs). With the JAX backend (which traces shapes as values) the
+    function is compiled on first use for the number of steps, once per number.
     """
 
     def __init__(
@@ -207,10 +208,20 @@ class CompiledPathSteps:
             layout.n_slots,
             moves.all_binary,
         )
-        x = pt.vector("x", dtype="int64")
+        self._parts = (target, log_g, moves, share, dict(compile_kwargs or {}))
+        self.static_shapes = needs_static_shapes(compile_kwargs)
+        self._fns: dict[int | None, object] = {}
+        if not self.static_shapes:
+            self._fns[None] = self._compile(None)
+
+    def _compile(self, n_steps: int | None):
+        """The compiled run (input shapes fixed when ``n_steps`` is given)."""
+        target, log_g, moves, share, compile_kwargs = self._parts
+        fixed = n_steps is not None
+        x = pt.tensor("x", dtype="int64", shape=(self.n_sites if fixed else None,))
         logp = pt.scalar("logp", dtype="float64")
-        deltas = pt.vector("deltas", dtype="float64")
-        noise = pt.matrix("noise", dtype="float64")
+        deltas = pt.tensor("deltas", dtype="float64", shape=(self.n_slots if fixed else None,))
+        noise = pt.tensor("noise", dtype="float64", shape=(n_steps, self.noise_width))
         scale = pt.scalar("scale", dtype="float64")
         start = PathState(x, logp, deltas, *prepare(deltas, log_g, moves))
         zero_f = pt.constant(0.0, dtype="float64")
@@ -248,13 +259,14 @@ class CompiledPathSteps:
         )
         last = [o[-1] for o in outs]
         clear_traces(last)
-        self._fn = pm_compile(
+        fn = pm_compile(
             [x, logp, deltas, noise, scale],
             last[:3] + last[6:],
             on_unused_input="ignore",
-            **dict(compile_kwargs or {}),
+            **compile_kwargs,
         )
-        self._fn.trust_input = True
+        fn.trust_input = True
+        return fn
 
     def draw_noise(self, rng: np.random.Generator, n_steps: int) -> np.ndarray:
         """The noise of ``n_steps`` steps from ``rng`` (uniforms, then exponentials)."""
@@ -264,7 +276,11 @@ class CompiledPathSteps:
         return noise
 
     def __call__(self, x, logp, deltas, noise, scale) -> PathStepsResult:
-        out = self._fn(
+        key = len(noise) if self.static_shapes else None
+        fn = self._fns.get(key)
+        if fn is None:
+            fn = self._fns[key] = self._compile(key)
+        out = fn(
             np.ascontiguousarray(x, dtype=np.int64),
             np.asarray(logp, dtype=np.float64),
             np.ascontiguousarray(deltas, dtype=np.float64),
