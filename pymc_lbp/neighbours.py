@@ -429,6 +429,10 @@ class Differences:
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         raise NotImplementedError
 
+    def logp(self, x: np.ndarray) -> float:
+        """Model logp at ``x`` (subclasses with a cheaper way than a full call override it)."""
+        return self(x)[0]
+
 
 class ExactDifferences(Differences):
     """Exact differences: local (only the terms that touch a site) or the batched evaluation.

@@ -255,9 +255,8 @@ class DiscreteStep(ArrayStepShared):
         self._check_block_options(self.layout, specs)
         shared = pm.make_shared_replacements(initial_point, vars, model)
         self._x0 = self._state_vector(initial_point)
-        self.independent_sites = self._sites_are_independent(
-            model, initial_point, Differences(model, specs, self.layout, shared)
-        )
+        self._site_pieces = None  # the dependency analysis, when the independence check ran it
+        self.independent_sites = self._sites_are_independent(model, initial_point, specs, shared)
         if self.independent_sites and differences == "auto":
             self.differences_choice = DifferencesChoice(
                 "exact",
@@ -302,6 +301,7 @@ class DiscreteStep(ArrayStepShared):
             self._jump_compile_kwargs = compile_kwargs
             stats["integer_accept"] = (np.float64, [])
             stats["integer_jump"] = (np.float64, [])
+        self._site_pieces = None  # the classes keep what they need
         if stats != self.stats_dtypes_shapes:
             self.stats_dtypes_shapes = stats
             self.stats_dtypes = [{k: v[0] for k, v in stats.items()}]
@@ -456,7 +456,7 @@ class DiscreteStep(ArrayStepShared):
         )
         return lower.astype(np.float64), upper.astype(np.float64)
 
-    def _sites_are_independent(self, model, initial_point: dict, target: Differences) -> bool:
+    def _sites_are_independent(self, model, initial_point: dict, specs, shared: dict) -> bool:
         """Whether the block's sites are conditionally independent given the rest of the model:
         no term of the logp touches two of them (the dependency analysis of
         :mod:`pymc_lbp.local_differences`), as the inclusion indicators of a spike-and-slab
@@ -471,6 +471,7 @@ class DiscreteStep(ArrayStepShared):
         lay = self.layout
         if not self.independent_sites_at_once or lay.n_sites < 2 or self._steps_per_draw:
             return False
+        target = Differences(model, specs, lay, shared)  # the block's graph, nothing compiled
         if not target.bounds_are_constant():
             return False
         target.refresh_bounds(self._x0)  # the integer sites' (fixed) supports into the layout
@@ -483,6 +484,7 @@ class DiscreteStep(ArrayStepShared):
         pieces = site_pieces(model, target._replace, target._x, lay.n_sites, self._x0)
         if pieces is None:
             return False
+        self._site_pieces = pieces  # reused by the colour classes
         incidence = sp.csr_matrix(pieces.element_sites)
         shared_terms = incidence.T @ incidence
         return shared_terms.nnz == lay.n_sites  # only the diagonal: no two sites share a term
@@ -547,8 +549,10 @@ class DiscreteStep(ArrayStepShared):
         groups = (self._jump_sites, self._gibbs_sites)
         if max(g.size for g in groups) < 2:
             return None, None, None
-        target = self._jump_target
-        pieces = site_pieces(model, target._replace, target._x, self.layout.n_sites, self._x0)
+        pieces = self._site_pieces
+        if pieces is None:
+            target = self._jump_target
+            pieces = site_pieces(model, target._replace, target._x, self.layout.n_sites, self._x0)
         if pieces is None:
             return None, None, None
         incidence = pieces.element_sites
@@ -599,12 +603,7 @@ class DiscreteStep(ArrayStepShared):
             shared.set_value(initial_point[name])
         x = self._state_vector(initial_point)
         self.differences.refresh_bounds(x)
-        # the logp alone where the differences can give it (no batched evaluation compiled)
-        logp = (
-            self.differences.logp(x)
-            if isinstance(self.differences, ExactDifferences)
-            else self.differences(x)[0]
-        )
+        logp = self.differences.logp(x)
         if not np.isfinite(logp):
             raise ValueError(
                 f"{type(self).__name__}: the starting point has log-probability {logp} "

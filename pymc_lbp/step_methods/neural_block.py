@@ -216,6 +216,7 @@ class NeuralBlock(DiscreteStep):
         "the variables it is given, or takes blocks=..., proposal=...)"
     )
     integer_jumps = False  # binary and categorical blocks only
+    independent_sites_at_once = False  # its update units (blocks, sites) are its moves
     # no neighbour differences: proposals come from the network, scored with the local logp
     stats_dtypes_shapes: ClassVar[dict] = {
         **{k: v for k, v in DiscreteStep.stats_dtypes_shapes.items() if k != "exact_differences"},

@@ -138,6 +138,12 @@ class NeuralMixedBlock(ArrayStepShared):
         self.proposal = self._resolve_proposal(proposal)
         self.grid_points = grid_size(self.proposal.motif)
         self.loc, self.scale = self._grid_placement(model, value, loc, scale)
+        self._references = np.stack(  # each pair's 2G reference states (flag, value)
+            [
+                flag_value_reference_values(m, s, self.grid_points)
+                for m, s in zip(self.loc, self.scale, strict=True)
+            ]
+        )
         if steps_per_draw is None:
             steps_per_draw = self.n_pairs
         if isinstance(steps_per_draw, bool) or not isinstance(steps_per_draw, int | np.integer):
@@ -282,10 +288,10 @@ class NeuralMixedBlock(ArrayStepShared):
 
         Returns the new state, its logp, the acceptance probability and whether it was accepted.
         """
-        n, G = self.n_pairs, self.grid_points
+        n = self.n_pairs
         loc, scale = self.loc[k], self.scale[k]
-        rows = np.repeat(q[None, :], 2 * G, axis=0)
-        rows[:, [k, n + k]] = flag_value_reference_values(loc, scale, G)
+        rows = np.repeat(q[None, :], 2 * self.grid_points, axis=0)
+        rows[:, [k, n + k]] = self._references[k]
         params = canonical_flag_value_params(self._batch_fn(rows))
         log_w, log_tables, means, sds = self.proposal.net.full_mixture_from_preactivation(
             self.proposal.prepare(params)[None]
