@@ -80,6 +80,7 @@ from pytensor.tensor.subtensor import (
 )
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.graphs import repeated_rows, set_per_row, substitute
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -816,6 +817,24 @@ class SitePieces:
     x: Variable
     elements: Variable
     element_sites: sp.csr_matrix
+    _batch: tuple | None = field(default=None, repr=False, compare=False)
+    _at: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def _graphs(self, x: Variable) -> tuple[Variable, Variable, Variable]:
+        """``(elements at x, elements at the rows of a matrix X, X)``: the batched graph is
+        vectorised once and the elements at ``x`` cloned once per ``x``, so the graphs of
+        several classes and of both ends of a move share them (smaller graphs to build and to
+        compile)."""
+        from pymc_lbp.neighbours import _unblock_gathers
+
+        if self._batch is None:
+            X = pt.matrix("X_moved", dtype="int64")
+            batch = _unblock_gathers(vectorize_graph(self.elements, replace={self.x: X}))
+            self._batch = (batch, X)
+        if x not in self._at:
+            self._at[x] = substitute(self.elements, {self.x: x})
+        batch, X = self._batch
+        return self._at[x], batch, X
 
     def class_rows(self, x: Variable, sites: np.ndarray, values: Variable) -> Variable:
         """Change of the model logp from ``x`` when site ``sites[i]`` alone is set to
@@ -824,8 +843,6 @@ class SitePieces:
         change credited to the one class site it touches. ``n`` evaluations of the elements
         instead of ``m n`` of the whole logp. ``x`` must have finite logp (the kernels never
         move from a state of probability 0); impossible changes are ``-inf``, never NaN."""
-        from pymc_lbp.neighbours import _unblock_gathers
-
         sites = np.asarray(sites, dtype=np.int64)
         M = self.element_sites.shape[0]
         cols = sp.csc_matrix(self.element_sites)
@@ -834,15 +851,12 @@ class SitePieces:
         index = np.full((sites.size, width), M, dtype=np.int64)  # M: an appended zero
         for i, t in enumerate(touched):
             index[i, : t.size] = t
-        at_x = clone_replace(self.elements, replace={self.x: x})
-        X = pt.matrix("X_moved", dtype="int64")
-        batch = _unblock_gathers(vectorize_graph(self.elements, replace={self.x: X}))
-        moved = pt.repeat(x[None, :], values.shape[1], axis=0)
+        at_x, batch, X = self._graphs(x)
+        n = values.type.shape[1]
+        moved = repeated_rows(x, values.shape[1] if n is None else n)
         moved = pt.set_subtensor(moved[:, sites], values.T)
-        batch = clone_replace(batch, replace={X: moved})  # (n, M)
-        change = pt.concatenate(
-            [batch - at_x[None, :], pt.zeros((values.shape[1], 1), dtype="float64")], axis=1
-        )
+        batch = substitute(batch, {X: moved})  # (n, M)
+        change = pt.concatenate([batch - at_x[None, :], pt.zeros_like(batch[:, :1])], axis=1)
         rows = pt.sum(change[:, index], axis=2).T  # (m, n)
         return pt.switch(pt.isnan(rows), -np.inf, rows)
 
@@ -1048,7 +1062,7 @@ def build_local_plan(
         vals = pt.switch(keep, new_value[slots], x[sites])
         moved.append(pt.set_subtensor(x[sites], vals))
     # one clone of the elements per moved state (a vectorised graph is not faster here)
-    TT = pt.concatenate([T, *[clone_replace(T, replace={x: xr}) for xr in moved]])
+    TT = pt.concatenate([T, *[substitute(T, {x: xr}) for xr in moved]])
     deltas = _segment_differences(TT, (n_rows + 1) * M, M, p_slot, p_row, p_elem, layout.n_slots)
     if glob and layout.n_slots * n_sites > max_global_batch:
         raise NotLocalError(
@@ -1058,9 +1072,9 @@ def build_local_plan(
     if glob:
         G = pt.sum([pt.sum(p.elements()) for p in glob])
         sites_all = layout.slot_site
-        batch = pt.repeat(x[None, :], layout.n_slots, axis=0)
+        batch = repeated_rows(x, layout.n_slots)
         new_all = pt.switch(valid, new_value, x[sites_all])
-        batch = pt.set_subtensor(batch[pt.arange(layout.n_slots), sites_all], new_all)
+        batch = set_per_row(batch, sites_all, new_all)
         X = pt.matrix("X_local", dtype="int64")
         from pymc_lbp.neighbours import _unblock_gathers
 

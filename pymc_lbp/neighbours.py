@@ -55,6 +55,7 @@ from pytensor.tensor.random.basic import (
 
 from pymc_lbp.balancing import balanced_log_weights, graph_log_balancing
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.graphs import repeated_rows, set_per_row, substitute
 from pymc_lbp.local_differences import (
     LocalCheckError,
     LocalDifferences,
@@ -384,7 +385,7 @@ class Differences:
         infinite where unbounded); None when the block has no integer sites."""
         if self._bounds is None:
             return None
-        return tuple(clone_replace(list(self._bounds), replace={self._x: x}))
+        return tuple(substitute(list(self._bounds), {self._x: x}))
 
     def _valid_graph(self):
         """Validity of every slot at ``x`` as a graph (see :meth:`BlockLayout.candidates`)."""
@@ -526,8 +527,8 @@ class ExactDifferences(Differences):
             logp = self._logp_graph
             sites = pt.vector("sites", dtype="int64")
             values = pt.vector("values", dtype="int64")
-            batch = pt.repeat(self._x[None, :], sites.shape[0], axis=0)
-            batch = pt.set_subtensor(batch[pt.arange(sites.shape[0]), sites], values)
+            batch = repeated_rows(self._x, sites.shape[0])
+            batch = set_per_row(batch, sites, values)
             X = pt.matrix("X", dtype="int64")
             logp_batch = _unblock_gathers(
                 vectorize_graph(_checks_per_row(logp), replace={self._x: X})
@@ -559,7 +560,7 @@ class ExactDifferences(Differences):
     ) -> tuple[Variable, Variable]:
         """Graphs of :meth:`site_logp_function`'s outputs at symbolic ``(x, sites, values)``."""
         logp, logp_batch, s, v = self._batched_graph()
-        return tuple(clone_replace([logp, logp_batch], replace={self._x: x, s: sites, v: values}))
+        return tuple(substitute([logp, logp_batch], {self._x: x, s: sites, v: values}))
 
     def graph(self, x: Variable) -> tuple[Variable, Variable]:
         """Graphs of ``(logp_x, deltas)``: the local method's graphs when it is in use (see
@@ -568,7 +569,7 @@ class ExactDifferences(Differences):
         one batched expression (no chunking: memory ``n_slots * n_sites`` per evaluation)."""
         if self._local is not None:
             plan = self.local_plan
-            return tuple(clone_replace([plan.logp, plan.deltas], replace={plan.x: x}))
+            return tuple(substitute([plan.logp, plan.deltas], {plan.x: x}))
         logp, logp_batch, sites, values = self._batched_graph()
         lay = self.layout
         xs = self._x[lay.slot_site]
@@ -590,7 +591,7 @@ class ExactDifferences(Differences):
         if valid is not None:
             keep = keep & valid
         deltas = pt.switch(keep, deltas, -np.inf)
-        return tuple(clone_replace([logp, deltas], replace={self._x: x}))
+        return tuple(substitute([logp, deltas], {self._x: x}))
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         if self._local is not None:
@@ -710,7 +711,7 @@ class GradientDifferences(Differences):
 
     def graph(self, x: Variable) -> tuple[Variable, Variable]:
         """Graphs of ``(logp_x, deltas)``: one logp and one gradient evaluation."""
-        return tuple(clone_replace(self._graph_parts, replace={self._x: x}))
+        return tuple(substitute(self._graph_parts, {self._x: x}))
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         out = self._fn(x)

@@ -182,16 +182,20 @@ def test_support_gibbs_draws_the_full_conditional():
 def test_support_gibbs_is_used_for_small_fixed_supports_only():
     """Which move each integer site gets: support Gibbs for fixed supports of at most
     SUPPORT_GIBBS_MAX_VALUES values, jumps for unbounded ones and for supports that follow other
-    variables (the whole block then jumps)."""
+    variables (the whole block then jumps); a block of one site too (its supports are read at
+    the start point before the moves are chosen)."""
     with pm.Model():
         n = pm.DiscreteUniform("n", 0, 1000)
         c = pm.Poisson("c", 4.0)
         w = pm.DiscreteUniform("w", 0, SUPPORT_GIBBS_MAX_VALUES)  # one value too many
         fixed = LocallyBalanced([n, c, w])
+        alone = LocallyBalanced([n])
         k = pm.Binomial("k", n=n, p=0.3)
         following = LocallyBalanced([n, k])
     np.testing.assert_array_equal(fixed._gibbs_sites, [0])
     np.testing.assert_array_equal(fixed._jump_sites, [1, 2])
+    np.testing.assert_array_equal(alone._gibbs_sites, [0])
+    assert alone._jump_sites.size == 0
     assert following._gibbs_sites.size == 0
 
 

@@ -40,6 +40,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.graphs import pick_per_row
 from pymc_lbp.integer_jumps import offsets
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, balanced_weights, draw_slot
@@ -224,7 +225,7 @@ def integer_jumps_at_once(
     -------
     (x, logp, JumpInfo summed over the sites, number of sites that moved)
     """
-    m, n_d = len(sites), d.shape[0]
+    n_d = d.shape[0]
     idx = pt.constant(np.asarray(sites, dtype=np.int64))
     if bounds is None:
         lower, upper = pt.constant(-np.inf), pt.constant(np.inf)
@@ -232,7 +233,6 @@ def integer_jumps_at_once(
         lo, hi = bounds(x)
         lower, upper = lo[idx][:, None], hi[idx][:, None]
     here = x[idx][:, None]
-    arange = pt.arange(m)
 
     def neighbourhood(centre, logp_ref):
         values = centre + d[None, :]
@@ -242,12 +242,12 @@ def integer_jumps_at_once(
 
     values, rows, (log_w, cdf, log_z) = neighbourhood(here, logp_x)
     k = draw_slots(cdf, u[:, 0])
-    new = values[arange, k]
-    logp_y = pt.cast(rows[arange, k], "float64")
+    new = pick_per_row(values, k)
+    logp_y = pt.cast(pick_per_row(rows, k), "float64")
     _, _, (log_w_y, _, log_z_y) = neighbourhood(new[:, None], logp_y[:, None])
-    log_q_rev = log_w_y[arange, n_d - 1 - k] - log_z_y
+    log_q_rev = pick_per_row(log_w_y, n_d - 1 - k) - log_z_y
     prob, accepted = mh_accept(
-        mh_log_ratio(logp_x, logp_y, log_w[arange, k] - log_z, log_q_rev), u[:, 1]
+        mh_log_ratio(logp_x, logp_y, pick_per_row(log_w, k) - log_z, log_q_rev), u[:, 1]
     )
     has_move = finite(log_z) & finite(logp_x)
     prob = pt.switch(has_move, prob, 0.0)
@@ -275,7 +275,6 @@ def support_gibbs_at_once(
     their full conditionals given the rest are independent), from one batched logp
     evaluation of ``m n_values`` rows (with ``class_rows``: ``n_values`` evaluations of the
     logp's elements); same decisions as site after site with the same ``u``."""
-    m = len(sites)
     idx = pt.constant(np.asarray(sites, dtype=np.int64))
     hi = pt.constant(np.asarray(upper, dtype=np.int64))[:, None]
     values = pt.constant(np.asarray(lower, dtype=np.int64))[:, None] + pt.arange(n_values)[None, :]
@@ -287,9 +286,8 @@ def support_gibbs_at_once(
     cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
     has_move = finite(top[:, 0]) & finite(logp_x)  # feasible states only: no NaN sums
     k = draw_slots(cdf, u[:, 0])
-    arange = pt.arange(m)
-    new = pt.switch(has_move, values[arange, k], x[idx])
-    logp_y = log_w[arange, k]
+    new = pt.switch(has_move, pick_per_row(values, k), x[idx])
+    logp_y = pick_per_row(log_w, k)
     x_new = pt.set_subtensor(x[idx], new)
     logp_new = logp_x + pt.sum(pt.switch(has_move, logp_y - logp_x, 0.0))
     distance = pt.abs(new - x[idx])

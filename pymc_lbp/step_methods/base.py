@@ -215,6 +215,9 @@ class DiscreteStep(ArrayStepShared):
     integer_jumps: ClassVar[bool] = True
     """Whether each draw gives every integer site one informed jump
     (:mod:`pymc_lbp.integer_jumps`)."""
+    default_sweep_makes_steps: ClassVar[bool] = False
+    """Whether the default draw of a block of integer sites makes single-site steps next to
+    their jumps (:meth:`sweep_steps`); when not, such a block needs no differences of its own."""
     independent_sites_at_once: ClassVar[bool] = True
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
@@ -257,11 +260,16 @@ class DiscreteStep(ArrayStepShared):
         self._x0 = self._state_vector(initial_point)
         self._site_pieces = None  # the dependency analysis, when the independence check ran it
         self.independent_sites = self._sites_are_independent(model, initial_point, specs, shared)
-        if self.independent_sites and differences == "auto":
+        jumps_only = self._draws_are_jumps_only()
+        if (self.independent_sites or jumps_only) and differences == "auto":
             self.differences_choice = DifferencesChoice(
                 "exact",
                 "the block's sites share no term of the logp (conditionally independent): each "
-                "draw gives every site a draw from its full conditional, all at once",
+                "draw gives every site a draw from its full conditional, all at once"
+                if self.independent_sites
+                else "integer sites only: each draw is one informed jump per site, weighted by "
+                "exact one-site logps; no single-site steps by default, so first-order "
+                "differences would go unused",
             )
             self.differences = self._exact_differences(
                 model, specs, self.layout, shared, compile_kwargs, self._balancing()
@@ -290,6 +298,8 @@ class DiscreteStep(ArrayStepShared):
         self._jumps: CompiledJumps | None = None
         if self._integer_sites.size:
             self._jump_target = self._jump_differences(model, specs, shared, compile_kwargs)
+            # the supports at the start decide which sites jump and which are drawn over them
+            self._jump_target.refresh_bounds(self._x0)
             self._gibbs_sites = (
                 self._integer_sites
                 if self.independent_sites
@@ -299,6 +309,7 @@ class DiscreteStep(ArrayStepShared):
             self._jump_exponent = self._block_jump_exponent()
             self._move_classes = self._independent_classes(model)
             self._jump_compile_kwargs = compile_kwargs
+            self._jumps = self._compile_jumps()  # every draw makes them
             stats["integer_accept"] = (np.float64, [])
             stats["integer_jump"] = (np.float64, [])
         self._site_pieces = None  # the classes keep what they need
@@ -367,6 +378,18 @@ class DiscreteStep(ArrayStepShared):
         return self.layout.n_sites - self._integer_sites.size
 
     # -- construction helpers ------------------------------------------------------------------
+    def _draws_are_jumps_only(self) -> bool:
+        """Whether a default draw is the integer sites' jumps and nothing else: every site is an
+        integer site with a jump of its own and ``steps_per_draw`` is left to the sweep rule,
+        which then makes no single-site steps (SelfBalancing's does: it learns from them)."""
+        lay = self.layout
+        return (
+            self.integer_jumps
+            and self._steps_per_draw is None
+            and bool(np.all(lay.site_kind == INTEGER))
+            and not self.default_sweep_makes_steps
+        )
+
     def _check_block_options(self, layout: BlockLayout, specs) -> None:
         """Check the sampler's options against the block (subclasses; before any compilation)."""
 

@@ -169,6 +169,7 @@ class SelfBalancing(DiscreteStep):
 
     # learning a balancing function needs single-site steps, even where the sites share no term
     independent_sites_at_once = False
+    default_sweep_makes_steps = True  # integer blocks too: it learns from the steps
     name = "self_balancing"
     _state_class = SelfBalancingState
 
