@@ -8,10 +8,14 @@ Models (each with an exact or quadrature reference):
 * ``poisson_counts``: eight latent counts ``k_i ~ Poisson(lam)`` in the thousands, thinned
   observations ``y_i ~ Binomial(k_i, 0.3)``, ``lam ~ Gamma(2, 0.001)`` (reference: conjugacy,
   ``lam | y ~ Gamma(2 + sum y, 0.001 + 0.3 n)`` and ``E[k_i | y] = y_i + 0.7 E[lam | y]``);
+* ``poisson_prior``: PyMC's own step-method check of a Poisson, ``k ~ Poisson(10^4)`` and no
+  data (reference: mean ``10^4``, sd ``100``);
 * the gallery's N-mixture abundance model and spike-and-slab regression (their references).
 
 Ours: ``LocallyBalanced`` on the discrete variables with every option at its default (since
-#13.1 each draw gives every integer site an informed multiscale jump); PyMC: the steps
+#13.1 each draw gives every integer site an informed multiscale jump); on the two models of the
+issue's goal (population size, Poisson prior) also ``GibbsWithGradients``,
+``PathAuxiliaryLBP`` and ``SelfBalancing`` with defaults. PyMC: the steps
 ``pm.sample`` assigns by default (Metropolis for integers, BinaryGibbsMetropolis for
 Bernoulli). NUTS takes the continuous parameters in both. Measured: the discrete steps'
 construction (compilation included: ours compiles its jumps there, PyMC its Metropolis logp),
@@ -45,7 +49,12 @@ from common import RESULTS, load_info, machine_info, markdown_table, write_resul
 
 from examples.gallery import n_mixture, spike_and_slab  # noqa: E402
 from examples.gallery._gallery import Reference, evaluate, sample  # noqa: E402
-from pymc_lbp import LocallyBalanced  # noqa: E402
+from pymc_lbp import (  # noqa: E402
+    GibbsWithGradients,
+    LocallyBalanced,
+    PathAuxiliaryLBP,
+    SelfBalancing,
+)
 
 MARKED, SECOND, RECAPTURED, N_MAX = 50, 60, 5, 1000
 
@@ -116,8 +125,44 @@ POISSON_COUNTS = SimpleNamespace(
     reference=_counts_reference,
 )
 
+PRIOR_MU = 1e4
+
+
+def _prior_model() -> pm.Model:
+    with pm.Model() as model:
+        pm.Poisson("k", mu=PRIOR_MU)
+    return model
+
+
+POISSON_PRIOR = SimpleNamespace(
+    NAME="poisson_prior",
+    CONTINUOUS=[],
+    DISCRETE_SUMMARY="k",
+    build_model=_prior_model,
+    make_step=lambda model: LocallyBalanced([model["k"]]),
+    quantities=lambda post: {
+        "k": post["k"].astype(float),
+        "k_sd": np.abs(post["k"].astype(float) - PRIOR_MU),
+    },
+    reference=lambda: Reference(
+        {"k": PRIOR_MU, "k_sd": float(np.sqrt(2 * PRIOR_MU / np.pi))},
+        {"k": 0.0, "k_sd": 0.0},
+        "closed form: mean 10^4; E|k - mu| = sd sqrt(2/pi) (normal limit, error < 1e-3 sd)",
+    ),
+)
+
+ALL_OURS = {
+    "LocallyBalanced": LocallyBalanced,
+    "GibbsWithGradients": GibbsWithGradients,
+    "PathAuxiliaryLBP": PathAuxiliaryLBP,
+    "SelfBalancing": SelfBalancing,
+}
+"""Every sampler of ours (defaults) on the models of the issue's integer goal."""
+GOAL_MODELS = {"population": "N", "poisson_prior": "k"}
+
 MODELS = {
     "population": POPULATION,
+    "poisson_prior": POISSON_PRIOR,
     "poisson_counts": POISSON_COUNTS,
     "n_mixture": n_mixture,
     "spike_and_slab": spike_and_slab,
@@ -142,24 +187,35 @@ def main(argv=None) -> dict:
         start = time.perf_counter()
         ref = module.reference()
         print(f"{name}: reference in {time.perf_counter() - start:.1f} s ({ref.how})", flush=True)
+        variants = {"LocallyBalanced": module}
+        if name in GOAL_MODELS:
+            variants = {
+                label: SimpleNamespace(
+                    **{**vars(module), "make_step": _maker(cls, GOAL_MODELS[name])}
+                )
+                for label, cls in ALL_OURS.items()
+            }
+        runs = [(label, "ours", mod) for label, mod in variants.items()]
+        runs.append(("PyMC default", "pymc", module))
         for rep in range(args.repeats):
-            for sampler in ("ours", "pymc"):
+            for label, sampler, mod in runs:
                 idata, build, seconds = sample(
-                    module,
+                    mod,
                     sampler,
                     draws=args.draws,
                     tune=args.tune,
                     chains=args.chains,
                     seed=100 * rep + 7,
                 )
-                res = evaluate(module, sampler, idata, build, seconds, ref)
+                res = evaluate(mod, sampler, idata, build, seconds, ref)
                 row = asdict(res)
+                row["label"] = label
                 row["repeat"] = rep
                 row["ess_s_continuous"] = res.ess_per_second_continuous
                 row["ess_s_discrete"] = res.ess_per_second_discrete
                 results.append(row)
                 print(
-                    f"  {sampler:>4} rep {rep}: {seconds:6.1f} s, ESS/s cont "
+                    f"  {label:>18} rep {rep}: {seconds:6.1f} s, ESS/s cont "
                     f"{res.ess_per_second_continuous:7.2f}, disc {res.ess_per_second_discrete:7.2f}"
                     f", max|z| {res.max_abs_z:5.2f}, R-hat {res.max_rhat:.3f}",
                     flush=True,
@@ -193,35 +249,32 @@ def main(argv=None) -> dict:
     return payload
 
 
+def _maker(cls, var: str):
+    return lambda model: cls([model[var]])
+
+
 def _summarize(results: list[dict]) -> list[dict]:
+    """Medians over repeats per model and sampler; ratios against PyMC's default steps."""
+    keys = ("construction_seconds", "sample_seconds", "ess_s_continuous", "ess_s_discrete")
     rows = []
     for model in dict.fromkeys(r["model"] for r in results):
         med = {}
-        for sampler in ("ours", "pymc"):
-            rs = [r for r in results if r["model"] == model and r["sampler"] == sampler]
-            med[sampler] = {
-                k: float(np.median([r[k] for r in rs]))
-                for k in (
-                    "construction_seconds",
-                    "sample_seconds",
-                    "ess_s_continuous",
-                    "ess_s_discrete",
-                    "max_abs_z",
-                )
-            }
-            med[sampler]["max_rhat"] = float(max(r["max_rhat"] for r in rs))
-        for sampler, m in med.items():
-            base = med["pymc"]
-            cont_base = max(base["ess_s_continuous"], 1e-12)
+        for label in dict.fromkeys(r["label"] for r in results if r["model"] == model):
+            rs = [r for r in results if r["model"] == model and r["label"] == label]
+            med[label] = {k: float(np.median([r[k] for r in rs])) for k in (*keys, "max_abs_z")}
+            med[label]["max_rhat"] = float(max(r["max_rhat"] for r in rs))
+        base = med["PyMC default"]
+        for label, m in med.items():
             rows.append(
                 {
                     "model": model,
-                    "sampler": "pymc_lbp LocallyBalanced" if sampler == "ours" else "PyMC default",
+                    "sampler": label if label == "PyMC default" else f"pymc_lbp {label}",
                     "build_s": m["construction_seconds"],
                     "sample_s": m["sample_seconds"],
                     "ess_s_continuous": m["ess_s_continuous"],
                     "ess_s_discrete": m["ess_s_discrete"],
-                    "ratio_continuous": m["ess_s_continuous"] / cont_base,
+                    "ratio_continuous": m["ess_s_continuous"]
+                    / max(base["ess_s_continuous"], 1e-12),
                     "ratio_discrete": m["ess_s_discrete"] / max(base["ess_s_discrete"], 1e-12),
                     "max_abs_z": m["max_abs_z"],
                     "max_rhat": m["max_rhat"],
@@ -237,21 +290,27 @@ def _plot(rows: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     models = list(dict.fromkeys(r["model"] for r in rows))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    samplers = [s for s in dict.fromkeys(r["sampler"] for r in rows) if s != "PyMC default"]
+    width = 0.8 / len(samplers)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     for ax, key, label in zip(
         axes,
-        ("ess_s_continuous", "ess_s_discrete"),
-        ("min ESS/s, continuous parameters", "ESS/s, discrete summary"),
+        ("ratio_continuous", "ratio_discrete"),
+        ("min ESS/s, continuous (discrete summary where none)", "ESS/s, discrete summary"),
         strict=True,
     ):
-        for j, sampler in enumerate(("pymc_lbp LocallyBalanced", "PyMC default")):
-            vals = [
-                next(r[key] for r in rows if r["model"] == m and r["sampler"] == sampler)
-                for m in models
-            ]
-            ax.bar(np.arange(len(models)) + 0.4 * j, vals, width=0.4, label=sampler)
-        ax.set_xticks(np.arange(len(models)) + 0.2, models, rotation=15)
+        for j, sampler in enumerate(samplers):
+            xs, vals = [], []
+            for i, m in enumerate(models):
+                row = next((r for r in rows if r["model"] == m and r["sampler"] == sampler), None)
+                if row is not None:
+                    xs.append(i + width * j)
+                    vals.append(row[key])
+            ax.bar(xs, vals, width=width, label=sampler.removeprefix("pymc_lbp "))
+        ax.axhline(1.0, color="k", lw=0.8, ls="--")
+        ax.set_xticks(np.arange(len(models)) + 0.4 - width / 2, models, rotation=15)
         ax.set_yscale("log")
+        ax.set_ylabel("ours / PyMC default")
         ax.set_title(label)
     axes[0].legend(fontsize=8)
     fig.suptitle("Integer latents: defaults vs PyMC's default steps (higher is better)")

@@ -215,9 +215,6 @@ class DiscreteStep(ArrayStepShared):
     integer_jumps: ClassVar[bool] = True
     """Whether each draw gives every integer site one informed jump
     (:mod:`pymc_lbp.integer_jumps`)."""
-    default_sweep_makes_steps: ClassVar[bool] = False
-    """Whether the default draw of a block of integer sites makes single-site steps next to
-    their jumps (:meth:`sweep_steps`); when not, such a block needs no differences of its own."""
     independent_sites_at_once: ClassVar[bool] = True
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
@@ -381,13 +378,12 @@ class DiscreteStep(ArrayStepShared):
     def _draws_are_jumps_only(self) -> bool:
         """Whether a default draw is the integer sites' jumps and nothing else: every site is an
         integer site with a jump of its own and ``steps_per_draw`` is left to the sweep rule,
-        which then makes no single-site steps (SelfBalancing's does: it learns from them)."""
+        which then makes no single-site steps (:meth:`sweep_steps`)."""
         lay = self.layout
         return (
             self.integer_jumps
             and self._steps_per_draw is None
             and bool(np.all(lay.site_kind == INTEGER))
-            and not self.default_sweep_makes_steps
         )
 
     def _check_block_options(self, layout: BlockLayout, specs) -> None:
@@ -742,11 +738,22 @@ class DiscreteStep(ArrayStepShared):
         stats.update(self.summarize_extras(run.extras))
         stats.update(jumps)
         if not n_steps:  # the steps' own stats (path length, ...) are 0 on a draw without steps
-            for key, (dtype, _) in self.stats_dtypes_shapes.items():
-                stats.setdefault(key, np.zeros((), dtype=dtype).item())
+            for key, zero in self._zero_stats().items():
+                stats.setdefault(key, zero)
         if self.tune:
             self._record_tuning(accept, n_accepted)
         return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
+
+    def _zero_stats(self) -> dict[str, Any]:
+        """A zero of every stat's dtype (the stats of a draw without steps), built once."""
+        zeros = self.__dict__.get("_zero_stats_cache")
+        if zeros is None:
+            zeros = {
+                key: np.zeros((), dtype=dtype).item()
+                for key, (dtype, _) in self.stats_dtypes_shapes.items()
+            }
+            self._zero_stats_cache = zeros
+        return zeros
 
     def _check_finite(self, logp: float) -> None:
         if not np.isfinite(logp):

@@ -126,7 +126,9 @@ class SelfBalancing(DiscreteStep):
         The gradient is rescaled to at most this norm before each Adam step.
     steps_per_draw : int, optional
         MH steps per recorded draw (each one a learning update while tuning). ``None``
-        (default): one per site of the block (one sweep; the ``mh_steps`` stat).
+        (default): one per site of the block (one sweep; the ``mh_steps`` stat), none on a
+        block of integer sites only (its draws are one informed jump per site, nothing is
+        learned; give a number to learn there too).
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -169,7 +171,6 @@ class SelfBalancing(DiscreteStep):
 
     # learning a balancing function needs single-site steps, even where the sites share no term
     independent_sites_at_once = False
-    default_sweep_makes_steps = True  # integer blocks too: it learns from the steps
     name = "self_balancing"
     _state_class = SelfBalancingState
 
@@ -467,8 +468,13 @@ class SelfBalancing(DiscreteStep):
     # -- stats ----------------------------------------------------------------------------------
     def sweep_steps(self) -> int:
         """Steps per draw of ``steps_per_draw=None``: one per site of the block, integer sites
-        included (the balancing function is learned from the steps, so a block of integer sites
-        still makes them next to its jumps)."""
+        included (the balancing function is learned from the steps, so integer sites are swept
+        next to their jumps); none for a block of integer sites only, whose draws are their
+        jumps as for the other samplers (a +-1 step has nothing to add to a jump over +-1 ..
+        +-2^J; its learning cost 20 times the jumps' time on a one-site population size).
+        Give ``steps_per_draw`` to learn on such a block all the same."""
+        if self._integer_sites.size == self.layout.n_sites:
+            return 0
         return self.layout.n_sites
 
     def astep(self, q0):
@@ -482,7 +488,11 @@ class SelfBalancing(DiscreteStep):
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         losses = [v for v in extras.get("lsb_loss", []) if np.isfinite(v)]
         out: dict[str, Any] = {"lsb_loss": float(np.mean(losses)) if losses else float("nan")}
-        out.update(self.parametrization.describe(self.lsb_params))
+        key = self.lsb_params.tobytes()  # frozen after tuning: described once
+        cached = self.__dict__.get("_described")
+        if cached is None or cached[0] != key:
+            cached = self._described = (key, self.parametrization.describe(self.lsb_params))
+        out.update(cached[1])
         return out
 
     # -- the kernel, for tests and diagnostics ---------------------------------------------------
