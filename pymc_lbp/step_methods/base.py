@@ -313,6 +313,8 @@ class DiscreteStep(ArrayStepShared):
         if stats != self.stats_dtypes_shapes:
             self.stats_dtypes_shapes = stats
             self.stats_dtypes = [{k: v[0] for k, v in stats.items()}]
+        # the stats of a draw without steps (path length, ...): a zero of each dtype
+        self._zero_stats = {k: np.zeros((), dtype=v[0]).item() for k, v in stats.items()}
         super().__init__(vars, shared, blocked=blocked, rng=rng)
         self._check_start(initial_point)
         _log.info(
@@ -738,22 +740,11 @@ class DiscreteStep(ArrayStepShared):
         stats.update(self.summarize_extras(run.extras))
         stats.update(jumps)
         if not n_steps:  # the steps' own stats (path length, ...) are 0 on a draw without steps
-            for key, zero in self._zero_stats().items():
+            for key, zero in self._zero_stats.items():
                 stats.setdefault(key, zero)
         if self.tune:
             self._record_tuning(accept, n_accepted)
         return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
-
-    def _zero_stats(self) -> dict[str, Any]:
-        """A zero of every stat's dtype (the stats of a draw without steps), built once."""
-        zeros = self.__dict__.get("_zero_stats_cache")
-        if zeros is None:
-            zeros = {
-                key: np.zeros((), dtype=dtype).item()
-                for key, (dtype, _) in self.stats_dtypes_shapes.items()
-            }
-            self._zero_stats_cache = zeros
-        return zeros
 
     def _check_finite(self, logp: float) -> None:
         if not np.isfinite(logp):

@@ -215,6 +215,7 @@ class SelfBalancing(DiscreteStep):
             )
         self.particle_weights = particle_weights
         self.parametrization = make_parametrization(parametrization, hidden)
+        self._described: tuple[bytes, dict] = (b"", {})  # (parameters, their stats), see below
         self.stats_dtypes_shapes = {
             **DiscreteStep.stats_dtypes_shapes,
             "lsb_loss": (np.float64, []),
@@ -489,10 +490,9 @@ class SelfBalancing(DiscreteStep):
         losses = [v for v in extras.get("lsb_loss", []) if np.isfinite(v)]
         out: dict[str, Any] = {"lsb_loss": float(np.mean(losses)) if losses else float("nan")}
         key = self.lsb_params.tobytes()  # frozen after tuning: described once
-        cached = self.__dict__.get("_described")
-        if cached is None or cached[0] != key:
-            cached = self._described = (key, self.parametrization.describe(self.lsb_params))
-        out.update(cached[1])
+        if self._described[0] != key:
+            self._described = (key, self.parametrization.describe(self.lsb_params))
+        out.update(self._described[1])
         return out
 
     # -- the kernel, for tests and diagnostics ---------------------------------------------------
