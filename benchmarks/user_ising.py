@@ -106,7 +106,11 @@ def main(argv=None) -> dict:
             step = built["step"]
             info = extra.setdefault(name, {"construct": []})
             info["construct"].append(built["seconds"])
-            info["differences"] = getattr(step, "differences_kind", "-")
+            kind = getattr(step, "differences_kind", "-")
+            if getattr(step, "differences", None) is not None:
+                if getattr(step.differences, "method", "") == "pairwise":
+                    kind += " (pairwise couplings)"
+            info["differences"] = kind
             info["mh_steps_per_draw"] = getattr(step, "steps_per_draw", None)
             print(
                 f"{name:>20} rep {rep}: build {built['seconds']:5.1f} s, sample "

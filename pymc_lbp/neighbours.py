@@ -637,11 +637,10 @@ class ExactDifferences(Differences):
         return logp_x, deltas
 
     def logp(self, x: np.ndarray) -> float:
-        """Model logp at ``x`` (without compiling the batched evaluation when it is not yet)."""
+        """Model logp at ``x`` (its own compiled function: the batched evaluation with no rows, or
+        one, does not run for every model, e.g. ``pt.roll`` under vectorisation)."""
         if self._local is not None:
             return self._local.logp(x)
-        if self._fn is not None:
-            return float(self._fn(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
         if self._logp_fn is None:
             self._logp_fn = pm_compile(
                 [self._x], self._logp_graph, on_unused_input="ignore", **self._compile_kwargs

@@ -40,6 +40,14 @@ except ImportError:  # pragma: no cover
 @njit(cache=True, nogil=True)
 def linear_weights(site: np.ndarray) -> tuple[np.ndarray, float, float, int]:
     """``(exp(site - top), top, total, n_positive)`` with ``top = max(site)`` (0 if none)."""
+    lin = np.empty(site.shape[0])
+    top, total, n_pos = linear_weights_into(site, lin)
+    return lin, top, total, n_pos
+
+
+@njit(cache=True, nogil=True)
+def linear_weights_into(site: np.ndarray, lin: np.ndarray) -> tuple[float, float, int]:
+    """:func:`linear_weights` written into ``lin``; returns ``(top, total, n_positive)``."""
     n = site.shape[0]
     top = -np.inf
     for i in range(n):
@@ -47,7 +55,6 @@ def linear_weights(site: np.ndarray) -> tuple[np.ndarray, float, float, int]:
             top = site[i]
     if not math.isfinite(top):
         top = 0.0
-    lin = np.empty(n)
     total = 0.0
     n_pos = 0
     for i in range(n):
@@ -56,7 +63,7 @@ def linear_weights(site: np.ndarray) -> tuple[np.ndarray, float, float, int]:
         total += v
         if v > 0.0:
             n_pos += 1
-    return lin, top, total, n_pos
+    return top, total, n_pos
 
 
 @njit(cache=True, nogil=True)

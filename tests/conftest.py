@@ -29,6 +29,15 @@ def uai_dir() -> Path:
     return UAI_DIR
 
 
+@pytest.fixture
+def general_paths(monkeypatch):
+    """Switch the numba kernels off (as ``PYMC_LBP_NUMBA=0`` does): pairwise binary blocks then
+    take the general differences and kernels, for tests of those on lattice models."""
+    from pymc_lbp import path_kernels
+
+    monkeypatch.setattr(path_kernels, "ENABLED", False)
+
+
 @dataclass
 class TinyNet:
     """A network written out by hand: ``tables[f]`` is the flat list as written in the file."""

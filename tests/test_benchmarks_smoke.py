@@ -127,8 +127,8 @@ def test_user_ising_quick(tmp_path):
     rows = {r["sampler"]: r for r in payload["rows"]}
     assert set(rows) == set(module.SAMPLERS)
     assert all(r["ess"] > 0 and r["construct_seconds"] > 0 for r in rows.values())
-    # written the way users write it, the lattice still relaxes: auto takes first-order ones
-    assert rows["PathAuxiliaryLBP"]["differences"] == "gradient"
+    # written the way users write it, the lattice is found pairwise: auto takes its couplings
+    assert rows["PathAuxiliaryLBP"]["differences"] == "exact (pairwise couplings)"
     assert json.loads((tmp_path / "user_ising_quick.json").read_text())["rows"]
     assert (tmp_path / "user_ising_quick.png").stat().st_size > 0
 

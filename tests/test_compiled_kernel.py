@@ -127,7 +127,9 @@ def test_compiled_kernel_reproduces_numpy_reference_moves(name, balancing, diffe
 def test_draw_stats_from_the_compiled_kernel():
     model = ising_model((3, 3), 0.4, 0.1)
     with model:
-        step = GibbsWithGradients([model["x"]], steps_per_draw=10, rng=np.random.default_rng(1))
+        step = GibbsWithGradients(
+            [model["x"]], steps_per_draw=10, differences="gradient", rng=np.random.default_rng(1)
+        )
     point = model.initial_point()
     for _ in range(5):
         point, (stats,) = step.step(point)
@@ -160,7 +162,10 @@ def _final_state(model, seed: int, mode: str | None):
     x0 = np.zeros(9, dtype=np.int64)
     with model:
         step = GibbsWithGradients(
-            [model["x"]], steps_per_draw=50, compile_kwargs={"mode": mode} if mode else None
+            [model["x"]],
+            steps_per_draw=50,
+            differences="gradient",  # the scan kernel (a pairwise block would run numba's)
+            compile_kwargs={"mode": mode} if mode else None,
         )
     step.set_rng(np.random.default_rng(seed))
     logp, deltas = step.differences(x0)

@@ -196,6 +196,7 @@ def test_jax_backend_path_kernel_makes_the_same_moves():
                 [model["x"]],
                 path_length=2.0,
                 steps_per_draw=20,
+                differences="gradient",  # the scan kernel (a pairwise block would run numba's)
                 compiled_kernel=True,
                 compile_kwargs={"mode": mode} if mode else None,
             )

@@ -75,7 +75,9 @@ def occupancy(y: np.ndarray) -> pm.Model:
     return model
 
 
-def test_multilinear_model_takes_first_order_differences_measured_exact():
+def test_multilinear_model_takes_first_order_differences_measured_exact(general_paths):
+    """The probe on a multilinear lattice (by default a pairwise binary block takes its
+    couplings without probing: ``tests/test_pairwise.py``)."""
     model = user_ising()
     for cls in (LocallyBalanced, GibbsWithGradients, PathAuxiliaryLBP):
         with model, warnings.catch_warnings():
@@ -141,8 +143,10 @@ def test_occupancy_defaults_choose_exact_and_match_the_closed_form(cls, steps):
     assert abs(s.mean() - (~detected).sum() * q) / mcse < 4
 
 
-def test_small_block_with_poor_first_order_differences_takes_exact_ones():
-    """Spike-and-slab: the indicator sets the prior scale of its coefficient (not multilinear)."""
+def test_small_block_with_poor_first_order_differences_takes_exact_ones(general_paths):
+    """Spike-and-slab: the indicator sets the prior scale of its coefficient (not multilinear).
+    (By default the indicators, a pairwise binary block without couplings, take exact
+    differences from their fields.)"""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 6))
     with pm.Model():
@@ -168,8 +172,17 @@ def test_model_without_relaxation_takes_exact_differences_and_says_why():
     assert "no differentiable extension" in step.differences_reason
 
 
-def test_choice_is_logged(caplog):
+def test_choice_is_logged(caplog, monkeypatch):
+    from pymc_lbp import path_kernels
+
     model = user_ising(3)
+    with model, caplog.at_level("INFO", logger="pymc_lbp"):
+        PathAuxiliaryLBP([model["b"]])
+    assert any(
+        "exact neighbour differences (pairwise binary block" in r.message for r in caplog.records
+    )
+    caplog.clear()
+    monkeypatch.setattr(path_kernels, "ENABLED", False)
     with model, caplog.at_level("INFO", logger="pymc_lbp"):
         PathAuxiliaryLBP([model["b"]])
     assert any("gradient neighbour differences (first-order" in r.message for r in caplog.records)

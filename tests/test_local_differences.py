@@ -401,7 +401,9 @@ def test_pickled_local_differences_give_the_same_answers():
     _assert_same(batched, again, x)
 
 
-def test_samplers_with_exact_differences_use_the_local_method():
+def test_samplers_with_exact_differences_use_the_local_method(general_paths):
+    """(With the numba kernels on, this pairwise lattice takes its couplings, which are read off
+    these local differences: ``tests/test_pairwise.py``.)"""
     from pymc_lbp import LocallyBalanced
 
     model = segmentation_model(case=3, n=10)
@@ -438,10 +440,14 @@ def _chain_marginals(h: np.ndarray, J: float) -> np.ndarray:
 
 
 @pytest.mark.slow
-def test_locally_balanced_with_local_differences_matches_exact_marginals():
-    """pm.sample with LocallyBalanced (exact differences, local method) on a 64-site Ising chain:
-    marginals within Bonferroni MCSE bounds of the forward-backward answer."""
-    from pymc_lbp import LocallyBalanced
+@pytest.mark.parametrize("kernel", ["local", "pairwise"])
+def test_locally_balanced_with_local_differences_matches_exact_marginals(kernel, monkeypatch):
+    """pm.sample with LocallyBalanced (exact differences: the local method, or the couplings of
+    the pairwise kernel read off them) on a 64-site Ising chain: marginals within Bonferroni MCSE
+    bounds of the forward-backward answer."""
+    from pymc_lbp import LocallyBalanced, path_kernels
+
+    monkeypatch.setattr(path_kernels, "ENABLED", kernel == "pairwise")
     from tests.frequencies import marginal_z_scores
 
     h = np.random.default_rng(13).normal(scale=0.7, size=64)
@@ -455,7 +461,7 @@ def test_locally_balanced_with_local_differences_matches_exact_marginals():
             draws=400, tune=100, step=[step], chains=2, cores=1, random_seed=14,
             progressbar=False, compute_convergence_checks=False,
         )  # fmt: skip
-    assert step.differences.method == "local"
+    assert step.differences.method == kernel
     values = np.asarray(idata.posterior["x"])
     draws = {i: values[..., i] for i in range(64)}
     p1 = _chain_marginals(h, J)

@@ -710,10 +710,18 @@ def test_set_data_changes_the_relaxed_target():
     check_relaxed_equals_logp(m, ["x"])
 
 
-def test_auto_picks_the_gradient_on_user_written_ising():
-    from pymc_lbp import LocallyBalanced
+def test_auto_picks_the_gradient_on_user_written_ising(monkeypatch):
+    """Never the whole-model fallback: with the numba kernels on, the lattice is a pairwise
+    binary block and auto takes its couplings (exact, and cheaper than first-order differences);
+    without them, auto takes first-order differences (the relaxation holds)."""
+    from pymc_lbp import LocallyBalanced, path_kernels
 
     m = ising_with_roll()
+    with m, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step = LocallyBalanced([m["b"]], differences="auto", compile_kwargs=FAST)
+    assert step.differences_kind == "exact" and step.differences.method == "pairwise"
+    monkeypatch.setattr(path_kernels, "ENABLED", False)
     with m, warnings.catch_warnings():
         warnings.simplefilter("error")
         step = LocallyBalanced([m["b"]], differences="auto", compile_kwargs=FAST)

@@ -413,7 +413,7 @@ def test_learning_batch_records_are_consistent():
         np.testing.assert_allclose(b.dlogp, -b.deltas_y[rows, b.reverse], atol=1e-9)
 
 
-def test_logp_evals_include_the_particles():
+def test_logp_evals_include_the_particles(general_paths):
     """Tuning draws cost exactly the particles' evaluations more than a fixed-g step's draws."""
     model = chain_target(4)
     counts = {}

@@ -33,6 +33,7 @@ from pymc_lbp.balancing import log_sqrt
 from pymc_lbp.differences_choice import DifferencesChoice, choose, probe_first_order
 from pymc_lbp.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent, uses_support_gibbs
 from pymc_lbp.kernels.integer_jump import CompiledJumps
+from pymc_lbp.kernels.pairwise import PairwiseSteps, pairwise_steps
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.local_differences import greedy_colouring, site_pieces
 from pymc_lbp.neighbours import (
@@ -45,6 +46,7 @@ from pymc_lbp.neighbours import (
     describe_block,
     integer_support,
 )
+from pymc_lbp.pairwise import PairwiseDifferences, pairwise_differences
 from pymc_lbp.relax import NotRelaxableError
 
 DIFFERENCES = ("exact", "gradient", "auto")
@@ -218,6 +220,9 @@ class DiscreteStep(ArrayStepShared):
     independent_sites_at_once: ClassVar[bool] = True
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
+    pairwise_kernel: ClassVar[bool] = False
+    """Whether the step runs :mod:`pymc_lbp.kernels.pairwise` on pairwise binary blocks (then
+    ``differences="auto"`` and ``"exact"`` take the couplings of :mod:`pymc_lbp.pairwise`)."""
     auto_assignable: ClassVar[bool] = True
     auto_assign_needs: ClassVar[str] = ""
     _state_class = DiscreteStepState
@@ -401,6 +406,14 @@ class DiscreteStep(ArrayStepShared):
         bal = self._balancing()
         log_g = bal[1] if callable(bal[1]) else log_sqrt
         name = f"{type(self).__name__} on {[s.name for s in specs]}"
+        if self.pairwise_kernel and kind in ("auto", "exact"):
+            pairwise, why = pairwise_differences(
+                model, specs, layout, shared, compile_kwargs, bal, self._x0
+            )
+            if pairwise is not None:
+                self.differences_choice = DifferencesChoice("exact", why)
+                return pairwise
+            _log.debug("%s: no pairwise couplings (%s)", name, why)
         if kind == "exact":
             return self._exact_differences(model, specs, layout, shared, compile_kwargs, bal)
         try:
@@ -771,6 +784,26 @@ class DiscreteStep(ArrayStepShared):
             for key, val in (res.extra or {}).items():
                 extras.setdefault(key, []).append(val)
         return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, grads, extras)
+
+    def pairwise_ready(self) -> bool:
+        """Whether this draw runs :mod:`pymc_lbp.kernels.pairwise`: the differences are a
+        pairwise binary block's couplings and they are finite at the current values of the
+        other variables (checked by the draw's first evaluation)."""
+        d = self.differences
+        return isinstance(d, PairwiseDifferences) and d.usable
+
+    def run_pairwise(
+        self, x: np.ndarray, logp: float, n_steps: int, **options
+    ) -> tuple[DrawResult, PairwiseSteps]:
+        """The draw's transitions in one call of :func:`pymc_lbp.kernels.pairwise.pairwise_steps`
+        (``options``: its keyword arguments), drawing from ``self.rng``."""
+        d = self.differences
+        x = x.copy()
+        h = d.field(x)
+        res = pairwise_steps(x, h, logp, d.couplings, n_steps, self.balancing, self.rng, **options)
+        deltas = (1.0 - 2.0 * x) * h
+        draw = DrawResult(x, res.logp, deltas, res.sum_accept, res.n_accepted, 0, 0, {})
+        return draw, res
 
     def draw_from_kernel(self, res, extras: dict[str, list] | None = None) -> DrawResult:
         """The :class:`DrawResult` of a compiled kernel run (``res`` with ``x``, ``logp``,

@@ -22,10 +22,15 @@ class GibbsWithGradients(LocallyBalanced):
     vars : list of variables, optional
         Discrete variables; one block.
     differences : {"auto", "gradient", "exact"}, default "auto"
-        "auto": first-order differences where they are measured to track the exact ones from the
-        start point (always on logps multilinear in the block), exact ones otherwise (the step is
-        then :class:`LocallyBalanced` with ``g = sqrt``; see :mod:`pymc_lbp.differences_choice`
-        for the rule); "gradient": first-order or a ``NotRelaxableError``; "exact": exact ones.
+        "auto": on a pairwise binary block (every logp term touches at most two of its sites:
+        Ising lattices however written) the exact differences from its couplings, cheaper than
+        first-order ones and run by the numba kernel with no model evaluation per step
+        (:mod:`pymc_lbp.pairwise`; the step is then :class:`LocallyBalanced` with
+        ``g = sqrt``); elsewhere first-order differences where they are measured to track the
+        exact ones from the start point (always on logps multilinear in the block), exact ones
+        otherwise (see :mod:`pymc_lbp.differences_choice` for the rule); "gradient":
+        first-order or a ``NotRelaxableError``; "exact": exact ones (the couplings where they
+        apply).
         The choice and its reason are in :attr:`differences_choice` and the stat
         ``exact_differences``.
     steps_per_draw : int, optional

@@ -8,6 +8,7 @@ import numpy as np
 
 from pymc_lbp.balancing import LogBalancing, balanced_log_weights, resolve_balancing
 from pymc_lbp.kernels import SingleSiteMoves, compile_steps, single_site_kernel
+from pymc_lbp.kernels import pairwise as pairwise_kernel
 from pymc_lbp.kernels.single_site import balanced_weights as balanced_weights_graph
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.proposals import (
@@ -41,10 +42,14 @@ class LocallyBalanced(DiscreteStep):
         ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor tensors
         (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
     differences : {"auto", "exact", "gradient"}, default "auto"
-        Exact neighbour differences (one logp evaluation per neighbour, batched), first-order
-        ones from the relaxed logp (one logp and one gradient evaluation per step; see
-        :class:`GibbsWithGradients`), or "auto": first-order where they are measured to track the
-        exact ones from the start point, exact otherwise (:mod:`pymc_lbp.differences_choice`).
+        Exact neighbour differences (one logp evaluation per neighbour, batched, or local
+        terms), first-order ones from the relaxed logp (one logp and one gradient evaluation per
+        step; see :class:`GibbsWithGradients`), or "auto": first-order where they are measured to
+        track the exact ones from the start point, exact otherwise
+        (:mod:`pymc_lbp.differences_choice`). On a pairwise binary block (every logp term
+        touches at most two of its sites) "auto" and "exact" take the exact differences from its
+        couplings, and a draw's steps run in one numba call without model evaluations
+        (:mod:`pymc_lbp.pairwise`, :mod:`pymc_lbp.kernels.pairwise`).
         The choice and its reason are in :attr:`differences_choice`, logged, and in the stat
         ``exact_differences``.
     steps_per_draw : int, optional
@@ -78,7 +83,8 @@ class LocallyBalanced(DiscreteStep):
                            ``lp``); only when the step samples every free variable of the
                            model (next to other steps PyMC keeps the last step's, NUTS's)
     logp_evals     int64   model logp evaluations made for the draw (exact differences: one
-                           per neighbour and step, plus one per draw)
+                           per neighbour and step, plus one per draw; pairwise couplings:
+                           one per draw, plus an extraction's when other variables moved)
     grad_evals     int64   relaxed-logp gradient evaluations made for the draw
     exact_differences bool exact neighbour differences (False: first-order ones); see
                            ``step.differences_choice`` for why
@@ -90,6 +96,7 @@ class LocallyBalanced(DiscreteStep):
     """
 
     name = "locally_balanced"
+    pairwise_kernel = True
 
     def __init__(
         self,
@@ -120,6 +127,8 @@ class LocallyBalanced(DiscreteStep):
         )
         self._compile_kwargs = compile_kwargs
         self._kernel = None
+        if self.pairwise_ready():
+            pairwise_kernel.warm_up()  # numba's compile (or cache load) now, not mid-draw
 
     @property
     def kernel(self):
@@ -143,7 +152,11 @@ class LocallyBalanced(DiscreteStep):
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """All ``n_steps`` transitions in one call of the compiled kernel
-        (:func:`pymc_lbp.kernels.single_site_kernel`), two uniforms per step from ``self.rng``."""
+        (:func:`pymc_lbp.kernels.single_site_kernel`), two uniforms per step from ``self.rng``;
+        on a pairwise binary block, of :mod:`pymc_lbp.kernels.pairwise` (no model evaluation
+        per step)."""
+        if self.pairwise_ready():
+            return self.run_pairwise(x, logp, n_steps, share=1.0)[0]
         return self.draw_from_kernel(self.kernel(x, logp, deltas, self.rng.random((n_steps, 2))))
 
     def _prepared(self, deltas: np.ndarray):

@@ -12,6 +12,7 @@ from pymc.step_methods.state import dataclass_state
 from pymc_lbp import path_kernels
 from pymc_lbp.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.balancing import LogBalancing, resolve_balancing
+from pymc_lbp.kernels import pairwise as pairwise_kernel
 from pymc_lbp.kernels.path import CompiledPathSteps
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.path_proposals import (
@@ -109,9 +110,12 @@ class PathAuxiliaryLBP(DiscreteStep):
         Neighbour differences: first-order from the relaxed logp's gradient (one evaluation per
         step; exact on logps multilinear in the block), exact (one logp evaluation per
         neighbour, batched, or local terms), or "auto": first-order where they are measured to
-        track the exact ones, exact otherwise (:mod:`pymc_lbp.differences_choice`). The choice
-        and its reason are in :attr:`differences_choice`, logged, and in the stat
-        ``exact_differences``.
+        track the exact ones, exact otherwise (:mod:`pymc_lbp.differences_choice`). On a
+        pairwise binary block (every logp term touches at most two of its sites: Ising lattices
+        however written) "auto" and "exact" take the exact differences from its couplings, and
+        every step of a draw, tuning included, runs in one numba call without model evaluations
+        (:mod:`pymc_lbp.pairwise`, :mod:`pymc_lbp.kernels.pairwise`). The choice and its reason
+        are in :attr:`differences_choice`, logged, and in the stat ``exact_differences``.
     initial_path_length : float, default 1.0
         Starting value of the tuned scale ``U`` (only with ``path_length=None``).
     steps_per_draw : int, optional
@@ -179,10 +183,12 @@ class PathAuxiliaryLBP(DiscreteStep):
         Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
         draw's informed jumps, one per integer site (:mod:`pymc_lbp.integer_jumps`).
     ``logp_evals``, ``grad_evals`` (int)
-        Model logp and relaxed-gradient evaluations made for the draw.
+        Model logp and relaxed-gradient evaluations made for the draw (pairwise couplings: one
+        logp per draw, plus an extraction's when other variables moved; none per step).
     """
 
     name = "path_auxiliary_lbp"
+    pairwise_kernel = True
     stats_dtypes_shapes: ClassVar[dict] = {
         **DiscreteStep.stats_dtypes_shapes,
         "path_length": (np.float64, []),
@@ -250,6 +256,8 @@ class PathAuxiliaryLBP(DiscreteStep):
         self._compile_kwargs = compile_kwargs
         self._path_kernel: CompiledPathSteps | None = None
         path_kernels.warm_up()  # compile (or load the cached) numba kernels now, not mid-draw
+        if self.pairwise_ready():
+            pairwise_kernel.warm_up()
         self._weights_cache: tuple[np.ndarray, PathWeights] | None = None
         self.reset_tuning()
         _log.info(
@@ -352,7 +360,10 @@ class PathAuxiliaryLBP(DiscreteStep):
         loop (the adaptation updates ``U`` after every path step); with the scale frozen (after
         tuning, or a fixed ``path_length``), all of them in one call of the compiled kernel where
         :attr:`uses_compiled_kernel`. Both make the same moves given the same noise
-        (``tests/test_compiled_path_kernel.py``)."""
+        (``tests/test_compiled_path_kernel.py``). On a pairwise binary block every draw, tuning
+        included, runs :mod:`pymc_lbp.kernels.pairwise` (no model evaluation per step)."""
+        if self.pairwise_ready():
+            return self._run_pairwise(x, logp, n_steps)
         if (self.tune and self.adaptive) or not self.uses_compiled_kernel:
             return super().run_steps(x, logp, deltas, n_steps)
         kernel = self.path_kernel
@@ -362,6 +373,30 @@ class PathAuxiliaryLBP(DiscreteStep):
             "step_jump_distance": [res.sum_moved / n_steps],
         }
         return self.draw_from_kernel(res, extras)
+
+    def _run_pairwise(self, x: np.ndarray, logp: float, n_steps: int) -> DrawResult:
+        tuning = self.adaptive and self.tune
+        draw, res = self.run_pairwise(
+            x,
+            logp,
+            n_steps,
+            share=self.single_site_share,
+            scale=self.path_scale,
+            adaptation=self.adaptation if tuning else None,
+            adapt_state=(
+                self.path_log_u,
+                self.path_log_u_bar,
+                self.path_adapt_count,
+                self.path_doubling,
+            ),
+        )
+        if tuning:
+            self.path_log_u, self.path_log_u_bar = res.log_u, res.log_u_bar
+            self.path_adapt_count, self.path_doubling = res.adapt_count, res.doubling
+        draw.extras.update(
+            path_length=[res.sum_length / n_steps], step_jump_distance=[res.sum_moved / n_steps]
+        )
+        return draw
 
     # -- one MH step ----------------------------------------------------------------------------
     def _weights(self, deltas: np.ndarray) -> PathWeights:
