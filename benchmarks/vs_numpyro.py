@@ -97,23 +97,26 @@ PYMC_LBP_OPTIONS: dict[str, dict] = {
         single_site_share=0.1,
         target_accept=0.574,
         balancing="sqrt",
-        differences="gradient",
+        # exact differences: on these pairwise binary lattices, the couplings and the numba
+        # kernel of pymc_lbp.pairwise (runs before 2026-11-25 used "gradient": 47-109 us a step)
+        differences="exact",
         initial_path_length=1.0,
         steps_per_draw=10,
     ),
-    "GibbsWithGradients": dict(steps_per_draw=100),
+    "GibbsWithGradients": dict(steps_per_draw=100, differences="auto"),
 }
 # The mixed model: the Normal prior's sd jumps with gamma (0.05 -> 2), so first-order
 # differences are far off (a quick run accepted ~1% of PathAuxiliaryLBP's gradient proposals);
-# PathAuxiliaryLBP uses exact differences there (31 logp evaluations per step, one batched
-# call). GibbsWithGradients is first-order by definition; it runs as it is. One sweep per draw.
+# PathAuxiliaryLBP uses exact differences there: the indicators are a pairwise binary block
+# (no couplings), so its fields are read off the exact differences once per draw (the
+# coefficients move) and the steps run in the numba kernel. GibbsWithGradients as auto chooses.
 PYMC_LBP_OPTIONS_MIXED: dict[str, dict] = {
     "PathAuxiliaryLBP": {
         **PYMC_LBP_OPTIONS["PathAuxiliaryLBP"],
         "differences": "exact",
         "steps_per_draw": 10,
     },
-    "GibbsWithGradients": dict(steps_per_draw=30),
+    "GibbsWithGradients": dict(steps_per_draw=30, differences="auto"),
 }
 # (burn-in, recorded) draws per chain: the same for every sampler on a target; smaller where a
 # PyMC Gibbs sweep is expensive (its per-site logp is a full-model evaluation).
