@@ -156,6 +156,61 @@ def log_prob_order(lin: np.ndarray, total: float, sites: np.ndarray) -> float:
     return out
 
 
+@njit(cache=True, nogil=True)
+def log_prob_order_log(
+    log_lin: np.ndarray, lin: np.ndarray, total: float, sites: np.ndarray
+) -> float:
+    """:func:`log_prob_order` with each picked site's weight taken in log space
+    (``log_lin = log(lin)``, finite where ``lin`` underflowed to 0): a site ``e^-800`` below
+    the scale keeps its log-probability instead of ``-inf``. Where the remaining mass itself
+    underflows, it is a log-sum-exp over the sites not yet picked (``O(n)``, rare)."""
+    R = sites.shape[0]
+    picked_lin = 0.0
+    for r in range(R):
+        if log_lin[sites[r]] == -np.inf:
+            return -np.inf
+        picked_lin += lin[sites[r]]
+    rest = total - picked_lin
+    suffix_mode = rest < CANCEL * total
+    if suffix_mode:  # the path holds almost all the mass: the rest summed directly
+        rest = 0.0
+        mask = np.ones(lin.shape[0], dtype=np.bool_)
+        for r in range(R):
+            mask[sites[r]] = False
+        for i in range(lin.shape[0]):
+            if mask[i]:
+                rest += lin[i]
+    remaining = np.empty(R)
+    if suffix_mode:
+        acc = rest
+        for r in range(R - 1, -1, -1):
+            acc += lin[sites[r]]
+            remaining[r] = acc
+    else:
+        prefix = 0.0
+        for r in range(R):
+            remaining[r] = total - prefix
+            prefix += lin[sites[r]]
+    out = 0.0
+    for r in range(R):
+        if remaining[r] > 1e-300:
+            out += log_lin[sites[r]] - math.log(remaining[r])
+        else:  # every weight still in the race underflowed: log-sum-exp of their logs
+            taken = np.zeros(lin.shape[0], dtype=np.bool_)
+            for q in range(r):
+                taken[sites[q]] = True
+            top = -np.inf
+            for i in range(lin.shape[0]):
+                if not taken[i] and log_lin[i] > top:
+                    top = log_lin[i]
+            acc = 0.0
+            for i in range(lin.shape[0]):
+                if not taken[i]:
+                    acc += math.exp(log_lin[i] - top)
+            out += log_lin[sites[r]] - (top + math.log(acc))
+    return out
+
+
 def warm_up() -> None:
     """Compile (or load from numba's cache) every kernel once."""
     if not ENABLED:

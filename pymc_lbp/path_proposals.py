@@ -189,15 +189,19 @@ _CANCEL = kernels.CANCEL  # below this fraction of the total, the mass off the p
 
 def _log_prob_sites(weights: PathWeights, sites: np.ndarray) -> float:
     if kernels.ENABLED:
-        return float(kernels.log_prob_order(weights.lin, weights.total, sites))
+        log_lin = weights.site - weights.top
+        return float(kernels.log_prob_order_log(log_lin, weights.lin, weights.total, sites))
     return _log_prob_sites_numpy(weights, sites)
 
 
 def _log_prob_sites_numpy(weights: PathWeights, sites: np.ndarray) -> float:
-    """Reference of :func:`pymc_lbp.path_kernels.log_prob_order`."""
-    picked = weights.lin[sites]
-    if not picked.min() > 0.0:
+    """Reference of :func:`pymc_lbp.path_kernels.log_prob_order_log`: the picked sites' weights
+    in log space (a site far below the others keeps its probability where its linear weight
+    underflows), the remaining mass on the linear scale, or a log-sum-exp where it underflows."""
+    log_picked = weights.site[sites] - weights.top
+    if not np.all(np.isfinite(log_picked)):
         return -np.inf
+    picked = weights.lin[sites]
     total = weights.total
     # remaining mass before pick r = (mass off the path) + (path mass of picks r..R)
     rest = total - float(picked.sum())
@@ -210,7 +214,13 @@ def _log_prob_sites_numpy(weights: PathWeights, sites: np.ndarray) -> float:
         mask[sites] = False
         rest = float(weights.lin[mask].sum())
         remaining = rest + np.cumsum(picked[::-1])[::-1]
-    return float(np.log(picked / remaining).sum())
+    with np.errstate(divide="ignore"):
+        log_remaining = np.log(remaining)
+    for r in np.flatnonzero(~(remaining > 1e-300)):  # every weight left underflowed
+        left = np.ones(weights.site.shape[0], dtype=bool)
+        left[sites[:r]] = False
+        log_remaining[r] = np.logaddexp.reduce(weights.site[left] - weights.top)
+    return float(np.sum(log_picked - log_remaining))
 
 
 def log_prob_sites(site_log_w: np.ndarray, sites: np.ndarray) -> float:

@@ -312,3 +312,66 @@ def test_couplings_follow_a_coupling_strength_sampled_by_nuts():
     # power: the target without couplings is rejected by the same draws
     p_free = np.exp(xs @ H)
     assert max_z_score(draws, STATES, p_free / p_free.sum())[0] > crit
+
+
+@pytest.mark.parametrize("kernel", ["pairwise", "general"])
+@pytest.mark.parametrize("sampler", [PathAuxiliaryLBP, LocallyBalanced])
+def test_weights_far_below_the_scale_are_rescaled_not_lost(sampler, kernel, monkeypatch):
+    """Site 0 has log-odds +1600 and starts off: its locally balanced weight (sqrt: 800 nats)
+    sets the scale of the linear weights. Once it is on, every other weight lies ~800 nats below
+    that scale, where ``exp`` underflows to 0: without rescaling, sites 1-3 could never move
+    again. The chains must sample the eight states of sites 1-3 (with site 0 on) as enumeration
+    says; the other eight states have probability ``e^-1600`` (never visited). The general
+    kernels (numba off: the path proposal's numpy reference, the single-site scan) score the
+    reverse move in log space too."""
+    from pymc_lbp import path_kernels
+
+    monkeypatch.setattr(path_kernels, "ENABLED", kernel == "pairwise")
+    h = np.array([1600.0, 0.5, -0.3, 0.2])
+    edges = np.array([(1, 2), (2, 3), (1, 3)])
+    j = np.array([0.7, -0.4, 0.9])
+    with pm.Model():
+        x = pm.Bernoulli("x", 0.5, shape=4, initval=np.zeros(4, dtype=np.int64))
+        pm.Potential("field", pt.sum(h * x))
+        pm.Potential("pairs", pt.sum(j * x[edges[:, 0]] * x[edges[:, 1]]))
+        step = sampler([x])
+        assert step.pairwise_ready() == (kernel == "pairwise")
+        idata = pm.sample(
+            draws=1000, tune=200, step=[step], chains=2, cores=1, random_seed=3,
+            progressbar=False, compute_convergence_checks=False,
+        )  # fmt: skip
+    states = np.array(list(itertools.product(range(2), repeat=4)), dtype=np.int64)
+    xs = states.astype(float)
+    lp = xs @ h + (xs[:, edges[:, 0]] * xs[:, edges[:, 1]]) @ j
+    probs = np.exp(lp - lp.max())
+    probs /= probs.sum()
+    draws = idata.posterior["x"].values
+    assert np.all(np.isfinite(idata.sample_stats.lp.values))
+    z, crit = max_z_score(draws, states, probs)  # also fails on a visit to a state of p = 0
+    assert z < crit
+
+
+def test_order_probability_in_log_space_agrees_and_survives_underflow():
+    from pymc_lbp.path_kernels import log_prob_order, log_prob_order_log
+
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        log_w = rng.normal(0.0, 3.0, 12)
+        lin = np.exp(log_w - log_w.max())
+        sites = rng.permutation(12)[: rng.integers(1, 13)]
+        ours = log_prob_order_log(log_w - log_w.max(), lin, lin.sum(), sites)
+        assert ours == pytest.approx(log_prob_order(lin, lin.sum(), sites), rel=1e-12, abs=1e-12)
+    # a site 900 nats below the others: 0 on the linear scale, finite in log space
+    log_w = np.array([0.0, -0.5, -900.0, -1.0])
+    lin = np.exp(log_w)
+    assert lin[2] == 0.0
+    sites = np.array([2, 0])
+    expected = (-900.0 - np.logaddexp.reduce(log_w)) + (0.0 - np.logaddexp.reduce(log_w[[0, 1, 3]]))
+    assert log_prob_order_log(log_w, lin, lin.sum(), sites) == pytest.approx(expected, rel=1e-12)
+    assert log_prob_order(lin, lin.sum(), sites) == -np.inf  # the linear-scale version's limit
+    # every weight left underflows: the remaining mass as a log-sum-exp
+    log_w = np.array([0.0, -900.0, -901.0])
+    lin = np.exp(log_w)
+    sites = np.array([0, 1, 2])
+    expected = (0.0 - np.logaddexp.reduce(log_w)) + (-900.0 - np.logaddexp(-900.0, -901.0)) + 0.0
+    assert log_prob_order_log(log_w, lin, lin.sum(), sites) == pytest.approx(expected, rel=1e-12)

@@ -11,13 +11,17 @@ bottom (the math of :mod:`pymc_lbp.path_proposals`, whose numpy functions are th
    single-site proposal of :class:`~pymc_lbp.LocallyBalanced` and
    :class:`~pymc_lbp.GibbsWithGradients`;
 2. ``R`` distinct sites drawn without replacement, each pick proportional to the locally
-   balanced site weight ``g(e^{Delta_i})`` among the sites not yet picked (sequential
-   inverse-CDF picks for short paths, the exponential race for long ones: the same
-   distribution), scored by :func:`pymc_lbp.path_kernels.log_prob_order`;
+   balanced site weight ``g(e^{Delta_i})`` among the sites not yet picked, from a sum tree of
+   the weights (``O(log n)`` a pick), scored by :func:`pymc_lbp.path_kernels.log_prob_order_log`
+   (the picked sites' weights in log space: a reverse move ``e^-800`` below the others keeps its
+   probability instead of underflowing to an impossible move);
 3. the flips applied one after the other: the logp moves by ``Delta_j`` at the current state,
    the neighbours' fields are updated (their old values saved for a rejection);
-4. the weights at the proposal ``y`` (``O(n)``) and the reverse path (same sites, reversed
-   order) scored with them;
+4. the weights at the proposal ``y``: only the flipped sites and their neighbours change, so the
+   sum tree is updated in ``O(R * degree * log n)`` (and restored on a rejection); the reverse
+   path (same sites, reversed order) is scored with them. The linear weights are
+   ``exp(w - top)`` for a ``top`` fixed until a weight would overflow or the total underflow
+   (then all are rescaled, ``O(n)``);
 5. the MH accept, with the semantics of :func:`pymc_lbp.proposals.mh_accept` (a non-finite
    ratio is a rejection);
 6. while tuning, the path scale's Robbins-Monro update on the path steps
@@ -36,14 +40,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_lbp.path_kernels import CANCEL, linear_weights_into, log_prob_order, njit, race
+from pymc_lbp.path_kernels import linear_weights_into, log_prob_order_log, njit
 
 BALANCING_CODES = {"sqrt": 0, "barker": 1, "min": 2, "max": 3}
 """The balancing functions the kernel implements (a custom callable takes the general path)."""
-
-RACE_FROM = 16
-"""Paths of at least this many sites are drawn by the exponential race (``O(n log R)``), shorter
-ones by sequential inverse-CDF picks (``O(R n)``, no exponential per site)."""
 
 
 class PairwiseSteps(NamedTuple):
@@ -77,46 +77,62 @@ def log_g(d: float, code: int) -> float:
 @njit(cache=True, nogil=True)
 def site_weights(x: np.ndarray, h: np.ndarray, code: int, w: np.ndarray, lin: np.ndarray):
     """Fill ``lin`` with ``exp(w - max w)``, ``w_i = log g(e^{Delta_i})``; return
-    ``(total, number of positive weights)``."""
+    ``(max w, total, number of positive weights)``."""
     for i in range(x.shape[0]):
         w[i] = log_g((1.0 - 2.0 * x[i]) * h[i], code)
-    _, total, n_pos = linear_weights_into(w, lin)
-    return total, n_pos
+    return linear_weights_into(w, lin)
+
+
+# ----------------------------------------------------------------------------- the sum tree
+# Leaves tree[P + i] = lin[i] (P a power of two >= n), every inner node the sum of its two
+# children, recomputed from them on every change: the root is the total without drift.
+@njit(cache=True, nogil=True)
+def tree_build(lin: np.ndarray, tree: np.ndarray, size: int) -> None:
+    """Fill the sum tree of ``lin`` (``size`` leaves)."""
+    tree[:] = 0.0
+    for i in range(lin.shape[0]):
+        tree[size + i] = lin[i]
+    for k in range(size - 1, 0, -1):
+        tree[k] = tree[2 * k] + tree[2 * k + 1]
 
 
 @njit(cache=True, nogil=True)
-def pick_sequential(
-    lin: np.ndarray, total: float, size: int, taken: np.ndarray, out: np.ndarray, rng
-):
-    """``size`` distinct sites into ``out``, each pick proportional to ``lin`` among the sites not
-    yet picked (``taken`` is all False on entry and on exit)."""
-    n = lin.shape[0]
-    remaining = total
-    for r in range(size):
-        u = rng.random() * remaining
-        acc = 0.0
-        chosen = -1
-        last = -1
-        for i in range(n):
-            if taken[i] or not lin[i] > 0.0:
-                continue
-            last = i
-            acc += lin[i]
-            if acc > u:
-                chosen = i
-                break
-        if chosen < 0:  # u at the rounding edge of the sum: the last positive site
-            chosen = last
-        taken[chosen] = True
-        out[r] = chosen
-        remaining -= lin[chosen]
-        if remaining < CANCEL * total:  # most of the mass is on the path: sum the rest directly
-            remaining = 0.0
-            for i in range(n):
-                if not taken[i]:
-                    remaining += lin[i]
-    for r in range(size):
-        taken[out[r]] = False
+def tree_set(tree: np.ndarray, size: int, i: int, value: float) -> None:
+    """Set leaf ``i`` and the sums above it."""
+    k = size + i
+    tree[k] = value
+    k >>= 1
+    while k >= 1:
+        tree[k] = tree[2 * k] + tree[2 * k + 1]
+        k >>= 1
+
+
+@njit(cache=True, nogil=True)
+def tree_find(tree: np.ndarray, size: int, u: float) -> int:
+    """The leaf where the cumulative sum passes ``u`` (``0 <= u < root``): leaf ``i`` with
+    probability ``lin_i / root`` for ``u`` uniform. A zero-weight branch is never entered (the
+    rounding of ``u`` minus a left sum cannot lead to a leaf of weight 0)."""
+    k = 1
+    while k < size:
+        left = tree[2 * k]
+        if u < left or not tree[2 * k + 1] > 0.0:
+            k = 2 * k
+        else:
+            u -= left
+            k = 2 * k + 1
+    return k - size
+
+
+@njit(cache=True, nogil=True)
+def pick_sites(tree: np.ndarray, size: int, lin: np.ndarray, out: np.ndarray, rng) -> None:
+    """``len(out)`` distinct sites, each pick proportional to ``lin`` among the sites not yet
+    picked (picked leaves are zeroed for the next pick, then restored)."""
+    for r in range(out.shape[0]):
+        i = tree_find(tree, size, rng.random() * tree[1])
+        out[r] = i
+        tree_set(tree, size, i, 0.0)
+    for r in range(out.shape[0]):
+        tree_set(tree, size, out[r], lin[out[r]])
 
 
 @njit(cache=True, nogil=True)
@@ -137,21 +153,37 @@ def adapt_update(
     return log_u, log_u_bar, count + 1, doubling
 
 
+RESCALE_ABOVE = 600.0
+"""A new site log-weight this far above the scale ``top`` of the linear weights rescales all of
+them (``exp`` would overflow near 709)."""
+
+RESCALE_BELOW = 1e-250
+"""A total of the linear weights below this rescales all of them (the largest weight has fallen
+far below ``top``; a weight ``e^-745`` below it would underflow to 0)."""
+
+
 @njit(cache=True, nogil=True)
 def _steps(
     x, h, logp, indptr, indices, data, n_steps, code, share, scale, adapt,
     log_u, log_u_bar, count, doubling, target, gamma0, t0, kappa, avg_kappa, rng,
 ):  # fmt: skip
     n = x.shape[0]
+    size = 1
+    while size < n:
+        size *= 2
     w = np.empty(n)
-    lin_x = np.empty(n)
-    lin_y = np.empty(n)
-    total_x, pos_x = site_weights(x, h, code, w, lin_x)
-    taken = np.zeros(n, dtype=np.bool_)
+    lin = np.empty(n)
+    tree = np.empty(2 * size)
+    top, _, pos = site_weights(x, h, code, w, lin)
+    log_lin = w - top  # the linear weights' logs (finite where lin underflowed to 0)
+    tree_build(lin, tree, size)
     sites = np.empty(n, dtype=np.int64)
-    saved_i = np.empty(max(indices.shape[0], 1), dtype=np.int64)
-    saved_v = np.empty(max(indices.shape[0], 1))
-    noise = np.empty(n)
+    n_save = n + indices.shape[0]
+    saved_i = np.empty(n_save, dtype=np.int64)  # fields changed by the flips
+    saved_v = np.empty(n_save)
+    changed_i = np.empty(n_save, dtype=np.int64)  # linear weights changed at y
+    changed_v = np.empty(n_save)
+    changed_l = np.empty(n_save)
     sum_accept = 0.0
     n_accepted = 0
     sum_length = 0
@@ -168,22 +200,18 @@ def _steps(
             length = int(lo) + (1 if rng.random() < u_scale - lo else 0)
             length = min(max(length, 1), n)
         sum_length += length
-        if pos_x < length:  # fewer movable sites than the path needs: no proposal
+        if pos < length:  # fewer movable sites than the path needs: no proposal
             if adapt and path_step:
                 log_u, log_u_bar, count, doubling = adapt_update(
                     log_u, log_u_bar, count, 0.0, doubling, target, n, gamma0, t0, kappa,
                     avg_kappa,
                 )  # fmt: skip
             continue
-        # 2. the sites, in order
+        # 2. the sites, in order, from the sum tree of the weights at x
         path = sites[:length]
-        if length < RACE_FROM:
-            pick_sequential(lin_x, total_x, length, taken, path, rng)
-        else:
-            for i in range(n):
-                noise[i] = -math.log(1.0 - rng.random())
-            path[:] = race(lin_x, noise, length)
-        log_q_fwd = log_prob_order(lin_x, total_x, path)
+        total_x = tree[1]
+        pick_sites(tree, size, lin, path, rng)
+        log_q_fwd = log_prob_order_log(log_lin, lin, total_x, path)
         # 3. the flips, one after the other
         logp_y = logp
         n_saved = 0
@@ -198,9 +226,32 @@ def _steps(
                 saved_v[n_saved] = h[i]
                 n_saved += 1
                 h[i] += data[k] * s
-        # 4. the weights at y and the reverse path
-        total_y, pos_y = site_weights(x, h, code, w, lin_y)
-        log_q_rev = log_prob_order(lin_y, total_y, path[::-1])
+        # 4. the weights at y (only the flipped sites and their neighbours change) and the
+        # reverse path
+        n_changed = 0
+        rescale = False
+        pos_x = pos
+        for m in range(length + n_saved):
+            i = path[m] if m < length else saved_i[m - length]
+            wi = log_g((1.0 - 2.0 * x[i]) * h[i], code) - top
+            if wi > RESCALE_ABOVE:
+                rescale = True
+            v = math.exp(min(wi, RESCALE_ABOVE))
+            old = lin[i]
+            changed_i[n_changed] = i
+            changed_v[n_changed] = old
+            changed_l[n_changed] = log_lin[i]
+            n_changed += 1
+            pos += (1 if v > 0.0 else 0) - (1 if old > 0.0 else 0)
+            lin[i] = v
+            log_lin[i] = wi
+            tree_set(tree, size, i, v)
+        top_x = top
+        if rescale or not tree[1] >= RESCALE_BELOW:
+            top, _, pos = site_weights(x, h, code, w, lin)
+            log_lin[:] = w - top
+            tree_build(lin, tree, size)
+        log_q_rev = log_prob_order_log(log_lin, lin, tree[1], path[::-1])
         # 5. the MH accept
         ratio = -np.inf
         if math.isfinite(logp_y) and math.isfinite(log_q_fwd) and math.isfinite(log_q_rev):
@@ -216,14 +267,23 @@ def _steps(
             n_accepted += 1
             sum_moved += length
             logp = logp_y
-            lin_x, lin_y = lin_y, lin_x
-            total_x, pos_x = total_y, pos_y
         else:
             for r in range(length):
                 j = path[r]
                 x[j] = 1 - x[j]
             for k in range(n_saved - 1, -1, -1):  # the first saved value of a field last
                 h[saved_i[k]] = saved_v[k]
+            if top != top_x:  # rescaled at y: rebuild at x
+                top, _, pos = site_weights(x, h, code, w, lin)
+                log_lin[:] = w - top
+                tree_build(lin, tree, size)
+            else:
+                for k in range(n_changed - 1, -1, -1):
+                    lin[changed_i[k]] = changed_v[k]
+                    log_lin[changed_i[k]] = changed_l[k]
+                for k in range(n_changed):
+                    tree_set(tree, size, changed_i[k], lin[changed_i[k]])
+                pos = pos_x
         # 6. the path scale, while tuning
         if adapt and path_step:
             log_u, log_u_bar, count, doubling = adapt_update(
@@ -315,6 +375,9 @@ __all__ = [
     "adapt_update",
     "log_g",
     "pairwise_steps",
-    "pick_sequential",
+    "pick_sites",
     "site_weights",
+    "tree_build",
+    "tree_find",
+    "tree_set",
 ]

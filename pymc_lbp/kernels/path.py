@@ -102,16 +102,18 @@ def prepare(deltas: Variable, log_g: GraphBalancing, moves: PathMoves):
     return (log_w, *path_weights(log_w, moves))
 
 
-def order_log_prob(lin: Variable, order: Variable, length: Variable) -> Variable:
+def order_log_prob(lin: Variable, order: Variable, length: Variable, log_lin: Variable) -> Variable:
     """Log-probability of picking ``order[:length]`` in that order without replacement,
-    proportional to ``lin`` (``-inf`` if a pick has weight 0)."""
+    proportional to ``lin = exp(log_lin)`` (``-inf`` if a pick has weight 0). The picks'
+    weights are taken in log space (a site far below the others keeps its probability where its
+    linear weight underflows); the remaining mass is summed on the linear scale."""
     n = order.shape[0]
     on_path = pt.lt(pt.arange(n), length)
     weights = lin[order]
     picks = pt.switch(on_path, weights, 0.0)
     rest = pt.sum(pt.switch(on_path, 0.0, weights))
     remaining = rest + pt.cumsum(picks[::-1])[::-1]
-    return pt.sum(pt.switch(on_path, pt.log(picks) - pt.log(remaining), 0.0))
+    return pt.sum(pt.switch(on_path, log_lin[order] - pt.log(remaining), 0.0))
 
 
 def path_kernel(
@@ -133,7 +135,8 @@ def path_kernel(
     length = pt.switch(pt.lt(noise[0], share), 1, pt.clip(rounded, 1, n))
     # 2. sites by the exponential race
     top = pt.max(site_w)
-    lin = pt.exp(site_w - pt.switch(finite(top), top, 0.0))
+    log_lin = site_w - pt.switch(finite(top), top, 0.0)
+    lin = pt.exp(log_lin)
     can_move = pt.ge(pt.sum(pt.gt(lin, 0.0)), length)
     keys = noise[3 : 3 + n] / lin  # +inf where a site cannot move
     order = pt.argsort(keys)  # ties: measure zero, or +inf keys never on the path
@@ -153,15 +156,16 @@ def path_kernel(
         new = moves.new_value(x, slot)
         log_within_fwd = pt.sum(pt.switch(picked, within[slot], 0.0))
     y = pt.switch(picked, new, x)
-    log_q_fwd = order_log_prob(lin, order, length) + log_within_fwd
+    log_q_fwd = order_log_prob(lin, order, length, log_lin) + log_within_fwd
     # 4. the target at y and the reverse path
     logp_y, deltas_y = target(y)
     log_w_y, site_w_y, within_y = prepare(deltas_y, log_g, moves)
     top_y = pt.max(site_w_y)
-    lin_y = pt.exp(site_w_y - pt.switch(finite(top_y), top_y, 0.0))
+    log_lin_y = site_w_y - pt.switch(finite(top_y), top_y, 0.0)
+    lin_y = pt.exp(log_lin_y)
     position = pt.arange(n)
     reversed_order = order[pt.switch(on_path, length - 1 - position, position)]
-    log_q_rev = order_log_prob(lin_y, reversed_order, length)
+    log_q_rev = order_log_prob(lin_y, reversed_order, length, log_lin_y)
     if not moves.all_binary:
         back = moves.reverse_slot(slot, x)
         log_q_rev = log_q_rev + pt.sum(pt.switch(picked, within_y[back], 0.0))
