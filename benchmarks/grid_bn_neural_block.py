@@ -18,7 +18,7 @@ recorded over wall time. Samplers:
 ``pymc-gibbs``
     PyMC's ``BinaryGibbsMetropolis`` (its default for Bernoulli variables); one draw = one sweep.
 
-All our samplers use the same factor-local target differences (:mod:`pymc_lbp.local_logp`);
+All our samplers use the same factor-local target differences (:mod:`pymc_lbp.target.local_logp`);
 PyMC's step evaluates the compiled model logp per site. Wall time counts from the start of
 sampling (step construction and compilation are reported separately); there is no burn-in
 cut, so the curves include the approach to stationarity from the feasible start state that

@@ -147,7 +147,7 @@ def summarise(name, res, starts, *, tune, site_updates_per_draw, m_star, band):
         "learned_params": res["learned"],
     }
     if name == "lsb1" and res["learned"]:
-        from pymc_lbp.learned_balancing import BASE_FUNCTIONS, MixtureBalancing
+        from pymc_lbp.learning.learned_balancing import BASE_FUNCTIONS, MixtureBalancing
 
         w = np.mean([MixtureBalancing().weights(np.array(p)) for p in res["learned"].values()], 0)
         row["learned_weights"] = dict(zip(BASE_FUNCTIONS, w.round(3).tolist(), strict=True))
@@ -165,7 +165,7 @@ def summarise(name, res, starts, *, tune, site_updates_per_draw, m_star, band):
 
 
 def learned_function(name, params):
-    from pymc_lbp.learned_balancing import make_parametrization
+    from pymc_lbp.learning.learned_balancing import make_parametrization
 
     par = make_parametrization(name)
     return lambda d: par.log_g(d, np.asarray(params))
@@ -177,7 +177,7 @@ def plot(results, path_burnin, path_functions, args):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pymc_lbp.balancing import BALANCING_FUNCTIONS
+    from pymc_lbp.proposals.balancing import BALANCING_FUNCTIONS
 
     cases = list(results)
     fig, axes = plt.subplots(2, len(cases), figsize=(4.2 * len(cases), 7), squeeze=False)

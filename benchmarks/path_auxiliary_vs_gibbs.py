@@ -149,7 +149,7 @@ def profile_pas(quick: bool, seed: int) -> dict:
             buckets["compiled differences"] += tt
         if func == "mh_step" and "path_auxiliary" in file:
             buckets["total mh_step"] += ct
-        if "path_proposals.py" in file:
+        if file.endswith(("proposals/path.py", "proposals/common.py")):
             buckets["proposal (numpy)"] += tt
     total = sum(v[3] for k, v in st.stats.items() if k[2] == "astep" and "base.py" in k[0])
     buckets["astep (our step, all)"] = total

@@ -123,7 +123,7 @@ def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
     ``steps_per_draw=None``: one sweep over its update units (blocks and uncovered sites)."""
     import pymc as pm
 
-    from pymc_lbp.neural_proposal import load_proposal
+    from pymc_lbp.learning.neural_proposal import load_proposal
     from pymc_lbp.step_methods.neural_block import NeuralBlock
 
     model = pm.modelcontext(None)
@@ -180,7 +180,7 @@ def grid_blocks(network: Any) -> Any:
         The network is not a binary N x N grid Bayesian network with N >= 3 (the motif of the
         shipped ``grid-bn`` proposal).
     """
-    from pymc_lbp.motifs import uai_grid_blocks
+    from pymc_lbp.motifs.blocks import uai_grid_blocks
 
     try:
         return uai_grid_blocks(network)

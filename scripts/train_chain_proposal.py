@@ -1,9 +1,9 @@
 """Train a general chain-motif proposal shipped as ``load_proposal("chain-k{K}-b{L}")``.
 
-The motif (:mod:`pymc_lbp.chain_motifs`): ``L`` consecutive ``K``-category states of a chain
+The motif (:mod:`pymc_lbp.motifs.chain`): ``L`` consecutive ``K``-category states of a chain
 (an HMM's hidden states, a chain CRF's tags) given the rest of the model, described by the
 block's canonical unary and pairwise log-potentials (the Markov blanket absorbed). Training data
-are drawn afresh for every minibatch by :func:`pymc_lbp.chain_motifs.chain_motif_samples`
+are drawn afresh for every minibatch by :func:`pymc_lbp.motifs.chain.chain_motif_samples`
 (random sticky or dense transitions, shared or per position, emission scales from 0.1 to 10,
 chain ends w.p. 1/4; exact block samples by enumeration). The network is a mixture density
 network (two ELU layers of 4 x max(in, out) units, K components), trained by maximum likelihood
@@ -30,13 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_lbp.chain_motifs import (
+from pymc_lbp.motifs.chain import (
     chain_block_states,
     chain_motif,
     chain_motif_log_conditional,
     chain_motif_samples,
 )
-from pymc_lbp.neural_proposal import LIBRARY, NeuralProposal
+from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proposal_training import train_and_save  # noqa: E402

@@ -10,7 +10,7 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced
-from pymc_lbp.balancing import resolve_balancing
+from pymc_lbp.proposals.balancing import resolve_balancing
 
 
 def test_continuous_variable_is_rejected():

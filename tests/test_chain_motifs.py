@@ -1,4 +1,4 @@
-"""Chain motifs for NeuralBlock (pymc_lbp.chain_motifs, pymc_lbp.motif_finding; issue #12).
+"""Chain motifs for NeuralBlock (pymc_lbp.motifs.chain, pymc_lbp.motifs.finding; issue #12).
 
 1. The block potentials read from the model at the reference states reproduce a chain logp
    exactly, and the canonical parameters give the same block conditional.
@@ -23,7 +23,7 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_lbp import NeuralBlock, NeuralProposal
-from pymc_lbp.chain_motifs import (
+from pymc_lbp.motifs.chain import (
     CLIP,
     canonical_chain_params,
     chain_block_states,

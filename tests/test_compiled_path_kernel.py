@@ -1,7 +1,7 @@
 """The compiled path kernel (pymc_lbp.kernels.path) against its references.
 
 1. Move for move: given the same noise row, the compiled step makes the move that the numpy path
-   functions of :mod:`pymc_lbp.path_proposals` (the sampler's Python reference) make, with the
+   functions of :mod:`pymc_lbp.proposals.path` (the sampler's Python reference) make, with the
    same acceptance probability, on binary, categorical and integer blocks, with first-order and
    exact differences.
 2. In distribution: repeated single compiled steps from fixed states reproduce the rows of the
@@ -20,8 +20,8 @@ import pymc as pm
 import pytest
 
 from pymc_lbp import PathAuxiliaryLBP
-from pymc_lbp.path_proposals import log_prob_path, path_weights, reverse_slots, slot_values
-from pymc_lbp.proposals import mh_log_ratio
+from pymc_lbp.proposals.common import mh_log_ratio
+from pymc_lbp.proposals.path import log_prob_path, path_weights, reverse_slots, slot_values
 from tests.test_path_auxiliary_kernel import (
     ALPHA,
     STATES_BIN,

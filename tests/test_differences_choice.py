@@ -1,5 +1,6 @@
-"""``differences="auto"`` (pymc_lbp.differences_choice): the rule, the measurements it rests on, and
-the samplers' defaults on models where first-order differences are exact, poor, or absent."""
+"""``differences="auto"`` (pymc_lbp.target.differences_choice): the rule, the measurements it rests
+on, and the samplers' defaults on models where first-order differences are exact, poor, or
+absent."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP
-from pymc_lbp.differences_choice import (
+from pymc_lbp.step_methods import base
+from pymc_lbp.target.differences_choice import (
     MIN_ACCEPTANCE,
     SMALL_BLOCK_SLOTS,
     Probe,
     choose,
     probe_first_order,
 )
-from pymc_lbp.step_methods import base
 
 SAMPLE = dict(chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
 
@@ -173,7 +174,7 @@ def test_model_without_relaxation_takes_exact_differences_and_says_why():
 
 
 def test_choice_is_logged(caplog, monkeypatch):
-    from pymc_lbp import path_kernels
+    from pymc_lbp.proposals import path_kernels
 
     model = user_ising(3)
     with model, caplog.at_level("INFO", logger="pymc_lbp"):

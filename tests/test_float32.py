@@ -22,11 +22,11 @@ from scipy import stats
 
 import pymc_lbp
 from pymc_lbp import NeuralBlock, NeuralProposal, load_proposal
-from pymc_lbp.learned_balancing import make_parametrization
-from pymc_lbp.lsb_learning import AdamState, BalancingLearner, TransitionBatch
+from pymc_lbp.learning.learned_balancing import make_parametrization
+from pymc_lbp.learning.lsb import AdamState, BalancingLearner, TransitionBatch
 from pymc_lbp.models import read_uai, uai_grid_blocks, uai_variable_map
 from pymc_lbp.models.uai import exact_marginals, grid_bn
-from pymc_lbp.motifs import GRID_BN_MOTIF, grid_bn_motif_samples
+from pymc_lbp.motifs.blocks import GRID_BN_MOTIF, grid_bn_motif_samples
 
 F32 = {"floatX": "float32"}
 ALPHA = 1e-3
@@ -172,7 +172,7 @@ def _batch(rng, n_rec, n_slots):
 @pytest.mark.parametrize("name", ["lsb1", "lsb2"])
 def test_learning_update_is_the_same_float64_update_under_float32(name):
     """The compiled LSB update is float64 and gives identical results whatever floatX is."""
-    from pymc_lbp.lsb_learning import _compiled_update
+    from pymc_lbp.learning.lsb import _compiled_update
 
     results = {}
     for floatx in ("float64", "float32"):

@@ -1,4 +1,4 @@
-"""Graph-building helpers (pymc_lbp/graphs.py): same values as the plain expressions, graphs
+"""Graph-building helpers (pymc_lbp/target/graphs.py): same values as the plain expressions, graphs
 that stay linear in a chain of substitutions, gathers that compile to C."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.subtensor import AdvancedIncSubtensor, AdvancedSubtensor
 
-from pymc_lbp.graphs import pick_per_row, repeated_rows, set_per_row, substitute
+from pymc_lbp.target.graphs import pick_per_row, repeated_rows, set_per_row, substitute
 
 
 def test_substitute_links_to_the_given_variables_and_keeps_the_template():

@@ -1,4 +1,4 @@
-"""Informed multiscale jumps of integer sites (pymc_lbp.integer_jumps, issue #13.1).
+"""Informed multiscale jumps of integer sites (pymc_lbp.proposals.integer_jumps, issue #13.1).
 
 1. The jump kernel enumerated independently (plain loops over the offsets, written from the
    definition) is a stochastic matrix with ``pi T = pi`` and irreducible, on a bounded toy and on a
@@ -23,8 +23,8 @@ from scipy import stats
 from scipy.special import gammaln
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP
-from pymc_lbp.balancing import log_barker, log_sqrt
-from pymc_lbp.integer_jumps import (
+from pymc_lbp.proposals.balancing import log_barker, log_sqrt
+from pymc_lbp.proposals.integer_jumps import (
     SUPPORT_GIBBS_MAX_VALUES,
     jump,
     offsets,

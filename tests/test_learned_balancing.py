@@ -9,14 +9,14 @@ import pytensor
 import pytensor.tensor as pt
 import pytest
 
-from pymc_lbp.learned_balancing import (
+from pymc_lbp.learning.learned_balancing import (
     D_CLIP,
     GRID_DENSITY,
     MixtureBalancing,
     NeuralBalancing,
     make_parametrization,
 )
-from pymc_lbp.lsb_learning import AdamState, BalancingLearner, TransitionBatch
+from pymc_lbp.learning.lsb import AdamState, BalancingLearner, TransitionBatch
 
 NAMES = ["lsb1", "lsb2", "lsb2_min"]
 D_GRID = np.concatenate(

@@ -1,4 +1,4 @@
-"""Local exact differences (pymc_lbp.local_differences) equal the batched exact differences.
+"""Local exact differences (pymc_lbp.target.local_differences) equal the batched exact differences.
 
 Every model is compared at many random states: the local method (few elementwise evaluations of
 the model's terms) against the batched method (the whole model logp at every neighbour), to
@@ -14,9 +14,9 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 
-from pymc_lbp.local_differences import NotLocalError, build_local_plan
 from pymc_lbp.models import ising_log_density, potts_model, read_uai, segmentation_model
-from pymc_lbp.neighbours import BlockLayout, ExactDifferences, describe_block
+from pymc_lbp.target.local_differences import NotLocalError, build_local_plan
+from pymc_lbp.target.neighbours import BlockLayout, ExactDifferences, describe_block
 
 ATOL = 1e-10
 
@@ -378,7 +378,7 @@ def test_shared_shape_change_is_refused():
 def test_self_check_catches_a_wrong_analysis(monkeypatch):
     """A wrong colouring (all sites one colour) is caught on the first call: a warning, and the
     batched evaluation from then on."""
-    import pymc_lbp.local_differences as ld
+    import pymc_lbp.target.local_differences as ld
 
     monkeypatch.setattr(ld, "greedy_colouring", lambda a: np.zeros(a.shape[0], dtype=np.int64))
     model, _ = user_ising(5)
@@ -445,7 +445,8 @@ def test_locally_balanced_with_local_differences_matches_exact_marginals(kernel,
     """pm.sample with LocallyBalanced (exact differences: the local method, or the couplings of
     the pairwise kernel read off them) on a 64-site Ising chain: marginals within Bonferroni MCSE
     bounds of the forward-backward answer."""
-    from pymc_lbp import LocallyBalanced, path_kernels
+    from pymc_lbp import LocallyBalanced
+    from pymc_lbp.proposals import path_kernels
 
     monkeypatch.setattr(path_kernels, "ENABLED", kernel == "pairwise")
     from tests.frequencies import marginal_z_scores
@@ -479,7 +480,7 @@ def test_class_rows_equal_the_batched_rows(build):
     of finite logp."""
     import pytensor
 
-    from pymc_lbp.local_differences import site_pieces
+    from pymc_lbp.target.local_differences import site_pieces
 
     model, state = build()
     batched, _, _ = _pair(model)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from pymc_lbp import NeuralProposal
-from pymc_lbp.mdn import MAX_TRAINING_BYTES, MixtureDensityNetwork
-from pymc_lbp.motifs import GRID_BN_MOTIF
+from pymc_lbp.learning.mdn import MAX_TRAINING_BYTES, MixtureDensityNetwork
+from pymc_lbp.motifs.blocks import GRID_BN_MOTIF
 
 
 def test_training_memory_estimate_is_the_documented_formula():

@@ -18,8 +18,8 @@ import pytest
 from scipy.special import expit
 
 from pymc_lbp import NeuralBlock, NeuralProposal, load_proposal
-from pymc_lbp.mdn import MixtureDensityNetwork
-from pymc_lbp.motifs import BlockSet, MotifBlock, MotifSpec
+from pymc_lbp.learning.mdn import MixtureDensityNetwork
+from pymc_lbp.motifs.blocks import BlockSet, MotifBlock, MotifSpec
 
 MIXED = MotifSpec("flag-and-mean", (2,), (2,), 1, "test motif", n_continuous=1)
 SD = 0.5

@@ -15,7 +15,7 @@ import pymc_lbp
 from pymc_lbp import NeuralBlock, NeuralProposal, ProposalFileError, load_proposal
 from pymc_lbp.models import ising_log_density, ising_model, read_uai, uai_grid_blocks
 from pymc_lbp.models.uai import UAINetwork, forward_sample, grid_bn, uai_variable_map
-from pymc_lbp.motifs import (
+from pymc_lbp.motifs.blocks import (
     GRID_BN_MOTIF,
     BlockSet,
     MotifBlock,
@@ -458,7 +458,7 @@ def test_grid_motif_samples_respect_their_cpts():
 def test_shipped_grid_bn_proposal_short_path(uai_dir):
     proposal = load_proposal("grid-bn")
     assert proposal.motif.same_shape(GRID_BN_MOTIF)
-    assert (pymc_lbp.neural_proposal.LIBRARY / "grid-bn.npz").stat().st_size < 1_000_000
+    assert (pymc_lbp.learning.neural_proposal.LIBRARY / "grid-bn.npz").stat().st_size < 1_000_000
     # it has learned the motif: lower KL to the exact conditional than an untrained network
     xb, xc, params = grid_bn_motif_samples(2000, rng=123)
     log_cond = grid_bn_motif_log_conditional(xc, params)

@@ -23,7 +23,7 @@ from scipy.stats import multivariate_normal
 
 import pymc_lbp.step_methods.neural_mixed_block as nmb
 from pymc_lbp import NeuralProposal, load_proposal
-from pymc_lbp.flag_value_motifs import (
+from pymc_lbp.motifs.flag_value import (
     HALF_WIDTH,
     draw_from_target,
     flag_value_log_density,

@@ -21,9 +21,9 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP
-from pymc_lbp.adaptation import PathLengthAdaptation
 from pymc_lbp.kernels.pairwise import adapt_update, log_g
-from pymc_lbp.pairwise import PairwiseDifferences, neighbour_colouring
+from pymc_lbp.learning.adaptation import PathLengthAdaptation
+from pymc_lbp.target.pairwise import PairwiseDifferences, neighbour_colouring
 from tests.frequencies import max_z_score
 from tests.kernels import chi_square_pvalue, empirical_row, locally_balanced_kernel
 from tests.test_path_auxiliary_kernel import exact_deltas, mixture_kernel
@@ -184,7 +184,7 @@ def test_adaptation_in_the_kernel_is_the_reference_arithmetic():
 
 @pytest.mark.parametrize("name", ["sqrt", "barker", "min", "max"])
 def test_balancing_functions_match_the_reference(name):
-    from pymc_lbp.balancing import BALANCING_FUNCTIONS
+    from pymc_lbp.proposals.balancing import BALANCING_FUNCTIONS
 
     d = np.array([-800.0, -30.0, -1.0, 0.0, 0.3, 30.0, 800.0])
     ours = np.array([log_g(v, ["sqrt", "barker", "min", "max"].index(name)) for v in d])
@@ -324,7 +324,7 @@ def test_weights_far_below_the_scale_are_rescaled_not_lost(sampler, kernel, monk
     says; the other eight states have probability ``e^-1600`` (never visited). The general
     kernels (numba off: the path proposal's numpy reference, the single-site scan) score the
     reverse move in log space too."""
-    from pymc_lbp import path_kernels
+    from pymc_lbp.proposals import path_kernels
 
     monkeypatch.setattr(path_kernels, "ENABLED", kernel == "pairwise")
     h = np.array([1600.0, 0.5, -0.3, 0.2])
@@ -352,7 +352,7 @@ def test_weights_far_below_the_scale_are_rescaled_not_lost(sampler, kernel, monk
 
 
 def test_order_probability_in_log_space_agrees_and_survives_underflow():
-    from pymc_lbp.path_kernels import log_prob_order, log_prob_order_log
+    from pymc_lbp.proposals.path_kernels import log_prob_order, log_prob_order_log
 
     rng = np.random.default_rng(4)
     for _ in range(50):

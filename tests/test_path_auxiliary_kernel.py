@@ -2,7 +2,7 @@
 
 The reference kernel is written here from the definition (DESIGN section 4), with plain Python
 loops over ordered site sequences (``itertools.permutations``) and over the new values of the
-picked sites; it never calls :mod:`pymc_lbp.path_proposals`. The sampler's kernel is the mixture
+picked sites; it never calls :mod:`pymc_lbp.proposals.path`. The sampler's kernel is the mixture
 ``s T_1 + (1 - s) [(1 - f) T_floor(U) + f T_ceil(U)]`` (``s`` the single-site share, ``U`` the
 scale, ``f = frac U``), whose weights are computed here independently. Four things are checked:
 
@@ -32,8 +32,8 @@ import pytest
 from scipy import stats
 
 from pymc_lbp import PathAuxiliaryLBP
-from pymc_lbp.balancing import log_sqrt
-from pymc_lbp.path_proposals import log_prob_path, path_weights
+from pymc_lbp.proposals.balancing import log_sqrt
+from pymc_lbp.proposals.path import log_prob_path, path_weights
 
 ALPHA = 1e-4  # false-alarm rate of each chi-square test (fixed seeds: a failure is a real bug)
 

@@ -23,7 +23,7 @@ from scipy import stats
 
 import pymc_lbp
 from pymc_lbp import PathAuxiliaryLBP
-from pymc_lbp.adaptation import PathLengthAdaptation
+from pymc_lbp.learning.adaptation import PathLengthAdaptation
 
 FAMILY_ALPHA = 1e-3
 

@@ -9,11 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pymc_lbp import path_kernels as kernels
-from pymc_lbp.adaptation import PathLengthAdaptation, check_target_accept
-from pymc_lbp.balancing import log_max, log_sqrt
-from pymc_lbp.neighbours import BlockLayout, VariableSpec
-from pymc_lbp.path_proposals import (
+from pymc_lbp.learning.adaptation import PathLengthAdaptation, check_target_accept
+from pymc_lbp.proposals import path_kernels as kernels
+from pymc_lbp.proposals.balancing import log_max, log_sqrt
+from pymc_lbp.proposals.path import (
     PathWeights,
     _linear_weights_numpy,
     _log_prob_sites_numpy,
@@ -28,6 +27,7 @@ from pymc_lbp.path_proposals import (
     slot_values,
     stochastic_round,
 )
+from pymc_lbp.target.neighbours import BlockLayout, VariableSpec
 
 ALPHA = 1e-4
 

@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from pymc_lbp.balancing import BALANCING_FUNCTIONS, balanced_log_weights
 from pymc_lbp.models import lattice_edges
-from pymc_lbp.proposals import (
+from pymc_lbp.proposals.balancing import BALANCING_FUNCTIONS, balanced_log_weights
+from pymc_lbp.proposals.common import (
     draw_categorical,
     draw_from_cdf,
     draw_ordered_without_replacement,

@@ -11,7 +11,7 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_lbp import NotRelaxableError
-from pymc_lbp.neighbours import (
+from pymc_lbp.target.neighbours import (
     BlockLayout,
     ExactDifferences,
     GradientDifferences,

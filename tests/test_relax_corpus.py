@@ -3,7 +3,8 @@
 Each entry is a small PyMC model (a handful of sites) and the block of discrete variables a step
 would sample. For every entry:
 
-(a) the relaxed logp (:func:`pymc_lbp.relax.relaxed_logp`) equals the model's logp at discrete
+(a) the relaxed logp (:func:`pymc_lbp.target.relax.relaxed_logp`) equals the model's logp at
+discrete
     points (all of them for small blocks, a fixed-seed random sample otherwise; integer sites range
     past their support so zero-probability points are included: there the relaxed logp must be
     ``<= LOG_FLOOR / 2`` or ``-inf``, never NaN);
@@ -31,13 +32,13 @@ import pytest
 from pytensor.compile.mode import Mode
 
 from pymc_lbp import NotRelaxableError
-from pymc_lbp.neighbours import (
+from pymc_lbp.target.neighbours import (
     BlockLayout,
     ExactDifferences,
     GradientDifferences,
     describe_block,
 )
-from pymc_lbp.relax import LOG_FLOOR, relaxed_logp
+from pymc_lbp.target.relax import LOG_FLOOR, relaxed_logp
 
 # no graph rewrites, Python linker: the graphs are tiny and compiling dominates
 FAST = {"mode": Mode(linker="py", optimizer=None)}
@@ -714,7 +715,8 @@ def test_auto_picks_the_gradient_on_user_written_ising(monkeypatch):
     """Never the whole-model fallback: with the numba kernels on, the lattice is a pairwise
     binary block and auto takes its couplings (exact, and cheaper than first-order differences);
     without them, auto takes first-order differences (the relaxation holds)."""
-    from pymc_lbp import LocallyBalanced, path_kernels
+    from pymc_lbp import LocallyBalanced
+    from pymc_lbp.proposals import path_kernels
 
     m = ising_with_roll()
     with m, warnings.catch_warnings():

@@ -14,7 +14,7 @@ from pymc.blocking import DictToArrayBijection
 from scipy import stats
 
 from pymc_lbp import LocallyBalanced, SelfBalancing
-from pymc_lbp.lsb_learning import MAX_LEARNING_BYTES, MAX_PARTICLES, learning_memory_bytes
+from pymc_lbp.learning.lsb import MAX_LEARNING_BYTES, MAX_PARTICLES, learning_memory_bytes
 from pymc_lbp.models import potts_model
 from tests.kernels import enumerate_states, neighbour_moves, stationary_error
 from tests.kernels import log_g as kernel_log_g

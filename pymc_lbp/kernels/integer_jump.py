@@ -1,7 +1,7 @@
 """The informed multiscale integer jump as a pytensor graph, all integer sites in one call.
 
-The move is :func:`pymc_lbp.integer_jumps.jump` (the numpy reference; see that module for the
-proposal and its exactness): from ``x``, integer site ``i`` proposes ``y = x + d e_i`` over the
+The move is :func:`pymc_lbp.proposals.integer_jumps.jump` (the numpy reference; see that module for
+the proposal and its exactness): from ``x``, integer site ``i`` proposes ``y = x + d e_i`` over the
 symmetric offsets ``D = {-2^J, ..., -1, +1, ..., +2^J}`` with probability proportional to
 ``g(pi(y) / pi(x))``, values outside the site's support weighted 0, and the MH correction with
 the reverse offset ``-d``.
@@ -13,8 +13,8 @@ same two uniforms per site (offset by inverse CDF, then the MH coin), the graph 
 reference's decisions. The support comes from the model's bounds at the current state (they may
 depend on other sites of the block, never on the site itself).
 
-:func:`support_gibbs` is the graph of :func:`pymc_lbp.integer_jumps.support_gibbs`: a site with
-a small fixed support drawn from its full conditional over the support (one uniform, the
+:func:`support_gibbs` is the graph of :func:`pymc_lbp.proposals.integer_jumps.support_gibbs`: a
+site with a small fixed support drawn from its full conditional over the support (one uniform, the
 reference's inverse-CDF draw).
 
 :class:`CompiledJumps` runs one jump per jumping site, in the block's order, then one full
@@ -40,11 +40,11 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.graphs import pick_per_row
-from pymc_lbp.integer_jumps import offsets
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, balanced_weights, draw_slot
 from pymc_lbp.kernels.traces import clear_traces
+from pymc_lbp.proposals.integer_jumps import offsets
+from pymc_lbp.target.graphs import pick_per_row
 
 SiteLogpGraph = Callable[[Variable, Variable, Variable], tuple[Variable, Variable]]
 """``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] = values[r] for every r)``."""
@@ -53,7 +53,7 @@ BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
 ClassRowsGraph = Callable[[Variable, np.ndarray, Variable], Variable]
 """``(x, sites, values (m, n)) -> change of the logp from x when sites[i] alone is set to
 values[i, k]``, shape (m, n), for sites that share no term
-(:meth:`pymc_lbp.local_differences.SitePieces.class_rows`)."""
+(:meth:`pymc_lbp.target.local_differences.SitePieces.class_rows`)."""
 """``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
 
 
@@ -101,7 +101,7 @@ def integer_jump(
     x, logp_x : block vector and its logp
     site : int64 scalar
     d : int64 vector
-        The symmetric offsets, increasing (:func:`pymc_lbp.integer_jumps.offsets`).
+        The symmetric offsets, increasing (:func:`pymc_lbp.proposals.integer_jumps.offsets`).
     site_logp : callable
         The batched logp at one-site changes, as graphs.
     bounds : callable or None
@@ -331,12 +331,13 @@ class CompiledJumps:
         Positions of the jumping integer sites in the block vector, in the order they jump.
     exponent : int
         ``J`` of the offsets, at least the largest the jumping sites' supports need
-        (:func:`pymc_lbp.integer_jumps.scale_exponent`).
+        (:func:`pymc_lbp.proposals.integer_jumps.scale_exponent`).
     site_logp : callable
         ``(x, sites, values) -> (logp(x), rows)`` graphs (the batched exact evaluation, e.g.
-        :meth:`pymc_lbp.neighbours.ExactDifferences.site_logp_graph`).
+        :meth:`pymc_lbp.target.neighbours.ExactDifferences.site_logp_graph`).
     bounds : callable or None
-        ``x -> (lower, upper)`` graphs (:meth:`pymc_lbp.neighbours.Differences.bounds_graph`).
+        ``x -> (lower, upper)`` graphs
+        (:meth:`pymc_lbp.target.neighbours.Differences.bounds_graph`).
     log_g : callable
         Balancing function in log space, as a graph builder.
     compile_kwargs : dict, optional
@@ -352,7 +353,7 @@ class CompiledJumps:
         at a time.
     class_rows : callable, optional
         The logp changes of one-site changes of a class's sites from the logp's elements
-        (:meth:`pymc_lbp.local_differences.SitePieces.class_rows`); default: the batched
+        (:meth:`pymc_lbp.target.local_differences.SitePieces.class_rows`); default: the batched
         whole-model evaluation of every row.
     n_sites : int, optional
         Length of the block vector. Given, the inputs' shapes are fixed in the graph, which

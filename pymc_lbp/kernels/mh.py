@@ -2,8 +2,9 @@
 
 A non-finite ratio (an impossible proposal or reverse, a proposal of zero or undefined target
 probability, NaN anywhere) is a rejection: log-ratio ``-inf``, acceptance probability 0, never
-NaN. The numpy reference is :func:`pymc_lbp.proposals.mh_log_ratio` /
-:func:`pymc_lbp.proposals.mh_accept`, which these graphs reproduce draw for draw given the same
+NaN. The numpy reference is :func:`pymc_lbp.proposals.common.mh_log_ratio` /
+:func:`pymc_lbp.proposals.common.mh_accept`, which these graphs reproduce draw for draw given the
+same
 uniform.
 """
 

@@ -1,10 +1,10 @@
 """Locally balanced transitions on a pairwise binary block, every step of a draw in one numba call.
 
-On a pairwise binary block (:mod:`pymc_lbp.pairwise`) the exact one-site differences are
+On a pairwise binary block (:mod:`pymc_lbp.target.pairwise`) the exact one-site differences are
 ``Delta_i(x) = (1 - 2 x_i) h_i(x)`` with the field ``h = b + W x``, and flipping site ``j``
 changes the fields of ``j``'s neighbours only (``h_i += W_ij (1 - 2 x_j)``) and the logp by
 ``Delta_j``. A transition then needs no model evaluation at all. One transition, read top to
-bottom (the math of :mod:`pymc_lbp.path_proposals`, whose numpy functions are the reference):
+bottom (the math of :mod:`pymc_lbp.proposals.path`, whose numpy functions are the reference):
 
 1. the path length: a single-site step (``R = 1``) with probability ``share``, else ``R`` the
    stochastic rounding of the scale ``U`` (``E[R] = U``), within ``[1, n]``. ``share = 1`` is the
@@ -12,9 +12,10 @@ bottom (the math of :mod:`pymc_lbp.path_proposals`, whose numpy functions are th
    :class:`~pymc_lbp.GibbsWithGradients`;
 2. ``R`` distinct sites drawn without replacement, each pick proportional to the locally
    balanced site weight ``g(e^{Delta_i})`` among the sites not yet picked, from a sum tree of
-   the weights (``O(log n)`` a pick), scored by :func:`pymc_lbp.path_kernels.log_prob_order_log`
-   (the picked sites' weights in log space: a reverse move ``e^-800`` below the others keeps its
-   probability instead of underflowing to an impossible move);
+   the weights (``O(log n)`` a pick), scored by
+   :func:`pymc_lbp.proposals.path_kernels.log_prob_order_log` (the picked sites' weights in log
+   space: a reverse move ``e^-800`` below the others keeps its probability instead of underflowing
+   to an impossible move);
 3. the flips applied one after the other: the logp moves by ``Delta_j`` at the current state,
    the neighbours' fields are updated (their old values saved for a rejection);
 4. the weights at the proposal ``y``: only the flipped sites and their neighbours change, so the
@@ -22,10 +23,10 @@ bottom (the math of :mod:`pymc_lbp.path_proposals`, whose numpy functions are th
    path (same sites, reversed order) is scored with them. The linear weights are
    ``exp(w - top)`` for a ``top`` fixed until a weight would overflow or the total underflow
    (then all are rescaled, ``O(n)``);
-5. the MH accept, with the semantics of :func:`pymc_lbp.proposals.mh_accept` (a non-finite
+5. the MH accept, with the semantics of :func:`pymc_lbp.proposals.common.mh_accept` (a non-finite
    ratio is a rejection);
 6. while tuning, the path scale's Robbins-Monro update on the path steps
-   (:meth:`pymc_lbp.adaptation.PathLengthAdaptation.update`, the same arithmetic).
+   (:meth:`pymc_lbp.learning.adaptation.PathLengthAdaptation.update`, the same arithmetic).
 
 Randomness: the step's own ``self.rng`` (numba draws from a numpy ``Generator`` passed in, and
 its state advances as if the draws were made in Python), so seeding, ``set_rng`` and pickling are
@@ -40,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_lbp.path_kernels import linear_weights_into, log_prob_order_log, njit
+from pymc_lbp.proposals.path_kernels import linear_weights_into, log_prob_order_log, njit
 
 BALANCING_CODES = {"sqrt": 0, "barker": 1, "min": 2, "max": 3}
 """The balancing functions the kernel implements (a custom callable takes the general path)."""
@@ -139,7 +140,7 @@ def pick_sites(tree: np.ndarray, size: int, lin: np.ndarray, out: np.ndarray, rn
 def adapt_update(
     log_u, log_u_bar, count, accept, doubling, target, max_length, gamma0, t0, kappa, avg_kappa
 ):
-    """:meth:`pymc_lbp.adaptation.PathLengthAdaptation.update`, the same arithmetic."""
+    """:meth:`pymc_lbp.learning.adaptation.PathLengthAdaptation.update`, the same arithmetic."""
     log_max = math.log(max_length)
     if doubling:
         if accept >= target and log_u < log_max:

@@ -1,6 +1,6 @@
 """The path auxiliary kernel (PathAuxiliaryLBP) as a pytensor graph, and its compiled loop.
 
-One transition, read top to bottom (the math is that of :mod:`pymc_lbp.path_proposals`, whose
+One transition, read top to bottom (the math is that of :mod:`pymc_lbp.proposals.path`, whose
 numpy functions are the tested reference):
 
 1. the path length: a single-site step (``R = 1``) with probability ``share``, else
@@ -36,7 +36,7 @@ from pymc_lbp.kernels.loop import StepsResult, needs_static_shapes
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.kernels.traces import clear_traces
-from pymc_lbp.neighbours import BlockLayout
+from pymc_lbp.target.neighbours import BlockLayout
 
 
 class PathState(NamedTuple):

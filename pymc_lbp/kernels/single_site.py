@@ -1,15 +1,16 @@
 """The single-site locally balanced kernel as a pytensor graph builder.
 
 From ``x`` with neighbour differences ``Delta(x)`` (one slot per one-site move, see
-:mod:`pymc_lbp.neighbours`), slot ``s`` is proposed with probability
+:mod:`pymc_lbp.target.neighbours`), slot ``s`` is proposed with probability
 ``Q(s|x) = g(e^{Delta_s}) / Z(x)`` and accepted with
 ``min{1, pi(y) Q(s'|y) / (pi(x) Q(s|x))}``, ``s'`` the move back. Exact differences give
 LocallyBalanced (Zanella 2020), first-order ones GibbsWithGradients (Grathwohl et al. 2021).
 
 Everything is a graph of its inputs: the kernel consumes two uniforms per step (slot by inverse
 CDF, then the MH coin), so given the same uniforms it makes the same decisions as the numpy
-reference (:func:`pymc_lbp.proposals.prepare_weights`, :func:`~pymc_lbp.proposals.draw_from_cdf`,
-:func:`~pymc_lbp.proposals.mh_accept`).
+reference (:func:`pymc_lbp.proposals.common.prepare_weights`,
+:func:`~pymc_lbp.proposals.common.draw_from_cdf`,
+:func:`~pymc_lbp.proposals.common.mh_accept`).
 """
 
 from __future__ import annotations
@@ -22,16 +23,17 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
-from pymc_lbp.balancing import BALANCING_FUNCTIONS, graph_log_balancing
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
-from pymc_lbp.neighbours import BINARY, CATEGORICAL, BlockLayout
+from pymc_lbp.proposals.balancing import BALANCING_FUNCTIONS, graph_log_balancing
+from pymc_lbp.target.neighbours import BINARY, CATEGORICAL, BlockLayout
 
 Target = Callable[[Variable], tuple[Variable, Variable]]
-"""``x -> (logp_x, deltas)`` as graphs (e.g. :meth:`pymc_lbp.neighbours.Differences.graph`)."""
+"""``x -> (logp_x, deltas)`` as graphs (e.g.
+:meth:`pymc_lbp.target.neighbours.Differences.graph`)."""
 
 GraphBalancing = Callable[[Variable], Variable]
 """A balancing function as a graph builder, ``d -> log g(e^d)`` (see
-:func:`pymc_lbp.balancing.graph_log_balancing`)."""
+:func:`pymc_lbp.proposals.balancing.graph_log_balancing`)."""
 
 
 class State(NamedTuple):
@@ -55,7 +57,8 @@ class Info(NamedTuple):
 
 
 class SingleSiteMoves:
-    """The one-site moves of a :class:`~pymc_lbp.neighbours.BlockLayout` as graph builders."""
+    """The one-site moves of a :class:`~pymc_lbp.target.neighbours.BlockLayout` as graph
+    builders."""
 
     def __init__(self, layout: BlockLayout):
         self.slot_site = pt.as_tensor_variable(np.asarray(layout.slot_site, dtype=np.int64))
@@ -90,9 +93,9 @@ class SingleSiteMoves:
 def graph_balancing(name: str, fn: Callable) -> GraphBalancing:
     """The balancing function as a graph builder.
 
-    Built-in names map to :func:`pymc_lbp.balancing.graph_log_balancing`. A custom callable must
-    also accept pytensor tensors (written with arithmetic and ``pytensor.tensor`` functions) and
-    agree with its numpy evaluation.
+    Built-in names map to :func:`pymc_lbp.proposals.balancing.graph_log_balancing`. A custom
+    callable must also accept pytensor tensors (written with arithmetic and ``pytensor.tensor``
+    functions) and agree with its numpy evaluation.
 
     Raises
     ------

@@ -27,7 +27,7 @@ from pymc_lbp.models.uai import (
     uai_variable_map,
     write_mar,
 )
-from pymc_lbp.motifs import uai_grid_blocks
+from pymc_lbp.motifs.blocks import uai_grid_blocks
 
 __all__ = [
     "LSB_CASES",

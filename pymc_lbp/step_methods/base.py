@@ -29,14 +29,14 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-from pymc_lbp.balancing import log_sqrt
-from pymc_lbp.differences_choice import DifferencesChoice, choose, probe_first_order
-from pymc_lbp.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent, uses_support_gibbs
 from pymc_lbp.kernels.integer_jump import CompiledJumps
 from pymc_lbp.kernels.pairwise import PairwiseSteps, pairwise_steps
 from pymc_lbp.kernels.single_site import graph_balancing
-from pymc_lbp.local_differences import greedy_colouring, site_pieces
-from pymc_lbp.neighbours import (
+from pymc_lbp.proposals.balancing import log_sqrt
+from pymc_lbp.proposals.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent, uses_support_gibbs
+from pymc_lbp.target.differences_choice import DifferencesChoice, choose, probe_first_order
+from pymc_lbp.target.local_differences import greedy_colouring, site_pieces
+from pymc_lbp.target.neighbours import (
     BINARY,
     INTEGER,
     BlockLayout,
@@ -46,8 +46,8 @@ from pymc_lbp.neighbours import (
     describe_block,
     integer_support,
 )
-from pymc_lbp.pairwise import PairwiseDifferences, pairwise_differences
-from pymc_lbp.relax import NotRelaxableError
+from pymc_lbp.target.pairwise import PairwiseDifferences, pairwise_differences
+from pymc_lbp.target.relax import NotRelaxableError
 
 DIFFERENCES = ("exact", "gradient", "auto")
 
@@ -185,9 +185,10 @@ class DiscreteStep(ArrayStepShared):
         How neighbour log-probability differences are computed: exact (local terms or one logp
         evaluation per neighbour, batched), first-order from the relaxed logp's gradient (one
         evaluation per step), or "auto": first-order where they are measured to track the exact
-        ones from the start point, exact otherwise (the rule: :mod:`pymc_lbp.differences_choice`).
-        The choice is in :attr:`differences_choice` (with its reason and measurements), logged
-        (logger ``"pymc_lbp"``, INFO), and recorded in the stat ``exact_differences``.
+        ones from the start point, exact otherwise (the rule:
+        :mod:`pymc_lbp.target.differences_choice`). The choice is in :attr:`differences_choice`
+        (with its reason and measurements), logged (logger ``"pymc_lbp"``, INFO), and recorded in
+        the stat ``exact_differences``.
     model : pymc.Model, optional
     rng : RandomGenerator, optional
     initial_point : dict, optional
@@ -216,13 +217,14 @@ class DiscreteStep(ArrayStepShared):
     target_accept: float | None = None
     integer_jumps: ClassVar[bool] = True
     """Whether each draw gives every integer site one informed jump
-    (:mod:`pymc_lbp.integer_jumps`)."""
+    (:mod:`pymc_lbp.proposals.integer_jumps`)."""
     independent_sites_at_once: ClassVar[bool] = True
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
     pairwise_kernel: ClassVar[bool] = False
     """Whether the step runs :mod:`pymc_lbp.kernels.pairwise` on pairwise binary blocks (then
-    ``differences="auto"`` and ``"exact"`` take the couplings of :mod:`pymc_lbp.pairwise`)."""
+    ``differences="auto"`` and ``"exact"`` take the couplings of
+    :mod:`pymc_lbp.target.pairwise`)."""
     auto_assignable: ClassVar[bool] = True
     auto_assign_needs: ClassVar[str] = ""
     _state_class = DiscreteStepState
@@ -376,9 +378,9 @@ class DiscreteStep(ArrayStepShared):
 
     def swept_sites(self) -> int:
         """Sites a default draw's single-site steps sweep: every site without a move of its own.
-        Integer sites get theirs, an informed jump each draw (:mod:`pymc_lbp.integer_jumps`),
-        so a block of integer sites only makes no single-site steps by default: its draw is one
-        jump per site."""
+        Integer sites get theirs, an informed jump each draw
+        (:mod:`pymc_lbp.proposals.integer_jumps`), so a block of integer sites only makes no
+        single-site steps by default: its draw is one jump per site."""
         return self.layout.n_sites - self._integer_sites.size
 
     # -- construction helpers ------------------------------------------------------------------
@@ -402,7 +404,7 @@ class DiscreteStep(ArrayStepShared):
 
     def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs) -> Differences:
         """Build the differences asked for; ``"auto"`` measures first (see
-        :mod:`pymc_lbp.differences_choice`) and sets :attr:`differences_choice`."""
+        :mod:`pymc_lbp.target.differences_choice`) and sets :attr:`differences_choice`."""
         bal = self._balancing()
         log_g = bal[1] if callable(bal[1]) else log_sqrt
         name = f"{type(self).__name__} on {[s.name for s in specs]}"
@@ -462,8 +464,8 @@ class DiscreteStep(ArrayStepShared):
 
     def _support_gibbs_sites(self, model, initial_point: dict) -> np.ndarray:
         """Integer sites drawn from their full conditional over their support
-        (:func:`pymc_lbp.integer_jumps.support_gibbs`) instead of jumping: those with a fixed
-        support of at most :data:`SUPPORT_GIBBS_MAX_VALUES` values, when the block's supports
+        (:func:`pymc_lbp.proposals.integer_jumps.support_gibbs`) instead of jumping: those with a
+        fixed support of at most :data:`SUPPORT_GIBBS_MAX_VALUES` values, when the block's supports
         are all fixed and the batched evaluation of the support stays below
         :data:`SUPPORT_GIBBS_MAX_ELEMENTS` (rows times the model's size)."""
         lay = self.layout
@@ -493,14 +495,14 @@ class DiscreteStep(ArrayStepShared):
     def _sites_are_independent(self, model, initial_point: dict, specs, shared: dict) -> bool:
         """Whether the block's sites are conditionally independent given the rest of the model:
         no term of the logp touches two of them (the dependency analysis of
-        :mod:`pymc_lbp.local_differences`), as the inclusion indicators of a spike-and-slab
+        :mod:`pymc_lbp.target.local_differences`), as the inclusion indicators of a spike-and-slab
         prior or per-unit latent classes. Then informed proposals have nothing to balance (a
         site's move changes no other site's conditional), and a draw gives every site one draw
         from its full conditional over its support, all sites in one compiled call (the
-        support Gibbs of :mod:`pymc_lbp.integer_jumps`), and ``steps_per_draw`` defaults to 0.
-        False when ``steps_per_draw`` is given (the sampler's own steps, as asked), when the
-        analysis cannot tell, for a block of one site, where a site's support is not fixed or
-        is larger than :data:`~pymc_lbp.integer_jumps.SUPPORT_GIBBS_MAX_VALUES`, or where
+        support Gibbs of :mod:`pymc_lbp.proposals.integer_jumps`), and ``steps_per_draw`` defaults
+        to 0. False when ``steps_per_draw`` is given (the sampler's own steps, as asked), when the
+        analysis cannot tell, for a block of one site, where a site's support is not fixed or is
+        larger than :data:`~pymc_lbp.proposals.integer_jumps.SUPPORT_GIBBS_MAX_VALUES`, or where
         evaluating the supports would cost more than :data:`SUPPORT_GIBBS_MAX_ELEMENTS`."""
         lay = self.layout
         if not self.independent_sites_at_once or lay.n_sites < 2 or self._steps_per_draw:
@@ -575,11 +577,11 @@ class DiscreteStep(ArrayStepShared):
 
     def _independent_classes(self, model) -> tuple[list | None, list | None, object]:
         """Colour classes of the jumping and of the support-Gibbs sites: sites that share no
-        term of the logp (the dependency analysis of :mod:`pymc_lbp.local_differences`) move at
-        once, their one-site changes evaluated from the logp's elements
-        (:meth:`~pymc_lbp.local_differences.SitePieces.class_rows`). None for a group whose
-        sites all interact; all None when the graph cannot be analysed or a term couples sites
-        the analysis cannot name."""
+        term of the logp (the dependency analysis of :mod:`pymc_lbp.target.local_differences`) move
+        at once, their one-site changes evaluated from the logp's elements
+        (:meth:`~pymc_lbp.target.local_differences.SitePieces.class_rows`). None for a group whose
+        sites all interact; all None when the graph cannot be analysed or a term couples sites the
+        analysis cannot name."""
         groups = (self._jump_sites, self._gibbs_sites)
         if max(g.size for g in groups) < 2:
             return None, None, None
@@ -603,8 +605,8 @@ class DiscreteStep(ArrayStepShared):
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
         """One move per integer site in one compiled call (:attr:`jumps`; the numpy references
-        are :func:`pymc_lbp.integer_jumps.jump` and :func:`~pymc_lbp.integer_jumps.support_gibbs`);
-        returns the state, its logp, the
+        are :func:`pymc_lbp.proposals.integer_jumps.jump` and
+        :func:`~pymc_lbp.proposals.integer_jumps.support_gibbs`); returns the state, its logp, the
         stats, the jumps accepted and the logp evaluations made."""
         jumps = self.jumps
         res = jumps(x, self.rng.random((self._integer_sites.size, 2)))

@@ -6,12 +6,12 @@ from functools import partial
 
 import numpy as np
 
-from pymc_lbp.balancing import LogBalancing, balanced_log_weights, resolve_balancing
 from pymc_lbp.kernels import SingleSiteMoves, compile_steps, single_site_kernel
 from pymc_lbp.kernels import pairwise as pairwise_kernel
 from pymc_lbp.kernels.single_site import balanced_weights as balanced_weights_graph
 from pymc_lbp.kernels.single_site import graph_balancing
-from pymc_lbp.proposals import (
+from pymc_lbp.proposals.balancing import LogBalancing, balanced_log_weights, resolve_balancing
+from pymc_lbp.proposals.common import (
     draw_from_cdf,
     mh_accept,
     mh_log_ratio,
@@ -38,7 +38,8 @@ class LocallyBalanced(DiscreteStep):
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
-        The balancing function ``g`` (see :mod:`pymc_lbp.balancing`); a callable maps log-ratios
+        The balancing function ``g`` (see :mod:`pymc_lbp.proposals.balancing`); a callable maps
+        log-ratios
         ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor tensors
         (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
     differences : {"auto", "exact", "gradient"}, default "auto"
@@ -46,10 +47,10 @@ class LocallyBalanced(DiscreteStep):
         terms), first-order ones from the relaxed logp (one logp and one gradient evaluation per
         step; see :class:`GibbsWithGradients`), or "auto": first-order where they are measured to
         track the exact ones from the start point, exact otherwise
-        (:mod:`pymc_lbp.differences_choice`). On a pairwise binary block (every logp term
+        (:mod:`pymc_lbp.target.differences_choice`). On a pairwise binary block (every logp term
         touches at most two of its sites) "auto" and "exact" take the exact differences from its
         couplings, and a draw's steps run in one numba call without model evaluations
-        (:mod:`pymc_lbp.pairwise`, :mod:`pymc_lbp.kernels.pairwise`).
+        (:mod:`pymc_lbp.target.pairwise`, :mod:`pymc_lbp.kernels.pairwise`).
         The choice and its reason are in :attr:`differences_choice`, logged, and in the stat
         ``exact_differences``.
     steps_per_draw : int, optional
@@ -90,7 +91,7 @@ class LocallyBalanced(DiscreteStep):
                            ``step.differences_choice`` for why
     integer_accept float64 blocks with integer or conditionally independent sites only: mean
                            acceptance of the draw's own moves of those sites, one per site
-                           (:mod:`pymc_lbp.integer_jumps`; 1 for full-conditional draws)
+                           (:mod:`pymc_lbp.proposals.integer_jumps`; 1 for full-conditional draws)
     integer_jump   float64 blocks with integer sites only: mean absolute accepted jump
     ============== ======= ==================================================================
     """

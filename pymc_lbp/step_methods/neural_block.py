@@ -13,7 +13,19 @@ import pytensor.tensor as pt
 from pymc.step_methods.compound import Competence
 from pytensor.graph.replace import clone_replace, vectorize_graph
 
-from pymc_lbp.block_proposals import (
+from pymc_lbp.compiling import pm_compile
+from pymc_lbp.learning.neural_proposal import NeuralProposal
+from pymc_lbp.models.uai.model import UAIModelInfo
+from pymc_lbp.motifs.blocks import BlockSet
+from pymc_lbp.motifs.chain import (
+    CHAIN_PARAMS_FROM,
+    canonical_chain_params,
+    chain_potentials_from_reference,
+    chain_reference_states,
+    chain_shape,
+)
+from pymc_lbp.motifs.finding import block_dependencies, chain_order, default_blocks
+from pymc_lbp.proposals.block import (
     block_log_prob,
     block_log_probs,
     clamp_mixture,
@@ -21,30 +33,18 @@ from pymc_lbp.block_proposals import (
     enumerate_block_states,
     exact_block_log_probs,
 )
-from pymc_lbp.chain_motifs import (
-    CHAIN_PARAMS_FROM,
-    canonical_chain_params,
-    chain_potentials_from_reference,
-    chain_reference_states,
-    chain_shape,
-)
-from pymc_lbp.compiling import pm_compile
-from pymc_lbp.differences_choice import DifferencesChoice
-from pymc_lbp.local_differences import site_adjacency
-from pymc_lbp.local_logp import FactorLogp, FactorSubset
-from pymc_lbp.models.uai.model import UAIModelInfo
-from pymc_lbp.motif_finding import block_dependencies, chain_order, default_blocks
-from pymc_lbp.motifs import BlockSet
-from pymc_lbp.neighbours import (
+from pymc_lbp.proposals.common import draw_categorical, mh_accept, mh_log_ratio
+from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
+from pymc_lbp.target.differences_choice import DifferencesChoice
+from pymc_lbp.target.local_differences import site_adjacency
+from pymc_lbp.target.local_logp import FactorLogp, FactorSubset
+from pymc_lbp.target.neighbours import (
     BINARY,
     CATEGORICAL,
     Differences,
     _checks_per_row,
     _unblock_gathers,
 )
-from pymc_lbp.neural_proposal import NeuralProposal
-from pymc_lbp.proposals import draw_categorical, mh_accept, mh_log_ratio
-from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
 
 _NO_DELTAS = np.zeros(0)
 _log = logging.getLogger("pymc_lbp")
@@ -130,8 +130,8 @@ class NeuralBlock(DiscreteStep):
         variables.
     blocks : BlockSet, None or "auto", default "auto"
         The motif blocks (e.g. :func:`pymc_lbp.models.uai_grid_blocks`,
-        :func:`pymc_lbp.motifs.lattice_blocks`, :func:`pymc_lbp.chain_motifs.chain_blocks`).
-        ``"auto"``: found in the model graph with the proposal (:mod:`pymc_lbp.motif_finding`:
+        :func:`pymc_lbp.motifs.blocks.lattice_blocks`, :func:`pymc_lbp.motifs.chain.chain_blocks`).
+        ``"auto"``: found in the model graph with the proposal (:mod:`pymc_lbp.motifs.finding`:
         a UAI grid BN gets the grid-BN blocks and the shipped ``grid-bn`` proposal, a chain
         variable (an HMM's states) chain blocks with the shipped chain proposal for its number
         of categories or exact block Gibbs, anything else single-site Gibbs; the choice and its
@@ -149,8 +149,8 @@ class NeuralBlock(DiscreteStep):
         ``"model"`` evaluates the compiled model logp
         (one call per proposal, batched over the states of exact updates); ``"factors"`` sums
         the log factors that meet the moved sites (models from :func:`read_uai` only, see
-        :mod:`pymc_lbp.local_logp`; checked against the model logp at construction); ``"auto"``
-        takes ``"factors"`` for unmodified ``read_uai`` models and ``"model"`` otherwise.
+        :mod:`pymc_lbp.target.local_logp`; checked against the model logp at construction);
+        ``"auto"`` takes ``"factors"`` for unmodified ``read_uai`` models and ``"model"`` otherwise.
     max_exact_states : int, default 65536
         Largest number of joint block states an exact update may enumerate.
     model, rng, initial_point, compile_kwargs, blocked
@@ -202,11 +202,11 @@ class NeuralBlock(DiscreteStep):
     ``grad_evals`` (int)
         Always 0.
 
-    A proposal's tables include a uniform floor ``epsilon`` (see :mod:`pymc_lbp.mdn`), so the
-    current block state always has positive reverse probability, also under deterministic
-    conditionals. Chain blocks (``params_from="chain"``) read their parameters from the model
-    at every update (:meth:`chain_params`: one batched logp call at the block's reference
-    states), counted in ``logp_evals``. Not auto-assigned by ``pm.sample``.
+    A proposal's tables include a uniform floor ``epsilon`` (see :mod:`pymc_lbp.learning.mdn`), so
+    the current block state always has positive reverse probability, also under deterministic
+    conditionals. Chain blocks (``params_from="chain"``) read their parameters from the model at
+    every update (:meth:`chain_params`: one batched logp call at the block's reference states),
+    counted in ``logp_evals``. Not auto-assigned by ``pm.sample``.
     """
 
     name = "neural_block"
@@ -281,7 +281,7 @@ class NeuralBlock(DiscreteStep):
                     f"motif {blocks.motif.name!r} has {blocks.motif.n_continuous} continuous "
                     "entries; NeuralBlock samples discrete blocks only. A flag and the "
                     "continuous value it switches on are sampled by NeuralMixedBlock (motif "
-                    "flag-value-g32, pymc_lbp.flag_value_motifs)"
+                    "flag-value-g32, pymc_lbp.motifs.flag_value)"
                 )
         if differences not in LOGP_MODES:
             raise ValueError(f"differences must be one of {LOGP_MODES}, got {differences!r}")
@@ -465,7 +465,7 @@ class NeuralBlock(DiscreteStep):
 
     def _dependencies(self, model) -> list | None:
         """The model terms' dependencies on the block (one analysis for motif finding and the
-        colour classes; :func:`pymc_lbp.motif_finding.block_dependencies`)."""
+        colour classes; :func:`pymc_lbp.motifs.finding.block_dependencies`)."""
         if self._deps is None:
             self._deps = block_dependencies(model, self.differences, self.specs, self._x0)
         return self._deps
@@ -474,7 +474,7 @@ class NeuralBlock(DiscreteStep):
         """Colour classes of chain blocks that may be updated at once, or None.
 
         Only for chain blocks of a variable the model graph confirms to be a chain
-        (:func:`pymc_lbp.motif_finding.chain_order`), with every site in some block and the
+        (:func:`pymc_lbp.motifs.finding.chain_order`), with every site in some block and the
         model logp (not factor tables) as target: two blocks get different colours when they
         share a site or a term touches a site of each (the dependency analysis), so no term
         touches two blocks of one colour and their updates given the rest are independent.
@@ -724,7 +724,7 @@ class NeuralBlock(DiscreteStep):
 
     def chain_params(self, unit: _Unit, x: np.ndarray) -> np.ndarray:
         """The chain motif's parameters of ``unit`` at ``x``: the model logp at the block's
-        reference states (:func:`pymc_lbp.chain_motifs.chain_reference_states`, one batched
+        reference states (:func:`pymc_lbp.motifs.chain.chain_reference_states`, one batched
         call) turned into canonical log-potentials. They depend on the rest of the state only,
         never on the block's own values."""
         K, L = unit.chain
@@ -790,7 +790,7 @@ class NeuralBlock(DiscreteStep):
             proposal = NeuralProposal.create(exact.blockset.motif)
             proposal.fit(exact.motif_examples(idata), steps=5000)
 
-        (Forward samples of the prior, :func:`pymc_lbp.motifs.prior_motif_samples`, need a
+        (Forward samples of the prior, :func:`pymc_lbp.motifs.blocks.prior_motif_samples`, need a
         model without ``pm.Potential`` terms; posterior draws work for any model.)
 
         Parameters

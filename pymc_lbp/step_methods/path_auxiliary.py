@@ -9,13 +9,13 @@ from typing import Any, ClassVar
 import numpy as np
 from pymc.step_methods.state import dataclass_state
 
-from pymc_lbp import path_kernels
-from pymc_lbp.adaptation import PathLengthAdaptation, check_target_accept
-from pymc_lbp.balancing import LogBalancing, resolve_balancing
 from pymc_lbp.kernels import pairwise as pairwise_kernel
 from pymc_lbp.kernels.path import CompiledPathSteps
 from pymc_lbp.kernels.single_site import graph_balancing
-from pymc_lbp.path_proposals import (
+from pymc_lbp.learning.adaptation import PathLengthAdaptation, check_target_accept
+from pymc_lbp.proposals import path_kernels
+from pymc_lbp.proposals.balancing import LogBalancing, resolve_balancing
+from pymc_lbp.proposals.path import (
     PathWeights,
     check_single_site_share,
     draw_path_length,
@@ -68,7 +68,7 @@ class PathAuxiliaryLBP(DiscreteStep):
     support), all ``R`` changes are applied at once and the result ``y`` is accepted with
     ``min{1, pi(y) q(reversed path | y) / (pi(x) q(path | x))}`` (Sun et al. 2021). The proposal
     probabilities are those of the ordered path, exactly, on both sides (see
-    :mod:`pymc_lbp.path_proposals`). ``R = 1`` is the single-site :class:`LocallyBalanced`.
+    :mod:`pymc_lbp.proposals.path`). ``R = 1`` is the single-site :class:`LocallyBalanced`.
     Each step costs one differences evaluation at the proposal, whatever ``R`` is.
 
     Path length: each step is, with the fixed probability ``single_site_share``, a single-site
@@ -79,7 +79,7 @@ class PathAuxiliaryLBP(DiscreteStep):
     the asymptotically optimal rate for locally balanced proposals; Sun, Dai, Schuurmans 2022): a
     doubling phase (``U = 1, 2, 4, ...`` while steps accept at least the target), then
     Robbins-Monro on ``log U``; at the end of tuning ``U`` is frozen (see
-    :mod:`pymc_lbp.adaptation`). The kernel is then a fixed mixture of pi-invariant kernels
+    :mod:`pymc_lbp.learning.adaptation`). The kernel is then a fixed mixture of pi-invariant kernels
     whose single-site component keeps the chain irreducible (a path-only chain with a fixed
     even ``R`` is parity-reducible on binary blocks, and one with ``R`` in ``{2, 3}`` was seen
     trapped one site away from the mode of a near-deterministic posterior). The single-site
@@ -103,19 +103,20 @@ class PathAuxiliaryLBP(DiscreteStep):
         Target mean acceptance probability of the tuning, in (0, 1). For comparison, 0.234 is
         the optimal rate of random-walk Metropolis.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
-        The balancing function ``g`` (see :mod:`pymc_lbp.balancing`); a callable maps log-ratios
+        The balancing function ``g`` (see :mod:`pymc_lbp.proposals.balancing`); a callable maps
+        log-ratios
         ``d`` to ``log g(e^d)``, must be balanced, and must also work on pytensor tensors (the
         compiled kernel applies it).
     differences : {"auto", "gradient", "exact"}, default "auto"
         Neighbour differences: first-order from the relaxed logp's gradient (one evaluation per
         step; exact on logps multilinear in the block), exact (one logp evaluation per
         neighbour, batched, or local terms), or "auto": first-order where they are measured to
-        track the exact ones, exact otherwise (:mod:`pymc_lbp.differences_choice`). On a
+        track the exact ones, exact otherwise (:mod:`pymc_lbp.target.differences_choice`). On a
         pairwise binary block (every logp term touches at most two of its sites: Ising lattices
         however written) "auto" and "exact" take the exact differences from its couplings, and
         every step of a draw, tuning included, runs in one numba call without model evaluations
-        (:mod:`pymc_lbp.pairwise`, :mod:`pymc_lbp.kernels.pairwise`). The choice and its reason
-        are in :attr:`differences_choice`, logged, and in the stat ``exact_differences``.
+        (:mod:`pymc_lbp.target.pairwise`, :mod:`pymc_lbp.kernels.pairwise`). The choice and its
+        reason are in :attr:`differences_choice`, logged, and in the stat ``exact_differences``.
     initial_path_length : float, default 1.0
         Starting value of the tuned scale ``U`` (only with ``path_length=None``).
     steps_per_draw : int, optional
@@ -181,7 +182,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         ``step.differences_choice``).
     ``integer_accept``, ``integer_jump`` (float)
         Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
-        draw's informed jumps, one per integer site (:mod:`pymc_lbp.integer_jumps`).
+        draw's informed jumps, one per integer site (:mod:`pymc_lbp.proposals.integer_jumps`).
     ``logp_evals``, ``grad_evals`` (int)
         Model logp and relaxed-gradient evaluations made for the draw (pairwise couplings: one
         logp per draw, plus an extraction's when other variables moved; none per step).

@@ -1,8 +1,8 @@
 """SelfBalancing: locally balanced proposals whose balancing function is learned during tuning.
 
 Sansone, "LSB: Local Self-Balancing MCMC in Discrete Spaces" (ICML 2022). The math lives in
-:mod:`pymc_lbp.learned_balancing` (parametrizations, objective) and :mod:`pymc_lbp.lsb_learning`
-(compiled objective + Adam); this module is the stateful shell.
+:mod:`pymc_lbp.learning.learned_balancing` (parametrizations, objective) and
+:mod:`pymc_lbp.learning.lsb` (compiled objective + Adam); this module is the stateful shell.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 from pymc.step_methods.state import dataclass_state
 
-from pymc_lbp.learned_balancing import PARAMETRIZATIONS, make_parametrization
-from pymc_lbp.lsb_learning import (
+from pymc_lbp.learning.learned_balancing import PARAMETRIZATIONS, make_parametrization
+from pymc_lbp.learning.lsb import (
     AdamState,
     BalancingLearner,
     TransitionBatch,
     check_learning_size,
 )
-from pymc_lbp.proposals import (
+from pymc_lbp.proposals.common import (
     draw_from_cdf,
     log_normalize,
     mh_accept,
@@ -102,16 +102,16 @@ class SelfBalancing(DiscreteStep):
         weights). ``"lsb2"``: ``g(t) = (h(t) + t h(1/t)) / 2`` with ``h`` a positive MLP of one
         hidden layer (starts at ``g = sqrt``). ``"lsb2_min"``: ``g = min{h(t), t h(1/t)}`` (the
         paper's first version; reaches light tails at near-impossible neighbours more easily). See
-        :mod:`pymc_lbp.learned_balancing`.
+        :mod:`pymc_lbp.learning.learned_balancing`.
     differences : {"auto", "exact", "gradient"}, default "auto"
         Exact neighbour differences (LSB), first-order ones from the relaxed logp (FLSB), or
         "auto": first-order where they are measured to track the exact ones, exact otherwise
-        (:mod:`pymc_lbp.differences_choice`; the choice is in :attr:`differences_choice`).
+        (:mod:`pymc_lbp.target.differences_choice`; the choice is in :attr:`differences_choice`).
     n_particles : int, default 30
         Auxiliary particles advanced during tuning (the paper uses 30 on the Ising model).
         Sizes whose learning is clearly out of range are refused: more than
-        ``lsb_learning.MAX_PARTICLES`` (10^5), or an estimated learning-step memory (particles x
-        slots, sites and hidden units, :func:`pymc_lbp.lsb_learning.learning_memory_bytes`)
+        ``learning.lsb.MAX_PARTICLES`` (10^5), or an estimated learning-step memory (particles x
+        slots, sites and hidden units, :func:`pymc_lbp.learning.lsb.learning_memory_bytes`)
         above 2 GiB.
     learning_rate : float, default 1e-2
         Adam's step size.
@@ -158,7 +158,7 @@ class SelfBalancing(DiscreteStep):
         ``step.differences_choice``).
     ``integer_accept``, ``integer_jump`` (float)
         Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
-        draw's informed jumps, one per integer site (:mod:`pymc_lbp.integer_jumps`).
+        draw's informed jumps, one per integer site (:mod:`pymc_lbp.proposals.integer_jumps`).
     ``lsb_loss`` (float)
         Mean batch estimate of the LSB objective over the draw's learning updates (the mutual
         information between consecutive states up to a parameter-free term); NaN after tuning.

@@ -6,7 +6,7 @@ the exponential race, and score an ordered path. In numpy these are a dozen smal
 (~1-3 us of interpreter overhead apiece, which dominated a step on blocks of ~1000 sites); here
 each is one compiled loop. numba is a dependency of pytensor, so it is always installed.
 
-The numpy versions in :mod:`pymc_lbp.path_proposals` are the reference: the tests check that the
+The numpy versions in :mod:`pymc_lbp.proposals.path` are the reference: the tests check that the
 kernels return the same sites for the same random numbers and the same log-probabilities (to
 rounding), and ``PYMC_LBP_NUMBA=0`` switches the kernels off. Randomness stays outside: the
 caller draws the exponential variates with the step's ``rng`` and passes them in.
@@ -21,7 +21,7 @@ import numpy as np
 
 CANCEL = 1e-6
 """Below this fraction of the total, the mass off a path is summed directly (see
-:func:`pymc_lbp.path_proposals.log_prob_path`)."""
+:func:`pymc_lbp.proposals.path.log_prob_path`)."""
 
 ENABLED = os.environ.get("PYMC_LBP_NUMBA", "1") != "0"
 

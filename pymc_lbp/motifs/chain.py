@@ -40,7 +40,7 @@ import itertools
 
 import numpy as np
 
-from pymc_lbp.motifs import BlockSet, MotifBlock, MotifSpec
+from pymc_lbp.motifs.blocks import BlockSet, MotifBlock, MotifSpec
 
 CLIP = 20.0
 """Canonical log-potentials are clipped to ``[-CLIP, CLIP]`` for the network's input."""
@@ -70,7 +70,7 @@ def chain_motif(n_categories: int, length: int) -> MotifSpec:
         f"{L} consecutive {K}-category states of a chain; parameters: the block's canonical unary "
         f"log-potentials a[i, k] ({L} x {K}, the Markov blanket absorbed) then pairwise "
         f"b[i, k, k'] ({L - 1} x {K} x {K}), double-centred, clipped to +-{CLIP:g} "
-        "(pymc_lbp.chain_motifs)",
+        "(pymc_lbp.motifs.chain)",
     )
 
 
@@ -281,7 +281,7 @@ def chain_blocks(
     Blocks start every ``stride`` states along the chain (default ``L``: a tiling; the last
     block is shifted inward so it ends at the chain's end, so it may overlap its neighbour).
     ``order`` lists the variable's states (positions in its raveled value) in chain order
-    (default: as numbered; see :func:`pymc_lbp.motif_finding.chain_order`). Parameters are
+    (default: as numbered; see :func:`pymc_lbp.motifs.finding.chain_order`). Parameters are
     computed by the step from the model (``params_from="chain"``).
     """
     motif = chain_motif(n_categories, length)

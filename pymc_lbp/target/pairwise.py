@@ -15,7 +15,7 @@ the new differences instead of an evaluation of the model (:mod:`pymc_lbp.kernel
 How the couplings are found
 ---------------------------
 1. **Structure** (:func:`pairwise_structure`): the dependency analysis of
-   :mod:`pymc_lbp.local_differences` names the block sites every element of every logp term
+   :mod:`pymc_lbp.target.local_differences` names the block sites every element of every logp term
    depends on. It is conservative (an element may be reported to depend on more sites than it
    does, never on fewer), so "no element depends on more than two sites, none is global" proves
    the form above. The interaction graph ``A`` (sites sharing an element) is the pattern of
@@ -43,11 +43,11 @@ import scipy.sparse as sp
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_lbp import path_kernels
-from pymc_lbp.balancing import BALANCING_FUNCTIONS
 from pymc_lbp.kernels.pairwise import BALANCING_CODES
-from pymc_lbp.local_differences import greedy_colouring, site_pieces
-from pymc_lbp.neighbours import Differences, ExactDifferences
+from pymc_lbp.proposals import path_kernels
+from pymc_lbp.proposals.balancing import BALANCING_FUNCTIONS
+from pymc_lbp.target.local_differences import greedy_colouring, site_pieces
+from pymc_lbp.target.neighbours import Differences, ExactDifferences
 
 _log = logging.getLogger("pymc_lbp")
 

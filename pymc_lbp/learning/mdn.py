@@ -1,8 +1,8 @@
 """Mixture density network over a block of discrete variables, in pytensor (and a numpy twin).
 
 :class:`MixtureDensityNetwork` maps an input vector ``u`` (the values of a conditioning set and
-local parameters, see :mod:`pymc_lbp.neural_proposal`) to a mixture of ``K`` components, each a
-product of per-variable categorical tables over a block of ``D`` variables with cardinalities
+local parameters, see :mod:`pymc_lbp.learning.neural_proposal`) to a mixture of ``K`` components,
+each a product of per-variable categorical tables over a block of ``D`` variables with cardinalities
 ``cards``::
 
     q(y | u) = sum_k w_k(u) prod_i q_{k,i}(y_i | u)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.proposals import draw_categorical, log_normalize
+from pymc_lbp.proposals.common import draw_categorical, log_normalize
 
 __all__ = [
     "block_log_prob",

@@ -27,7 +27,8 @@ they differ, first-order acceptance >=                   gradient      at most ~
 :data:`MIN_ACCEPTANCE`                                                 accepted move
 they differ, acceptance below it                         exact         first-order proposals are
                                                                        rejected
-the model has no differentiable extension                exact         (see :mod:`pymc_lbp.relax`)
+the model has no differentiable extension                exact         (see
+:mod:`pymc_lbp.target.relax`)
 ======================================================  ============  =========================
 
 The decision and its reason are logged (logger ``"pymc_lbp"``, INFO), kept as
@@ -43,8 +44,8 @@ from typing import NamedTuple
 import numpy as np
 import pytensor
 
-from pymc_lbp.balancing import balanced_log_weights
-from pymc_lbp.proposals import draw_from_cdf, mh_accept, mh_log_ratio, prepare_weights
+from pymc_lbp.proposals.balancing import balanced_log_weights
+from pymc_lbp.proposals.common import draw_from_cdf, mh_accept, mh_log_ratio, prepare_weights
 
 PROBE_STEPS = 48
 """Steps of the first-order single-site chain run from the start point."""
@@ -112,8 +113,9 @@ def _tolerance(logp_x: float) -> float:
 def compare_at(diffs, x: np.ndarray, logp_x: float, deltas: np.ndarray, n_slots: int, rng):
     """``(max |first-order - exact|, all within rounding, moves compared)`` at ``x``.
 
-    ``diffs`` is a :class:`~pymc_lbp.neighbours.GradientDifferences`; the exact difference of a
-    move is ``logp(y) - logp(x)``, with ``logp(y)`` from the same compiled call at the neighbour.
+    ``diffs`` is a :class:`~pymc_lbp.target.neighbours.GradientDifferences`; the exact difference
+    of a move is ``logp(y) - logp(x)``, with ``logp(y)`` from the same compiled call at the
+    neighbour.
     """
     layout = diffs.layout
     diffs.refresh_bounds(x)

@@ -2,7 +2,7 @@
 
 A path proposal changes ``R`` distinct sites of the block in one Metropolis-Hastings step. From
 state ``x`` with neighbour differences ``Delta_s(x)`` (one per slot, see
-:mod:`pymc_lbp.neighbours`), every slot gets the locally balanced log-weight
+:mod:`pymc_lbp.target.neighbours`), every slot gets the locally balanced log-weight
 ``w_s = log g(e^{Delta_s})`` (``-inf`` where ``Delta_s = -inf``: masked or zero-probability
 moves are never proposed). A *site* gets the weight ``W_i = logsumexp_{s in i} w_s`` (binary sites
 have one slot, so ``W_i = w_i``), and the path is
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp import path_kernels as kernels
-from pymc_lbp.balancing import LogBalancing, balanced_log_weights
-from pymc_lbp.neighbours import BINARY, CATEGORICAL, BlockLayout
+from pymc_lbp.proposals import path_kernels as kernels
+from pymc_lbp.proposals.balancing import LogBalancing, balanced_log_weights
+from pymc_lbp.target.neighbours import BINARY, CATEGORICAL, BlockLayout
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class PathWeights:
 
 
 def _linear_weights_numpy(site: np.ndarray) -> tuple[np.ndarray, float, float, int]:
-    """Reference of :func:`pymc_lbp.path_kernels.linear_weights`."""
+    """Reference of :func:`pymc_lbp.proposals.path_kernels.linear_weights`."""
     top = float(site.max()) if site.size else -np.inf
     if not math.isfinite(top):
         top = 0.0
@@ -150,7 +150,7 @@ def draw_sites(lin: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarr
 
 
 def _race_numpy(lin: np.ndarray, noise: np.ndarray, size: int) -> np.ndarray:
-    """Reference of :func:`pymc_lbp.path_kernels.race`."""
+    """Reference of :func:`pymc_lbp.proposals.path_kernels.race`."""
     if lin.min() > 0.0:
         keys = noise / lin
     else:
@@ -195,8 +195,8 @@ def _log_prob_sites(weights: PathWeights, sites: np.ndarray) -> float:
 
 
 def _log_prob_sites_numpy(weights: PathWeights, sites: np.ndarray) -> float:
-    """Reference of :func:`pymc_lbp.path_kernels.log_prob_order_log`: the picked sites' weights
-    in log space (a site far below the others keeps its probability where its linear weight
+    """Reference of :func:`pymc_lbp.proposals.path_kernels.log_prob_order_log`: the picked sites'
+    weights in log space (a site far below the others keeps its probability where its linear weight
     underflows), the remaining mass on the linear scale, or a log-sum-exp where it underflows."""
     log_picked = weights.site[sites] - weights.top
     if not np.all(np.isfinite(log_picked)):

@@ -3,7 +3,7 @@
 When one site of the block moves, only the log-probability terms that touch it change. This
 module finds those terms in the model's own graph and evaluates the exact differences to every
 one-site neighbour with a handful of elementwise evaluations of the model's terms, instead of one
-whole-model evaluation per neighbour (:class:`pymc_lbp.neighbours.ExactDifferences`' batched
+whole-model evaluation per neighbour (:class:`pymc_lbp.target.neighbours.ExactDifferences`' batched
 method).
 
 How it works
@@ -80,7 +80,7 @@ from pytensor.tensor.subtensor import (
 )
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.graphs import repeated_rows, set_per_row, substitute
+from pymc_lbp.target.graphs import repeated_rows, set_per_row, substitute
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -95,7 +95,7 @@ __all__ = [
     "linear_pieces",
 ]
 
-BINARY, CATEGORICAL, INTEGER = 0, 1, 2  # as in pymc_lbp.neighbours
+BINARY, CATEGORICAL, INTEGER = 0, 1, 2  # as in pymc_lbp.target.neighbours
 
 
 class NotLocalError(ValueError):
@@ -825,7 +825,7 @@ class SitePieces:
         vectorised once and the elements at ``x`` cloned once per ``x``, so the graphs of
         several classes and of both ends of a move share them (smaller graphs to build and to
         compile)."""
-        from pymc_lbp.neighbours import _unblock_gathers
+        from pymc_lbp.target.neighbours import _unblock_gathers
 
         if self._batch is None:
             X = pt.matrix("X_moved", dtype="int64")
@@ -1076,7 +1076,7 @@ def build_local_plan(
         new_all = pt.switch(valid, new_value, x[sites_all])
         batch = set_per_row(batch, sites_all, new_all)
         X = pt.matrix("X_local", dtype="int64")
-        from pymc_lbp.neighbours import _unblock_gathers
+        from pymc_lbp.target.neighbours import _unblock_gathers
 
         G_batch = _unblock_gathers(vectorize_graph(G, replace={x: X}))
         G_batch = clone_replace(G_batch, replace={X: batch})

@@ -1,14 +1,15 @@
 """Trained block proposals for structural motifs: the network, its training, save and load.
 
-A :class:`NeuralProposal` is a :class:`~pymc_lbp.mdn.MixtureDensityNetwork` bound to a
-:class:`~pymc_lbp.motifs.MotifSpec`: it maps the values of a motif's conditioning set and its
+A :class:`NeuralProposal` is a :class:`~pymc_lbp.learning.mdn.MixtureDensityNetwork` bound to a
+:class:`~pymc_lbp.motifs.blocks.MotifSpec`: it maps the values of a motif's conditioning set and its
 local parameters to ``q(x_B | x_C, params)``, a mixture of products of categoricals over the
 block. :class:`~pymc_lbp.NeuralBlock` uses it as a Metropolis-Hastings proposal.
 
 File format (``.npz``, loaded with ``allow_pickle=False``, so untrusted files cannot run code):
 
 ``header``
-    A JSON string: ``format`` (``"pymc_lbp.neural_proposal"``), ``version`` (:data:`VERSION`),
+    A JSON string: ``format`` (``"pymc_lbp.neural_proposal"``), ``version``
+    (:data:`VERSION`),
     ``motif`` (:meth:`MotifSpec.to_dict`), ``network`` (inputs, block cardinalities,
     components, hidden units, epsilon, activation), ``layers`` (name, shape and dtype of every
     weight array), ``sha256`` of the weights, and free ``metadata`` (how it was trained).
@@ -32,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from pymc_lbp.mdn import LAYER_NAMES, MixtureDensityNetwork, TrainingReport
-from pymc_lbp.motifs import MotifSpec
+from pymc_lbp.learning.mdn import LAYER_NAMES, MixtureDensityNetwork, TrainingReport
+from pymc_lbp.motifs.blocks import MotifSpec
 
 __all__ = [
     "FORMAT",
@@ -45,9 +46,11 @@ __all__ = [
     "load_proposal",
 ]
 
+# the file format's name (the module it was born in, before the package was grouped by job):
+# files carry it, so it never changes
 FORMAT = "pymc_lbp.neural_proposal"
 VERSION = 1
-LIBRARY = Path(__file__).resolve().parent / "proposals_library"
+LIBRARY = Path(__file__).resolve().parents[1] / "proposals_library"
 
 
 class ProposalFileError(ValueError):
@@ -211,8 +214,8 @@ class NeuralProposal:
         ----------
         data : callable or tuple of arrays
             ``data(rng, n) -> (x_block, x_cond, params)`` drawing fresh samples (e.g.
-            :func:`~pymc_lbp.motifs.grid_bn_motif_samples`), or fixed arrays (e.g. from
-            :func:`~pymc_lbp.motifs.prior_motif_samples`) that minibatches are drawn from.
+            :func:`~pymc_lbp.motifs.blocks.grid_bn_motif_samples`), or fixed arrays (e.g. from
+            :func:`~pymc_lbp.motifs.blocks.prior_motif_samples`) that minibatches are drawn from.
         steps, batch_size, learning_rate, final_learning_rate, seed, progressbar
             See :meth:`MixtureDensityNetwork.fit`. The same seed, data and starting weights
             give the same trained proposal.

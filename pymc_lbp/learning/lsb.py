@@ -4,7 +4,7 @@
 
     (params, m, v, t, learning_rate, batch arrays) -> (loss, rejection, params', m', v', t')
 
-from :func:`pymc_lbp.learned_balancing.lsb_objective`, its gradient (pytensor autodiff) and
+from :func:`pymc_lbp.learning.learned_balancing.lsb_objective`, its gradient (pytensor autodiff) and
 PyMC's own Adam update expressions (:func:`pymc.variational.updates.adam`, with
 :func:`pymc.variational.updates.total_norm_constraint` on the gradient). PyMC's optimisers keep
 their state in shared variables; here those shared variables are swapped for explicit inputs, so
@@ -32,7 +32,7 @@ from pymc.variational.updates import adam, total_norm_constraint
 from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.learned_balancing import (
+from pymc_lbp.learning.learned_balancing import (
     D_CLIP,
     GRID_DENSITY,
     BalancingParametrization,
@@ -102,7 +102,7 @@ def check_learning_size(n_particles: int, n_sites: int, n_slots: int, hidden: in
         raise ValueError(
             f"SelfBalancing learning would need about {need / 2**30:.1f} GiB ({what}; "
             f"limit {MAX_LEARNING_BYTES / 2**30:.0f} GiB, see "
-            "pymc_lbp.lsb_learning.learning_memory_bytes); "
+            "pymc_lbp.learning.lsb.learning_memory_bytes); "
             + (
                 f"use n_particles <= {fits}"
                 if fits >= 1

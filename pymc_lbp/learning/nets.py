@@ -1,9 +1,9 @@
 """Small networks, as pure functions of a flat parameter vector (numpy and pytensor twins).
 
 :class:`ScalarMLP` is the one-hidden-layer scalar-to-scalar network that the LSB2 balancing
-function is built from (:mod:`pymc_lbp.learned_balancing`). Each network here keeps its parameters
-in one flat float64 vector, so that an optimiser state is a handful of plain arrays (easy to
-pickle and to round-trip through a step's ``sampling_state``), and has a numpy forward pass (used
+function is built from (:mod:`pymc_lbp.learning.learned_balancing`). Each network here keeps its
+parameters in one flat float64 vector, so that an optimiser state is a handful of plain arrays (easy
+to pickle and to round-trip through a step's ``sampling_state``), and has a numpy forward pass (used
 on the sampler's hot path) and a pytensor forward pass (used for autodiff while learning) that
 compute the same function.
 """

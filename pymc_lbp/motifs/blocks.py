@@ -80,7 +80,7 @@ class MotifSpec:
         Free text: what the entries mean, padding conventions.
     n_continuous : int
         Continuous entries of the block, after the discrete ones (mixed blocks: a proposal
-        for the motif holds a Gaussian per component for each, see :mod:`pymc_lbp.mdn`).
+        for the motif holds a Gaussian per component for each, see :mod:`pymc_lbp.learning.mdn`).
     """
 
     name: str
@@ -250,7 +250,7 @@ class BlockSet:
     params_from : {"fixed", "chain"}
         Where the blocks' local parameters come from: ``"fixed"`` (default), the blocks'
         ``params``; ``"chain"``, computed by the step from the model at every update (chain
-        log-potentials, :mod:`pymc_lbp.chain_motifs`; the blocks then hold no parameters).
+        log-potentials, :mod:`pymc_lbp.motifs.chain`; the blocks then hold no parameters).
     """
 
     motif: MotifSpec

@@ -1,8 +1,9 @@
 """Learned balancing functions (Sansone 2022, LSB) and their mutual-information objective.
 
 Pure functions and small stateless classes; the step :class:`~pymc_lbp.SelfBalancing` is a thin
-shell around them. Everything works in log space, as in :mod:`pymc_lbp.balancing`: a balancing
-function is represented by ``d -> log g(e^d)`` for log-ratios ``d = log pi(y) - log pi(x)``, and
+shell around them. Everything works in log space, as in :mod:`pymc_lbp.proposals.balancing`: a
+balancing function is represented by ``d -> log g(e^d)`` for log-ratios ``d = log pi(y) - log
+pi(x)``, and
 ``g(t) = t g(1/t)`` reads ``log g(e^d) - log g(e^-d) = d``. Every function ``log g`` with
 ``log g(e^d) = d / 2 + e(d)`` and ``e`` even is balanced, and every balanced ``g`` has this form.
 
@@ -14,7 +15,7 @@ Parametrizations
     balanced.
 ``"lsb2"`` (:class:`NeuralBalancing`, ``form="sum"``)
     ``g(t) = (h(t) + t h(1/t)) / 2`` with ``h(t) = sqrt(t) exp(m(log t))`` positive and ``m`` a
-    one-hidden-layer softplus MLP (:class:`pymc_lbp.nets.ScalarMLP`). In log space
+    one-hidden-layer softplus MLP (:class:`pymc_lbp.learning.nets.ScalarMLP`). In log space
     ``log g(e^d) = d / 2 + logaddexp(m(d), m(-d)) - log 2``: balanced and positive for any
     parameters. ``m == 0`` at initialisation, so the untuned function is exactly ``sqrt``.
 ``"lsb2_min"`` (:class:`NeuralBalancing`, ``form="min"``)
@@ -71,7 +72,7 @@ import pytensor.tensor as pt
 from pytensor.gradient import disconnected_grad
 from pytensor.graph.basic import Variable
 
-from pymc_lbp.nets import ScalarMLP
+from pymc_lbp.learning.nets import ScalarMLP
 
 BASE_FUNCTIONS: tuple[str, ...] = ("sqrt", "barker", "min", "max")
 """The base functions of LSB1, in the order of ``theta``."""
@@ -192,8 +193,8 @@ class MixtureBalancing(BalancingParametrization):
 class NeuralBalancing(BalancingParametrization):
     """LSB2: ``g(t) = (h(t) + t h(1/t)) / 2`` (or ``min{h(t), t h(1/t)}``), ``h`` a positive MLP.
 
-    ``log h(e^d) = d / 2 + m(d)`` with ``m`` a :class:`~pymc_lbp.nets.ScalarMLP` whose output
-    weights start at zero, so the untuned function is ``sqrt``. Then
+    ``log h(e^d) = d / 2 + m(d)`` with ``m`` a :class:`~pymc_lbp.learning.nets.ScalarMLP` whose
+    output weights start at zero, so the untuned function is ``sqrt``. Then
     ``log g(e^d) = d / 2 + e(|d|)`` with the even part ``e(u) = logaddexp(m(u), m(-u)) - log 2``
     (sum form) or ``min(m(u), m(-u))`` (min form).
 

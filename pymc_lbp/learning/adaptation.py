@@ -28,7 +28,7 @@ NUTS), so the frozen value is not the last, noisy iterate. After tuning nothing 
 Short paths stay possible, during tuning and after. A step is a *single-site* step (``R = 1``)
 with a fixed probability ``s`` (``single_site_share``, default 0.1) and otherwise a *path* step
 with ``R`` the stochastic rounding of ``U`` (see
-:func:`pymc_lbp.path_proposals.draw_path_length`). The frozen kernel is the fixed mixture
+:func:`pymc_lbp.proposals.path.draw_path_length`). The frozen kernel is the fixed mixture
 ``s T_1 + (1 - s) [(1 - f) T_floor(U) + f T_ceil(U)]`` (``f = frac U``) of pi-invariant kernels
 with state-independent weights, so it is pi-invariant, and ``T_1`` (the single-site locally
 balanced kernel) makes it irreducible wherever single-site moves connect the support. Without

@@ -1,8 +1,8 @@
 """Finding a block's motif in the model graph: what ``NeuralBlock([z])`` does by default.
 
 :func:`find_chains` reads the model's log-probability terms with the dependency analysis of
-:mod:`pymc_lbp.local_differences` (which sites of the block every element of every term depends
-on) and reports the variables of the block that are *chains*: one-dimensional, every element
+:mod:`pymc_lbp.target.local_differences` (which sites of the block every element of every term
+depends on) and reports the variables of the block that are *chains*: one-dimensional, every element
 touching at most two of the variable's states, and the pairs touched together forming one path
 (:func:`chain_order`; numbered along the chain or not) (an HMM written as
 ``Categorical`` states with ``log(P[z[:-1], z[1:]])`` and emissions ``mu[z]``, a chain CRF's
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp.chain_motifs import chain_blocks
-from pymc_lbp.local_differences import term_dependencies
+from pymc_lbp.motifs.chain import chain_blocks
+from pymc_lbp.target.local_differences import term_dependencies
 
 EXACT_CHAIN_MAX_STATES = 256
 """Exact block Gibbs on chain blocks enumerates at most this many joint states per block."""
@@ -82,8 +82,8 @@ def chain_order(deps, lo: int, hi: int) -> tuple[np.ndarray | None, str]:
 
 
 def block_dependencies(model, differences, specs, x0: np.ndarray) -> list | None:
-    """:func:`pymc_lbp.local_differences.term_dependencies` of the model on the step's block (a
-    term that is a sum, such as a Potential of ``log(P[z[:-1], z[1:]]).sum()``, is read as its
+    """:func:`pymc_lbp.target.local_differences.term_dependencies` of the model on the step's block
+    (a term that is a sum, such as a Potential of ``log(P[z[:-1], z[1:]]).sum()``, is read as its
     elements); None when the graph cannot be analysed."""
     n_sites = int(sum(int(np.prod(s.shape)) for s in specs))
     return term_dependencies(model, differences._replace, differences._x, n_sites, x0)
@@ -97,10 +97,10 @@ def find_chains(
     Parameters
     ----------
     model : pymc.Model
-    differences : pymc_lbp.neighbours.Differences
+    differences : pymc_lbp.target.neighbours.Differences
         The step's target (its block vector ``_x`` and model replacements are used).
     specs : list of VarSpec
-        The block's variables (:func:`pymc_lbp.neighbours.describe_block`).
+        The block's variables (:func:`pymc_lbp.target.neighbours.describe_block`).
     x0 : ndarray of int
         A state of the block (shapes and constant indices are read from it).
     deps : list, optional
@@ -136,7 +136,7 @@ def find_chains(
 def shipped_chain_proposal(n_categories: int, max_length: int):
     """The shipped chain proposal for ``K`` categories with the longest block of at most
     ``max_length`` states, or None."""
-    from pymc_lbp.neural_proposal import available_proposals, load_proposal
+    from pymc_lbp.learning.neural_proposal import available_proposals, load_proposal
 
     best = None
     for name in available_proposals():
@@ -166,8 +166,8 @@ def default_blocks(model, differences, specs, x0: np.ndarray, deps: list | None 
     ui_reason = ""
     info = getattr(model, "uai_info", None)
     if isinstance(info, UAIModelInfo):
-        from pymc_lbp.motifs import uai_grid_blocks
-        from pymc_lbp.neural_proposal import load_proposal
+        from pymc_lbp.learning.neural_proposal import load_proposal
+        from pymc_lbp.motifs.blocks import uai_grid_blocks
 
         try:
             blocks = uai_grid_blocks(info.network)

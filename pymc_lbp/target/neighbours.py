@@ -18,13 +18,13 @@ their current, shared values) and ``Delta_s(x) = f(x^(s)) - f(x)`` for every slo
 masked slots and for zero-probability neighbours, never NaN):
 
 * :class:`ExactDifferences` is exact. On blocks of 32 slots or more whose model terms are local
-  it uses :mod:`pymc_lbp.local_differences` (only the terms that touch a site are re-evaluated;
-  cost: a few elementwise evaluations of the terms per call, see docs/differences.md); otherwise
-  it evaluates the logp at all neighbours in one compiled, batched call (the logp graph
-  vectorised over a leading axis with ``vectorize_graph``; chunked for large blocks). Cost: one
-  logp evaluation per slot.
+  it uses :mod:`pymc_lbp.target.local_differences` (only the terms that touch a site are
+  re-evaluated; cost: a few elementwise evaluations of the terms per call, see docs/differences.md);
+  otherwise it evaluates the logp at all neighbours in one compiled, batched call (the logp graph
+  vectorised over a leading axis with ``vectorize_graph``; chunked for large blocks). Cost: one logp
+  evaluation per slot.
 * :class:`GradientDifferences` uses the first-order estimate of Grathwohl et al. from the gradient
-  of the relaxed logp (:mod:`pymc_lbp.relax`). Cost: one logp and one gradient evaluation.
+  of the relaxed logp (:mod:`pymc_lbp.target.relax`). Cost: one logp and one gradient evaluation.
 """
 
 from __future__ import annotations
@@ -53,18 +53,18 @@ from pytensor.tensor.random.basic import (
     PoissonRV,
 )
 
-from pymc_lbp.balancing import balanced_log_weights, graph_log_balancing
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.graphs import repeated_rows, set_per_row, substitute
-from pymc_lbp.local_differences import (
+from pymc_lbp.proposals.balancing import balanced_log_weights, graph_log_balancing
+from pymc_lbp.proposals.common import prepare_weights
+from pymc_lbp.target.graphs import repeated_rows, set_per_row, substitute
+from pymc_lbp.target.local_differences import (
     LocalCheckError,
     LocalDifferences,
     NotLocalError,
     build_local_plan,
     rewritten_clone,
 )
-from pymc_lbp.proposals import prepare_weights
-from pymc_lbp.relax import LOG_FLOOR, relaxed_logp
+from pymc_lbp.target.relax import LOG_FLOOR, relaxed_logp
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -415,8 +415,8 @@ class Differences:
         """``(logp_x, deltas, prepared)`` with the balanced proposal weights prepared.
 
         ``prepared`` is ``(log_w, cdf, log_z)`` as from
-        :func:`pymc_lbp.proposals.prepare_weights` (None when no slot can be proposed); it needs
-        the balancing function given at construction.
+        :func:`pymc_lbp.proposals.common.prepare_weights` (None when no slot can be proposed); it
+        needs the balancing function given at construction.
         """
         logp_x, deltas = self(x)
         return logp_x, deltas, prepare_weights(balanced_log_weights(deltas, self.log_g))
@@ -439,13 +439,13 @@ class ExactDifferences(Differences):
     """Exact differences: local (only the terms that touch a site) or the batched evaluation.
 
     With ``method="auto"`` (default) a block of at least ``local_min_slots`` slots uses
-    :mod:`pymc_lbp.local_differences` when the model's terms are local in the block (cost: a few
-    elementwise evaluations of the model's terms per call); otherwise, and for smaller blocks, the
-    logp is evaluated at all neighbours in one batched call (cost: one logp evaluation per slot).
-    Both are exact. The choice and its reason are in :attr:`method` and :attr:`method_reason`
-    and logged (logger ``"pymc_lbp"``, level INFO). With the local method, :attr:`local_plan`
-    holds its ``logp`` and ``deltas`` as pytensor graphs of the block vector ``local_plan.x``
-    (for compiled transition kernels); it is None otherwise.
+    :mod:`pymc_lbp.target.local_differences` when the model's terms are local in the block (cost: a
+    few elementwise evaluations of the model's terms per call); otherwise, and for smaller blocks,
+    the logp is evaluated at all neighbours in one batched call (cost: one logp evaluation per
+    slot). Both are exact. The choice and its reason are in :attr:`method` and :attr:`method_reason`
+    and logged (logger ``"pymc_lbp"``, level INFO). With the local method, :attr:`local_plan` holds
+    its ``logp`` and ``deltas`` as pytensor graphs of the block vector ``local_plan.x`` (for
+    compiled transition kernels); it is None otherwise.
 
     Parameters
     ----------
@@ -459,12 +459,12 @@ class ExactDifferences(Differences):
         Neighbour states are evaluated in chunks of at most this many sites in total
         (``chunk rows * block size``), to bound memory on large blocks.
     method : {"auto", "local", "batched"}
-        ``"local"`` raises :class:`~pymc_lbp.local_differences.NotLocalError` when the model has
-        no usable locality.
+        ``"local"`` raises :class:`~pymc_lbp.target.local_differences.NotLocalError` when the model
+        has no usable locality.
     local_min_slots : int
         ``"auto"`` uses the local method from this many slots on.
     local_options : dict, optional
-        Passed to :func:`~pymc_lbp.local_differences.build_local_plan` (``max_term_sites``,
+        Passed to :func:`~pymc_lbp.target.local_differences.build_local_plan` (``max_term_sites``,
         ``max_rows_fraction``).
     """
 
@@ -564,7 +564,7 @@ class ExactDifferences(Differences):
 
     def graph(self, x: Variable) -> tuple[Variable, Variable]:
         """Graphs of ``(logp_x, deltas)``: the local method's graphs when it is in use (see
-        :mod:`pymc_lbp.local_differences`; at a zero-probability ``x`` its deltas are not
+        :mod:`pymc_lbp.target.local_differences`; at a zero-probability ``x`` its deltas are not
         meaningful, and a kernel never moves to such a state), else all neighbours evaluated in
         one batched expression (no chunking: memory ``n_slots * n_sites`` per evaluation)."""
         if self._local is not None:
@@ -659,7 +659,7 @@ class GradientDifferences(Differences):
     Raises
     ------
     NotRelaxableError
-        If the model's logp has no differentiable extension (see :mod:`pymc_lbp.relax`).
+        If the model's logp has no differentiable extension (see :mod:`pymc_lbp.target.relax`).
     """
 
     kind = "gradient"
@@ -688,7 +688,7 @@ class GradientDifferences(Differences):
                 replace[leaf] = pt.cast(xv, "float64")
                 pieces.append(pt.stack([-g, g], axis=-1).ravel())
         deltas = pt.concatenate(pieces) if len(pieces) > 1 else pieces[0]
-        # NaN, floored log 0 (see pymc_lbp.relax) and masked slots mean "never propose"
+        # NaN, floored log 0 (see pymc_lbp.target.relax) and masked slots mean "never propose"
         keep = pt.ge(deltas, 0.5 * LOG_FLOOR)
         if not layout.all_binary:
             keep = keep & self._valid_graph()

@@ -727,7 +727,7 @@ def relaxed_logp(model, specs) -> RelaxedLogp:
     model : pymc.Model
         The model.
     specs : sequence of VariableSpec
-        The block variables (see :func:`pymc_lbp.neighbours.describe_block`).
+        The block variables (see :func:`pymc_lbp.target.neighbours.describe_block`).
 
     Returns
     -------

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.motifs import MotifSpec
-from pymc_lbp.proposals import draw_categorical
+from pymc_lbp.motifs.blocks import MotifSpec
+from pymc_lbp.proposals.common import draw_categorical
 
 __all__ = [
     "CLIP",
@@ -75,7 +75,7 @@ def flag_value_motif(grid_points: int) -> MotifSpec:
         f"a binary flag and the continuous value it switches on; parameters: the block's log "
         f"conditional density at flag 0 then 1 times {G} standardised values "
         f"linspace(-{HALF_WIDTH:g}, {HALF_WIDTH:g}, {G}), minus its maximum, clipped to "
-        f"[-{CLIP:g}, 0] (pymc_lbp.flag_value_motifs)",
+        f"[-{CLIP:g}, 0] (pymc_lbp.motifs.flag_value)",
         n_continuous=1,
     )
 

@@ -39,8 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_lbp.balancing import LogBalancing, balanced_log_weights
-from pymc_lbp.proposals import draw_from_cdf, mh_accept, mh_log_ratio, prepare_weights
+from pymc_lbp.proposals.balancing import LogBalancing, balanced_log_weights
+from pymc_lbp.proposals.common import draw_from_cdf, mh_accept, mh_log_ratio, prepare_weights
 
 MAX_SCALE_EXPONENT = 10
 """Largest jump ``2^J`` on unbounded supports (1024)."""

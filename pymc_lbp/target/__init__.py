@@ -1,0 +1,21 @@
+"""The target: the block's layout and its neighbour differences, as pytensor graphs of the model.
+
+Modules
+-------
+neighbours
+    ``BlockLayout`` (sites, slots, one-site moves) and the differences ``Delta_s(x)``:
+    ``ExactDifferences`` (local or batched) and ``GradientDifferences`` (first-order).
+local_differences
+    Exact differences whose cost grows with the interactions: the dependency analysis of the
+    model's terms, site colouring, evaluation of the terms that change.
+pairwise
+    Pairwise binary blocks: couplings ``b + W x`` read off the exact differences, updated per flip.
+relax
+    The differentiable (multilinear) extension of a PyMC logp, for first-order differences.
+differences_choice
+    ``differences="auto"``: measure whether first-order differences track the exact ones.
+local_logp
+    Factor-local log-probability differences of UAI models (block moves of NeuralBlock).
+graphs
+    Graph helpers: substitution without copying, row copies, per-row gathers.
+"""
