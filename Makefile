@@ -25,8 +25,8 @@ demo: $(STAMP)
 	$(BIN)/python examples/ising_segmentation.py
 
 test: $(STAMP)
-	$(BIN)/ruff check pymc_lbp tests examples benchmarks
-	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks
+	$(BIN)/ruff check pymc_lbp tests examples benchmarks scripts
+	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks scripts
 	$(BIN)/python -m pytest -q -n auto
 
 # contributors' quick loop: everything but the tests marked slow (CI runs `make test`)
@@ -34,8 +34,8 @@ test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto -m "not slow"
 
 lint: $(STAMP)
-	$(BIN)/ruff check pymc_lbp tests examples benchmarks
-	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks
+	$(BIN)/ruff check pymc_lbp tests examples benchmarks scripts
+	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks scripts
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ising_vs_gibbs.py

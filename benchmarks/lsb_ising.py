@@ -66,6 +66,7 @@ def make_step(name: str, x, thin: int, n_particles: int, lr: float):
             n_particles=n_particles,
             learning_rate=lr,
             steps_per_draw=thin,
+            learning_steps=thin,  # the paper: one update per step of the chain
         )
     return pm.BinaryGibbsMetropolis([x])
 

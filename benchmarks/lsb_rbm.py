@@ -91,6 +91,7 @@ def make_step(name, v, thin, particles, lr):
             n_particles=particles,
             learning_rate=lr,
             steps_per_draw=thin,
+            learning_steps=thin,  # the paper: one update per step of the chain
         )
     return pm.BinaryGibbsMetropolis([v])
 

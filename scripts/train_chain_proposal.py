@@ -30,13 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
 from pymc_lbp.motifs.chain import (
     chain_block_states,
     chain_motif,
     chain_motif_log_conditional,
     chain_motif_samples,
 )
-from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proposal_training import train_and_save  # noqa: E402

@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
 from pymc_lbp.motifs.flag_value import (
     flag_value_log_density,
     flag_value_motif,
     flag_value_samples,
 )
-from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proposal_training import train_and_save  # noqa: E402

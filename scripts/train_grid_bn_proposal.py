@@ -27,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
 from pymc_lbp.motifs.blocks import (
     GRID_BN_MOTIF,
     grid_bn_blocks,
     grid_bn_motif_log_conditional,
     grid_bn_motif_samples,
 )
-from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proposal_training import ROOT, train_and_save  # noqa: E402

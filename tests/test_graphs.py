@@ -67,3 +67,31 @@ def test_row_helpers_match_numpy_and_compile_without_general_advanced_indexing()
     np.testing.assert_array_equal(rows, np.tile(vec, (3, 1)))
     ops = {type(node.op) for node in f.maker.fgraph.apply_nodes}
     assert not ops & {AdvancedSubtensor, AdvancedIncSubtensor}  # run in Python by the C backend
+
+
+def test_unblock_gathers_from_batched_and_unbatched_tables():
+    """Vectorised gathers become plain indexing (no Blockwise left), from a table that depends
+    on the row (batched) and from one that does not, with the row-by-row values."""
+    import pytensor
+    import pytensor.tensor as pt
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.tensor.blockwise import Blockwise
+
+    from pymc_lbp.target.neighbours import unblock_gathers
+
+    x = pt.vector("x", dtype="int64")
+    n = 5
+    own = pt.outer(pt.cast(x, "float64"), pt.arange(1.0, 4.0))  # (n, 3), depends on x
+    fixed = pt.as_tensor(np.arange(12.0).reshape(4, 3))
+    out = own[pt.arange(n), x % 3] + fixed[x % 4, (x + 1) % 3] + own[(x + 2) % n][:, 1]
+    X = pt.matrix("X", dtype="int64")
+    batched = vectorize_graph(out, replace={x: X})
+    f_block = pytensor.function([X], batched)
+    assert any(isinstance(nd.op, Blockwise) for nd in f_block.maker.fgraph.toposort())
+    plain = unblock_gathers(batched)
+    f = pytensor.function([X], plain)
+    assert not any(isinstance(nd.op, Blockwise) for nd in f.maker.fgraph.toposort())
+    one = pytensor.function([x], out)
+    rows = np.random.default_rng(0).integers(0, 7, size=(6, n))
+    np.testing.assert_allclose(f(rows), np.stack([one(r) for r in rows]))
+    np.testing.assert_allclose(f(rows), f_block(rows))

@@ -489,3 +489,31 @@ def test_shipped_grid_bn_proposal_short_path(uai_dir):
     assert {"accept", "n_accepted", "mh_steps", "block", "jump_distance"} <= set(stats)
     assert stats["block"].values.max() < 16
     assert stats["accept"].values.mean() > 0
+
+
+def test_jax_backend_makes_the_same_moves():
+    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it): the model's logp at the
+    block states compiles under JAX with the block's length fixed (the network is numpy,
+    backend-free) and the step makes the C backend's moves from the same seed. (The UAI models'
+    own logp does not compile under JAX: PyMC's compile_logp(mode="JAX") fails on them too.)"""
+    pytest.importorskip("jax")
+    shape = (3, 3)
+    model = ising_model(shape, 0.6, np.linspace(-0.5, 0.5, 9).reshape(shape), periodic=False)
+    blocks = lattice_blocks(shape, 2)
+    prop = random_proposal(blocks.motif, seed=5)
+    finals = []
+    for mode in (None, "JAX"):
+        with model:
+            step = NeuralBlock(
+                [model["x"]], blocks=blocks, proposal=prop,
+                compile_kwargs={"mode": mode} if mode else None,
+            )  # fmt: skip
+        step.set_rng(np.random.default_rng(12))
+        point = model.initial_point()
+        accepted = 0
+        for _ in range(30):
+            point, (stats,) = step.step(point)
+            accepted += stats["n_accepted"]
+        finals.append((point["x"], accepted))
+    np.testing.assert_array_equal(finals[1][0], finals[0][0])
+    assert finals[0][1] == finals[1][1] > 5

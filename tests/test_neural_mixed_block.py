@@ -238,3 +238,28 @@ def test_gmm_example_finds_the_clusters(tmp_path):
     assert out["median_mean_error"] < 0.3  # cluster sd 0.6, 30 points: mean error ~0.1
     assert 0.2 < out["accept"] <= 1
     assert (tmp_path / "gmm.png").stat().st_size > 0
+
+
+def test_jax_backend_makes_the_same_moves():
+    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it): the pair's logp and its
+    grid profiles compile under JAX and the step makes the C backend's moves from the same
+    seed."""
+    pytest.importorskip("jax")
+    model, b, v = toy_model()
+    finals = []
+    for mode in (None, "JAX"):
+        with model:
+            step = NeuralMixedBlock(
+                [b, v], rng=np.random.default_rng(1),
+                compile_kwargs={"mode": mode} if mode else None,
+            )  # fmt: skip
+        point = model.initial_point()
+        moves = 0
+        for _ in range(40):
+            new, _ = step.step(point)
+            moves += int(new["b"] != point["b"])
+            point = new
+        finals.append((point, moves))
+    for name in finals[0][0]:
+        np.testing.assert_allclose(finals[1][0][name], finals[0][0][name], rtol=1e-9)
+    assert finals[0][1] == finals[1][1] > 3

@@ -24,7 +24,7 @@ traces
 """
 
 from pymc_lbp.kernels.integer_jump import CompiledJumps
-from pymc_lbp.kernels.loop import CompiledSteps, compile_steps
+from pymc_lbp.kernels.loop import CompiledSteps, compile_single_site_steps, compile_steps
 from pymc_lbp.kernels.mh import mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import SingleSiteMoves, balanced_weights, single_site_kernel
 
@@ -33,6 +33,7 @@ __all__ = [
     "CompiledSteps",
     "SingleSiteMoves",
     "balanced_weights",
+    "compile_single_site_steps",
     "compile_steps",
     "mh_accept",
     "mh_log_ratio",

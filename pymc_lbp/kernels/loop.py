@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.kernels.single_site import Info, State
+from pymc_lbp.kernels.single_site import (
+    Info,
+    SingleSiteMoves,
+    State,
+    balanced_weights,
+    single_site_kernel,
+)
 from pymc_lbp.kernels.traces import clear_traces
 
 Kernel = Callable[[pt.TensorVariable, State], tuple[State, Info]]
@@ -154,3 +161,18 @@ def compile_steps(
 ) -> CompiledSteps:
     """Compile ``kernel`` to run many steps per call (see :class:`CompiledSteps`)."""
     return CompiledSteps(kernel, n_uniforms, prepare, compile_kwargs)
+
+
+def compile_single_site_steps(
+    differences, layout, log_g: Callable, compile_kwargs: dict | None = None
+) -> CompiledSteps:
+    """:func:`~pymc_lbp.kernels.single_site.single_site_kernel` on a step's differences and block
+    layout with the balancing function ``log_g`` (a graph builder), compiled to run many steps
+    per call (LocallyBalanced, GibbsWithGradients, SelfBalancing)."""
+    kernel = partial(
+        single_site_kernel,
+        target=differences.graph,
+        log_g=log_g,
+        moves=SingleSiteMoves(layout),
+    )
+    return compile_steps(kernel, 2, partial(balanced_weights, log_g=log_g), compile_kwargs)

@@ -24,14 +24,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pymc.variational.updates import adam, total_norm_constraint
+from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.kernels.mh import finite
 from pymc_lbp.learning.learned_balancing import (
     D_CLIP,
     GRID_DENSITY,
@@ -39,6 +42,7 @@ from pymc_lbp.learning.learned_balancing import (
     lsb_objective,
     make_parametrization,
 )
+from pymc_lbp.target.neighbours import BINARY, CATEGORICAL
 
 MAX_PARTICLES = 100_000
 """Largest ``n_particles`` accepted: every particle costs one compiled evaluation of the neighbour
@@ -156,45 +160,192 @@ def _compiled_update(name: str, hidden: int, max_grad_norm: float, mode_key: str
         return _build_update(name, hidden, max_grad_norm, mode_key)
 
 
+def adam_update_graph(
+    parametrization: BalancingParametrization,
+    state: tuple[Variable, Variable, Variable, Variable],
+    learning_rate: Variable,
+    batch: tuple[Variable, ...],
+    max_grad_norm: float,
+    param_clip: float,
+) -> tuple[Variable, ...]:
+    """One guarded Adam step on the LSB objective, as graphs of its inputs.
+
+    ``state = (params, m, v, t)``; ``batch = (deltas_x, deltas_y, slot, reverse, dlogp,
+    feasible, weights)`` (see :func:`lsb_objective`). PyMC's :func:`~pymc.variational.updates.adam`
+    and :func:`~pymc.variational.updates.total_norm_constraint` build the update on shared
+    variables; those are swapped for the given state, so the result is a pure function of it,
+    guards included (:class:`BalancingLearner` compiles it).
+
+    Returns
+    -------
+    (loss, rejection, grad, params', m', v', t', skipped)
+        ``skipped`` is True when the loss, the gradient or the new state is not finite; the
+        returned state is then the old one. New parameters are clipped to
+        ``[-param_clip, param_clip]``.
+    """
+    params, m, v, t = state
+    n = parametrization.n_params
+    p_sh = pytensor.shared(np.zeros(n), name="lsb_params")
+    loss, rejection = lsb_objective(parametrization, p_sh, *batch)
+    (grad,) = total_norm_constraint([pt.grad(loss, p_sh)], max_grad_norm)
+    updates = adam([grad], [p_sh], learning_rate=learning_rate)
+    shared_vars = list(updates.keys())
+    moments = [sv for sv in shared_vars if sv is not p_sh and sv.ndim == 1]
+    (t_sh,) = [sv for sv in shared_vars if sv.ndim == 0]
+    given = {p_sh: params, moments[0]: m, moments[1]: v, t_sh: pt.cast(t, t_sh.dtype)}
+    order = [p_sh, moments[0], moments[1], t_sh]
+    outs = [loss, rejection, grad] + [updates[sv] for sv in order]
+    outs = clone_replace(outs, replace=given, rebuild_strict=False)
+    loss, rejection, grad, *new = (pt.cast(o, "float64") for o in outs)
+    ok = finite(loss) & pt.all(finite(grad))
+    for part in new[:3]:
+        ok = ok & pt.all(finite(part))
+    new[0] = pt.clip(new[0], -param_clip, param_clip)
+    kept = [pt.switch(ok, a, pt.cast(b, "float64")) for a, b in zip(new, state, strict=True)]
+    return (loss, rejection, grad, *kept, ~ok)
+
+
 def _build_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | None):
     param = make_parametrization(name, hidden)
     n = param.n_params
-    p_sh = pytensor.shared(np.zeros(n), name="lsb_params")
-    lr = pt.scalar("learning_rate", dtype="float64")
-    dx = pt.matrix("deltas_x", dtype="float64")
-    dy = pt.matrix("deltas_y", dtype="float64")
-    slot = pt.vector("slot", dtype="int64")
-    rev = pt.vector("reverse", dtype="int64")
-    dlogp = pt.vector("dlogp", dtype="float64")
-    feas = pt.vector("feasible", dtype="float64")
-    w = pt.vector("weights", dtype="float64")
-    loss, rejection = lsb_objective(param, p_sh, dx, dy, slot, rev, dlogp, feas, w)
-    (grad,) = total_norm_constraint([pt.grad(loss, p_sh)], max_grad_norm)
-    updates = adam([grad], [p_sh], learning_rate=lr)
-    # swap PyMC's shared optimiser state for explicit inputs: a pure function of the state
-    shared_vars = list(updates.keys())
-    inputs = {}
-    for sv in shared_vars:
-        inputs[sv] = pt.tensor(
-            dtype="float64", shape=sv.type.shape, name=(sv.name or "adam_state") + "_in"
-        )
-    outs = [loss, rejection, grad] + [updates[sv] for sv in shared_vars]
-    outs = clone_replace(outs, replace=inputs, rebuild_strict=False)
-    outs = [pt.cast(o, "float64") for o in outs]
-    # order the state as (params, m, v, t) whatever the dict order
-    moments = [sv for sv in shared_vars if sv is not p_sh and sv.ndim == 1]
-    (t_sh,) = [sv for sv in shared_vars if sv.ndim == 0]
-    order = [p_sh, moments[0], moments[1], t_sh]
-    state_in = [inputs[sv] for sv in order]
-    new_state = [outs[3 + shared_vars.index(sv)] for sv in order]
-    fn = pm_compile(
-        [*state_in, lr, dx, dy, slot, rev, dlogp, feas, w],
-        [outs[0], outs[1], outs[2], *new_state],
-        on_unused_input="ignore",
-        mode=mode_key,
+    state = (
+        pt.vector("params", dtype="float64", shape=(n,)),
+        pt.vector("adam_m", dtype="float64", shape=(n,)),
+        pt.vector("adam_v", dtype="float64", shape=(n,)),
+        pt.scalar("adam_t", dtype="float64"),
     )
+    lr = pt.scalar("learning_rate", dtype="float64")
+    clip = pt.scalar("param_clip", dtype="float64")
+    batch = (
+        pt.matrix("deltas_x", dtype="float64"),
+        pt.matrix("deltas_y", dtype="float64"),
+        pt.vector("slot", dtype="int64"),
+        pt.vector("reverse", dtype="int64"),
+        pt.vector("dlogp", dtype="float64"),
+        pt.vector("feasible", dtype="float64"),
+        pt.vector("weights", dtype="float64"),
+    )
+    outs = adam_update_graph(param, state, lr, batch, max_grad_norm, clip)
+    fn = pm_compile([*state, lr, clip, *batch], list(outs), on_unused_input="ignore", mode=mode_key)
     fn.trust_input = True
     return fn
+
+
+class BatchMoves(NamedTuple):
+    """One transition of every row of a batch (the chain in row 0, the particles below).
+
+    ``x``, ``logp``, ``deltas``: the rows after the MH decisions. ``batch``: the rows' records of
+    the learning update (:class:`TransitionBatch`). ``accept``, ``accepted``, ``movable``: per
+    row, the MH acceptance probability, the decision, and whether anything could be proposed.
+    """
+
+    x: np.ndarray
+    logp: np.ndarray
+    deltas: np.ndarray
+    batch: TransitionBatch
+    accept: np.ndarray
+    accepted: np.ndarray
+    movable: np.ndarray
+
+
+def batch_moves(
+    u: np.ndarray,
+    x: np.ndarray,
+    logp: np.ndarray,
+    deltas: np.ndarray,
+    params: np.ndarray,
+    *,
+    parametrization: BalancingParametrization,
+    layout,
+    target=None,
+    particle_weights: str = "uniform",
+    target_rows=None,
+) -> BatchMoves:
+    """One locally balanced single-site MH transition of each row, in numpy (the reference of
+    :func:`pymc_lbp.kernels.lsb.batch_moves_graph`, which makes the same decisions given the
+    same uniforms).
+
+    Row ``i`` proposes slot ``s`` with probability ``g(e^{Delta_is}) / Z_i`` (inverse CDF with
+    ``u[i, 0]``, never a slot of zero weight) and accepts with ``u[i, 1] < alpha``. Every row is
+    evaluated at its proposal (a row with no possible move proposes itself). The records:
+    rows with no move get weight 0 and finite placeholders; infeasible moves (zero-probability
+    proposal or impossible reverse) get ``feasible = 0`` and the forward row as placeholder.
+
+    Parameters
+    ----------
+    u : (B, 2) uniforms
+    x, logp, deltas : (B, n) int, (B,), (B, S)
+        The rows' states, logps and neighbour differences.
+    params : parameters of ``parametrization``
+    layout : :class:`~pymc_lbp.target.neighbours.BlockLayout`
+    target : callable
+        ``x -> (logp, deltas)`` of one row (evaluated row by row), or
+    target_rows : callable
+        ``X -> (logp, deltas)`` of every row at once.
+    particle_weights : {"uniform", "target"}
+    """
+    rows = np.arange(x.shape[0])
+    log_w = parametrization.log_g(deltas, params)
+    top = np.max(log_w, axis=1)
+    movable = np.isfinite(top)
+    top = np.where(movable, top, 0.0)
+    cdf = np.cumsum(np.exp(log_w - top[:, None]), axis=1)
+    count = np.sum(cdf <= (u[:, 0] * cdf[:, -1])[:, None], axis=1)
+    slot = np.where(movable, np.minimum(count, np.argmax(cdf, axis=1)), 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_q_fwd = log_w[rows, slot] - (top + np.log(cdf[:, -1]))
+    site = layout.slot_site[slot]
+    old = x[rows, site]
+    kind, arg = layout.slot_kind[slot], layout.slot_arg[slot]
+    offset = layout.site_offset[site]
+    new = np.where(kind == BINARY, 1 - old, np.where(kind == CATEGORICAL, arg, old + arg))
+    back = np.where(
+        kind == BINARY, slot, np.where(kind == CATEGORICAL, offset + old, 2 * offset + 1 - slot)
+    )
+    y = x.copy()
+    y[rows, site] = np.where(movable, new, old)
+    reverse = np.where(movable, back, slot)
+    if target_rows is not None:
+        logp_y, deltas_y = target_rows(y)
+    else:
+        evals = [target(row) for row in y]
+        logp_y = np.array([e[0] for e in evals])
+        deltas_y = np.stack([e[1] for e in evals])
+    logp_y = np.asarray(logp_y, dtype=float)
+    deltas_y = np.asarray(deltas_y, dtype=float)
+    log_w_y = parametrization.log_g(deltas_y, params)
+    top_y = np.max(log_w_y, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        safe_top = np.where(np.isfinite(top_y), top_y, 0.0)
+        log_z_y = safe_top + np.log(np.sum(np.exp(log_w_y - safe_top[:, None]), axis=1))
+        log_q_rev = log_w_y[rows, reverse] - log_z_y
+        ok = np.isfinite(logp_y) & np.isfinite(log_q_fwd) & np.isfinite(log_q_rev)
+        ratio = logp_y - logp + log_q_rev - log_q_fwd
+        ratio = np.where(ok & np.isfinite(ratio) & movable, ratio, -np.inf)
+        accept = np.where(np.isfinite(ratio), np.exp(np.minimum(ratio, 0.0)), 0.0)
+    accepted = u[:, 1] < accept
+    feasible = movable & np.isfinite(logp_y) & np.isfinite(log_q_rev)
+    deltas_x = np.where(movable[:, None], deltas, 0.0)
+    if particle_weights == "target":
+        top_lp = np.max(np.where(movable, logp, -np.inf)) if movable.any() else 0.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            base = np.where(movable, np.exp(np.where(movable, logp - top_lp, 0.0)), 0.0)
+    else:
+        base = movable.astype(float)
+    total = base.sum()
+    batch = TransitionBatch(
+        deltas_x=deltas_x,
+        deltas_y=np.where(feasible[:, None], deltas_y, deltas_x),
+        slot=slot.astype(np.int64),
+        reverse=np.where(feasible, reverse, slot).astype(np.int64),
+        dlogp=np.where(feasible, logp_y - np.where(feasible, logp, 0.0), 0.0),
+        feasible=feasible.astype(float),
+        weights=base / total if total > 0 else base,
+    )
+    new_x = np.where(accepted[:, None], y, x)
+    new_logp = np.where(accepted, logp_y, logp)
+    new_deltas = np.where(accepted[:, None], deltas_y, deltas)
+    return BatchMoves(new_x, new_logp, new_deltas, batch, accept, accepted, movable)
 
 
 class BalancingLearner:
@@ -260,6 +411,7 @@ class BalancingLearner:
             state.v,
             np.asarray(state.t, dtype=np.float64),
             np.asarray(self.learning_rate, dtype=np.float64),
+            np.asarray(self.param_clip, dtype=np.float64),
             np.ascontiguousarray(batch.deltas_x, dtype=np.float64),
             np.ascontiguousarray(batch.deltas_y, dtype=np.float64),
             np.ascontiguousarray(batch.slot, dtype=np.int64),
@@ -281,18 +433,11 @@ class BalancingLearner:
         skipped : bool
             Whether the update was skipped because something was not finite.
         """
-        loss, _, grad, p, m, v, t = self._call(state, batch)
-        finite = (
-            np.isfinite(loss)
-            and np.all(np.isfinite(grad))
-            and np.all(np.isfinite(p))
-            and np.all(np.isfinite(m))
-            and np.all(np.isfinite(v))
-        )
-        if not finite:
-            return state, float("nan") if not np.isfinite(loss) else float(loss), True
-        p = np.clip(p, -self.param_clip, self.param_clip)
-        return AdamState(np.array(p), np.array(m), np.array(v), float(t)), float(loss), False
+        loss, _, _, p, m, v, t, skipped = self._call(state, batch)
+        loss = float(loss) if np.isfinite(loss) else float("nan")
+        if skipped:
+            return state, loss, True
+        return AdamState(np.array(p), np.array(m), np.array(v), float(t)), loss, False
 
 
 __all__ = [
@@ -300,7 +445,10 @@ __all__ = [
     "MAX_PARTICLES",
     "AdamState",
     "BalancingLearner",
+    "BatchMoves",
     "TransitionBatch",
+    "adam_update_graph",
+    "batch_moves",
     "check_learning_size",
     "learning_memory_bytes",
 ]

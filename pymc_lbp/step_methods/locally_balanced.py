@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
-from pymc_lbp.kernels import SingleSiteMoves, compile_steps, single_site_kernel
+from pymc_lbp.kernels import compile_single_site_steps
 from pymc_lbp.kernels import pairwise as pairwise_kernel
-from pymc_lbp.kernels.single_site import balanced_weights as balanced_weights_graph
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.proposals.balancing import LogBalancing, balanced_log_weights, resolve_balancing
 from pymc_lbp.proposals.common import (
@@ -137,17 +134,11 @@ class LocallyBalanced(DiscreteStep):
         use: a step built and never sampled (checked, inspected, replaced) costs no kernel
         compilation, and ``pm.sample(cores>1)`` ships the step without it."""
         if self._kernel is None:
-            log_g_graph = graph_balancing(self.balancing, self.log_g)
-            self._kernel = compile_steps(
-                partial(
-                    single_site_kernel,
-                    target=self.differences.graph,
-                    log_g=log_g_graph,
-                    moves=SingleSiteMoves(self.layout),
-                ),
-                n_uniforms=2,
-                prepare=partial(balanced_weights_graph, log_g=log_g_graph),
-                compile_kwargs=self._compile_kwargs,
+            self._kernel = compile_single_site_steps(
+                self.differences,
+                self.layout,
+                graph_balancing(self.balancing, self.log_g),
+                self._compile_kwargs,
             )
         return self._kernel
 

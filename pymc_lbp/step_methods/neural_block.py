@@ -42,8 +42,8 @@ from pymc_lbp.target.neighbours import (
     BINARY,
     CATEGORICAL,
     Differences,
-    _checks_per_row,
-    _unblock_gathers,
+    checks_per_row,
+    unblock_gathers,
 )
 
 _NO_DELTAS = np.zeros(0)
@@ -80,8 +80,8 @@ class ModelLogp(Differences):
         if self._batch_fn is None:
             X_var = pt.matrix("X_block", dtype="int64")
             # each row's parameter checks its own; gathers from tables batched natively
-            graph = _unblock_gathers(
-                vectorize_graph(_checks_per_row(self._logp_graph), replace={self._x: X_var})
+            graph = unblock_gathers(
+                vectorize_graph(checks_per_row(self._logp_graph), replace={self._x: X_var})
             )
             self._batch_fn = pm_compile([X_var], graph, **self._kw)
             self._batch_fn.trust_input = True

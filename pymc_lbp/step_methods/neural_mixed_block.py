@@ -30,7 +30,7 @@ from pymc_lbp.motifs.flag_value import (
 )
 from pymc_lbp.proposals.common import mh_accept
 from pymc_lbp.step_methods.base import DiscreteStepState
-from pymc_lbp.target.neighbours import _checks_per_row, _unblock_gathers
+from pymc_lbp.target.neighbours import checks_per_row, unblock_gathers
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -159,7 +159,7 @@ class NeuralMixedBlock(ArrayStepShared):
         self._logp_fn = pm_compile([joined], logp, **kw)
         self._logp_fn.trust_input = True
         rows = pt.matrix("rows", dtype=joined.dtype)
-        batch = _unblock_gathers(vectorize_graph(_checks_per_row(logp), replace={joined: rows}))
+        batch = unblock_gathers(vectorize_graph(checks_per_row(logp), replace={joined: rows}))
         self._batch_fn = pm_compile([rows], batch, **kw)
         self._batch_fn.trust_input = True
         self._dtype = joined.dtype

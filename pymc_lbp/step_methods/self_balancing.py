@@ -12,13 +12,15 @@ from dataclasses import field
 from typing import Any
 
 import numpy as np
+import pytensor
 from pymc.step_methods.state import dataclass_state
 
+from pymc_lbp.kernels import compile_single_site_steps
 from pymc_lbp.learning.learned_balancing import PARAMETRIZATIONS, make_parametrization
 from pymc_lbp.learning.lsb import (
     AdamState,
     BalancingLearner,
-    TransitionBatch,
+    batch_moves,
     check_learning_size,
 )
 from pymc_lbp.proposals.common import (
@@ -28,7 +30,8 @@ from pymc_lbp.proposals.common import (
     mh_log_ratio,
     prepare_weights,
 )
-from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, StepResult
+from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
+from pymc_lbp.target.batched_rows import BatchedRows
 
 PARTICLE_WEIGHTS = ("uniform", "target")
 INIT_SEED = 20220717
@@ -42,21 +45,6 @@ class SelfBalancingState(DiscreteStepState):
     lsb_adam_v: np.ndarray
     lsb_adam_t: float
     lsb_particles: np.ndarray | None = field(default=None)
-
-
-class _Transition:
-    """What one proposal from a particle contributes to the learning batch."""
-
-    __slots__ = ("deltas_x", "deltas_y", "slot", "reverse", "dlogp", "feasible", "logp_x")
-
-    def __init__(self, deltas_x, deltas_y, slot, reverse, dlogp, feasible, logp_x):
-        self.deltas_x = deltas_x
-        self.deltas_y = deltas_y
-        self.slot = slot
-        self.reverse = reverse
-        self.dlogp = dlogp
-        self.feasible = feasible
-        self.logp_x = logp_x
 
 
 def _check_positive_int(name: str, value) -> int:
@@ -87,11 +75,23 @@ class SelfBalancing(DiscreteStep):
     (every ``g`` of the families is balanced for any parameters, so the chain is exact for any
     learned value).
 
-    During tuning each MH step also advances ``n_particles`` auxiliary particles (states of the
-    block, started at the chain's state) with the current proposal; the chain's own transition
-    and the particles' transitions form the batch of one Adam update. Each particle transition
-    costs one evaluation of the neighbour differences, which ``logp_evals``/``grad_evals``
-    include. After tuning the particles are not touched again.
+    During tuning, each draw runs the chain's steps with the current ``g`` and then makes
+    ``learning_steps`` Adam updates. Each update moves ``n_particles`` auxiliary particles (states
+    of the block, started at the chain's state) by one step with the current proposal
+    (:func:`pymc_lbp.learning.lsb.batch_moves`), their proposals evaluated in one compiled call
+    (:class:`pymc_lbp.target.batched_rows.BatchedRows`, the differences' graph vectorised over the
+    particles), and takes one Adam step on the objective estimated from those transitions (the
+    objective and the update are one compiled function,
+    :class:`pymc_lbp.learning.lsb.BalancingLearner`). The particles are evaluated afresh at the
+    start of each tuning draw (the other variables may have moved); their evaluations count in
+    ``logp_evals``/``grad_evals``. The chain's steps, tuning or not, run in one call of the
+    compiled single-site kernel (:func:`pymc_lbp.kernels.single_site_kernel`) with the current
+    ``g`` (:attr:`kernel`). After tuning the particles are not touched again.
+
+    An update scores the proposal distributions of every particle at its state and at its
+    proposal and differentiates them: it costs tens of chain steps. The default number of updates
+    per draw gives learning about the model evaluations the chain's steps make, so a tuning draw
+    costs a few sampling draws (``benchmarks/self_balancing_cost.py`` measures both).
 
     Parameters
     ----------
@@ -125,10 +125,13 @@ class SelfBalancing(DiscreteStep):
     max_grad_norm : float, default 10
         The gradient is rescaled to at most this norm before each Adam step.
     steps_per_draw : int, optional
-        MH steps per recorded draw (each one a learning update while tuning). ``None``
-        (default): one per site of the block (one sweep; the ``mh_steps`` stat), none on a
-        block of integer sites only (its draws are one informed jump per site, nothing is
-        learned; give a number to learn there too).
+        MH steps of the chain per recorded draw. ``None`` (default): one per site of the block
+        (one sweep; the ``mh_steps`` stat), none on a block of integer sites only (its draws are
+        one informed jump per site, nothing is learned; give a number to learn there too).
+    learning_steps : int, optional
+        Adam updates per tuning draw (each moves every particle one step). ``None`` (default):
+        ``ceil(steps_per_draw / n_particles)``, so that learning evaluates the model about as
+        often as the chain's steps do; none where the draw has no steps.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -144,6 +147,8 @@ class SelfBalancing(DiscreteStep):
         Number of accepted steps in the draw.
     ``mh_steps`` (int)
         MH steps of the chain made for the draw.
+    ``learning_steps`` (int)
+        Adam updates made in the draw (0 after tuning).
     ``model_logp`` (float)
         Model logp at the new draw, as the step evaluated it (ArviZ: ``lp``); only when the
         step samples every free variable of the model.
@@ -186,6 +191,7 @@ class SelfBalancing(DiscreteStep):
         particle_weights: str = "uniform",
         max_grad_norm: float = 10.0,
         steps_per_draw: int | None = None,
+        learning_steps: int | None = None,
         model=None,
         rng=None,
         initial_point: dict | None = None,
@@ -203,6 +209,11 @@ class SelfBalancing(DiscreteStep):
         if parametrization not in PARAMETRIZATIONS:
             make_parametrization(parametrization)  # raises the explanatory ValueError
         self.n_particles = _check_positive_int("n_particles", n_particles)
+        self._learning_steps = (
+            None
+            if learning_steps is None
+            else _check_positive_int("learning_steps", learning_steps)
+        )
         hidden = _check_positive_int("hidden", hidden)
         learned_hidden = hidden if parametrization != "lsb1" else 0
         # the particle count and the network's size need no model: refuse before compiling
@@ -219,6 +230,7 @@ class SelfBalancing(DiscreteStep):
         self.stats_dtypes_shapes = {
             **DiscreteStep.stats_dtypes_shapes,
             "lsb_loss": (np.float64, []),
+            "learning_steps": (np.int64, []),
             **{k: (np.float64, []) for k in self.parametrization.describe(np.zeros(4))},
         }
         self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
@@ -248,8 +260,10 @@ class SelfBalancing(DiscreteStep):
         self._version = 0
         self._lq_cache: list = []
         self._reset_particles()
-        self._extra_logp_evals = 0
-        self._extra_grad_evals = 0
+        self._compile_kwargs = compile_kwargs
+        self._kernel = None
+        self._g_params = None
+        self._batched_rows = None
 
     # -- learned parameters and their state ------------------------------------------------------
     @property
@@ -300,16 +314,17 @@ class SelfBalancing(DiscreteStep):
     def lsb_particles(self, value) -> None:
         self._reset_particles()
         if value is not None:
-            value = np.array(value, dtype=np.int64)
-            self._p_x = value
-            evals = [self.differences(p) for p in value]
-            self._p_logp = np.array([e[0] for e in evals])
-            self._p_deltas = np.stack([e[1] for e in evals])
+            self._p_x = np.array(value, dtype=np.int64)  # evaluated when next used
 
     def _reset_particles(self) -> None:
         self._p_x = None
-        self._p_logp = None
-        self._p_deltas = None
+
+    def __getstate__(self):
+        # the frozen kernel and its parameter input are rebuilt together after unpickling
+        state = self.__dict__.copy()
+        state["_kernel"] = None
+        state["_g_params"] = None
+        return state
 
     def balancing_function(self, d: np.ndarray) -> np.ndarray:
         """The current (learned) balancing function in log space, ``d -> log g(e^d)``."""
@@ -322,7 +337,96 @@ class SelfBalancing(DiscreteStep):
         self._version += 1
         self._reset_particles()
 
-    # -- the chain --------------------------------------------------------------------------------
+    # -- the chain ------------------------------------------------------------------------------
+    @property
+    def kernel(self):
+        """The chain's compiled transition: :func:`pymc_lbp.kernels.single_site_kernel` with the
+        current ``g`` (its parameters a shared input set before each call), compiled on first
+        use."""
+        if self._kernel is None:
+            self._g_params = pytensor.shared(self._adam.params.copy(), name="lsb_params")
+            param = self.parametrization
+
+            def log_g(d):
+                return param.log_g_pt(d, self._g_params)
+
+            self._kernel = compile_single_site_steps(
+                self.differences, self.layout, log_g, self._compile_kwargs
+            )
+        self._g_params.set_value(self._adam.params)
+        return self._kernel
+
+    @property
+    def batched_rows(self) -> BatchedRows:
+        """The particles evaluated in one compiled call
+        (:class:`pymc_lbp.target.batched_rows.BatchedRows`, compiled on first use)."""
+        if self._batched_rows is None:
+            self._batched_rows = BatchedRows(
+                self.differences, self.n_particles, self._compile_kwargs
+            )
+        return self._batched_rows
+
+    @property
+    def learning_steps(self) -> int:
+        """Adam updates per tuning draw (see the ``learning_steps`` parameter)."""
+        n = self.steps_per_draw
+        if not n:
+            return 0
+        if self._learning_steps is not None:
+            return self._learning_steps
+        return -(-n // self.n_particles)
+
+    def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
+        """The chain's steps in one call of the compiled :attr:`kernel` with the current ``g``;
+        while tuning, then :attr:`learning_steps` updates (:meth:`learn`)."""
+        draw = self.draw_from_kernel(self.kernel(x, logp, deltas, self.rng.random((n_steps, 2))))
+        if self.tune:
+            losses, evaluations = self.learn(draw.x, self.learning_steps)
+            draw.logp_evals += evaluations * self.differences.logp_evals_per_call
+            draw.grad_evals += evaluations * self.differences.grad_evals_per_call
+            draw.extras = {"lsb_loss": losses, "learning_steps": [len(losses)]}
+        return draw
+
+    def learn(self, x: np.ndarray, n_updates: int) -> tuple[list[float], int]:
+        """``n_updates`` learning steps: each moves every particle by one transition
+        (:func:`~pymc_lbp.learning.lsb.batch_moves`, proposals evaluated in one call of
+        :attr:`batched_rows`) and makes one Adam update on their transitions. The particles start
+        at ``x`` the first time and are evaluated afresh first (the other variables may have
+        moved since the last call). Returns the updates' losses (NaN for one skipped or with
+        nothing to learn from) and the number of particle evaluations."""
+        if self._p_x is None:
+            self._p_x = np.tile(x, (self.n_particles, 1))
+        rows = self._p_x
+        logp, deltas = self.batched_rows(rows)
+        losses = []
+        for _ in range(n_updates):
+            res, loss = self._learning_step(rows, logp, deltas)
+            losses.append(loss)
+            rows, logp, deltas = res.x, res.logp, res.deltas
+        self._p_x = rows
+        return losses, rows.shape[0] * (n_updates + 1)
+
+    def _learning_step(self, rows, logp, deltas):
+        """One learning step of the particles from their states, logps and differences."""
+        res = batch_moves(
+            self.rng.random((rows.shape[0], 2)),
+            rows,
+            logp,
+            deltas,
+            self._adam.params,
+            parametrization=self.parametrization,
+            layout=self.layout,
+            target_rows=self.batched_rows,
+            particle_weights=self.particle_weights,
+        )
+        loss = float("nan")
+        if res.movable.any():
+            self._adam, loss, skipped = self.learner.update(self._adam, res.batch)
+            self._version += 1
+            if skipped:
+                loss = float("nan")
+        return res, loss
+
     def _prepared(self, deltas: np.ndarray):
         """``(log_w, cdf, log_z)`` of the proposal at a state (None if nothing can be proposed).
 
@@ -333,12 +437,12 @@ class SelfBalancing(DiscreteStep):
                 return entry[2]
         return prepare_weights(self.parametrization.log_g(deltas, self._adam.params))
 
-    def _transition(
-        self, x: np.ndarray, logp: float, deltas: np.ndarray, cache: bool = False
-    ) -> tuple[StepResult, _Transition | None]:
+    def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
+        """One locally balanced transition of the chain with the current ``g``, in numpy: the
+        tested reference of the compiled :attr:`kernel` (the learning is :meth:`learn`)."""
         prep = self._prepared(deltas)
         if prep is None:  # no neighbour has positive probability
-            return StepResult(x, logp, deltas, 0.0, False, evaluated=False), None
+            return StepResult(x, logp, deltas, 0.0, False, evaluated=False)
         log_w, cdf, log_z = prep
         layout = self.layout
         slot = draw_from_cdf(cdf, self.rng)
@@ -350,121 +454,12 @@ class SelfBalancing(DiscreteStep):
         reverse = layout.reverse_slot(slot, old)
         prep_y = self._prepared(deltas_y)
         log_q_rev = -np.inf if prep_y is None else prep_y[0][reverse] - prep_y[2]
-        if cache:
-            self._lq_cache = [(deltas, self._version, prep), (deltas_y, self._version, prep_y)]
+        self._lq_cache = [(deltas, self._version, prep), (deltas_y, self._version, prep_y)]
         log_ratio = mh_log_ratio(logp, logp_y, log_w[slot] - log_z, log_q_rev)
         prob, accepted = mh_accept(log_ratio, self.rng)
-        if not self.tune:  # frozen: nothing to learn from this transition
-            if accepted:
-                return StepResult(y, logp_y, deltas_y, prob, True), None
-            return StepResult(x, logp, deltas, prob, False), None
-        feasible = bool(np.isfinite(logp_y) and np.isfinite(log_q_rev))
-        record = _Transition(
-            deltas,
-            deltas_y if feasible else deltas,
-            slot,
-            reverse if feasible else slot,
-            float(logp_y - logp) if feasible else 0.0,
-            feasible,
-            logp,
-        )
         if accepted:
-            return StepResult(y, logp_y, deltas_y, prob, True), record
-        return StepResult(x, logp, deltas, prob, False), record
-
-    def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
-        result, record = self._transition(x, logp, deltas, cache=not self.tune)
-        if self.tune:
-            loss = self._learn(x, logp, deltas, record)
-            result.extra = {"lsb_loss": loss}
-        return result
-
-    # -- learning --------------------------------------------------------------------------------
-    def _learn(self, x, logp, deltas, chain_record: _Transition | None) -> float:
-        if self._p_x is None:
-            n = self.n_particles
-            self._p_x = np.tile(x, (n, 1))
-            self._p_logp = np.full(n, logp)
-            self._p_deltas = np.tile(deltas, (n, 1))
-        records = [] if chain_record is None else [chain_record]
-        records += self._advance_particles()
-        if not records:
-            return float("nan")
-        if self.particle_weights == "target":
-            lp = np.array([r.logp_x for r in records])
-            weights = np.exp(lp - lp.max())
-        else:
-            weights = np.ones(len(records))
-        weights = weights / weights.sum()
-        batch = TransitionBatch(
-            deltas_x=np.stack([r.deltas_x for r in records]),
-            deltas_y=np.stack([r.deltas_y for r in records]),
-            slot=np.array([r.slot for r in records], dtype=np.int64),
-            reverse=np.array([r.reverse for r in records], dtype=np.int64),
-            dlogp=np.array([r.dlogp for r in records], dtype=float),
-            feasible=np.array([r.feasible for r in records], dtype=float),
-            weights=weights,
-        )
-        self._adam, loss, _ = self.learner.update(self._adam, batch)
-        self._version += 1
-        return loss
-
-    def _advance_particles(self) -> list[_Transition]:
-        """One MH step of every particle (the proposal math vectorised over particles)."""
-        layout = self.layout
-        px, plogp, pdeltas = self._p_x, self._p_logp, self._p_deltas
-        n = px.shape[0]
-        params = self._adam.params
-        log_w = self.parametrization.log_g(pdeltas, params)
-        top = np.max(log_w, axis=1)
-        movable = np.isfinite(top)
-        top = np.where(movable, top, 0.0)
-        cdf = np.cumsum(np.exp(log_w - top[:, None]), axis=1)
-        u = self.rng.random(n) * cdf[:, -1]
-        slot = np.minimum(np.sum(cdf <= u[:, None], axis=1), layout.n_slots - 1)
-        with np.errstate(divide="ignore"):
-            log_q_fwd = log_w[np.arange(n), slot] - (top + np.log(cdf[:, -1]))
-        ys = px.copy()
-        sites = layout.slot_site[slot]
-        reverse = np.empty(n, dtype=np.int64)
-        logp_y = np.full(n, -np.inf)
-        deltas_y = pdeltas.copy()
-        per_logp = self.differences.logp_evals_per_call
-        per_grad = self.differences.grad_evals_per_call
-        for i in np.flatnonzero(movable):
-            old = int(px[i, sites[i]])
-            ys[i, sites[i]] = layout.new_value(px[i], slot[i])
-            reverse[i] = layout.reverse_slot(slot[i], old)
-            logp_y[i], deltas_y[i] = self.differences(ys[i])
-            self._extra_logp_evals += per_logp
-            self._extra_grad_evals += per_grad
-        log_w_y = self.parametrization.log_g(deltas_y, params)
-        top_y = np.max(log_w_y, axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            log_z_y = top_y + np.log(np.sum(np.exp(log_w_y - top_y[:, None]), axis=1))
-            log_q_rev = log_w_y[np.arange(n), np.where(movable, reverse, 0)] - log_z_y
-            log_ratio = logp_y - plogp + log_q_rev - log_q_fwd
-        feasible = movable & np.isfinite(logp_y) & np.isfinite(log_q_rev)
-        log_ratio = np.where(feasible & np.isfinite(log_ratio), log_ratio, -np.inf)
-        accepted = self.rng.random(n) < np.exp(np.minimum(log_ratio, 0.0))
-        records = []
-        for i in np.flatnonzero(movable):
-            ok = bool(feasible[i])
-            records.append(
-                _Transition(
-                    pdeltas[i].copy(),
-                    deltas_y[i] if ok else pdeltas[i].copy(),
-                    int(slot[i]),
-                    int(reverse[i]) if ok else int(slot[i]),
-                    float(logp_y[i] - plogp[i]) if ok else 0.0,
-                    ok,
-                    float(plogp[i]),
-                )
-            )
-        px[accepted] = ys[accepted]
-        plogp[accepted] = logp_y[accepted]
-        pdeltas[accepted] = deltas_y[accepted]
-        return records
+            return StepResult(y, logp_y, deltas_y, prob, True)
+        return StepResult(x, logp, deltas, prob, False)
 
     # -- stats ----------------------------------------------------------------------------------
     def sweep_steps(self) -> int:
@@ -478,17 +473,12 @@ class SelfBalancing(DiscreteStep):
             return 0
         return self.layout.n_sites
 
-    def astep(self, q0):
-        self._extra_logp_evals = 0
-        self._extra_grad_evals = 0
-        q, stats = super().astep(q0)
-        stats[0]["logp_evals"] += int(self._extra_logp_evals)
-        stats[0]["grad_evals"] += int(self._extra_grad_evals)
-        return q, stats
-
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         losses = [v for v in extras.get("lsb_loss", []) if np.isfinite(v)]
-        out: dict[str, Any] = {"lsb_loss": float(np.mean(losses)) if losses else float("nan")}
+        out: dict[str, Any] = {
+            "lsb_loss": float(np.mean(losses)) if losses else float("nan"),
+            "learning_steps": int(sum(extras.get("learning_steps", []))),
+        }
         key = self.lsb_params.tobytes()  # frozen after tuning: described once
         if self._described[0] != key:
             self._described = (key, self.parametrization.describe(self.lsb_params))

@@ -18,4 +18,7 @@ local_logp
     Factor-local log-probability differences of UAI models (block moves of NeuralBlock).
 graphs
     Graph helpers: substitution without copying, row copies, per-row gathers.
+batched_rows
+    A block's logp and differences at many states in one compiled call (SelfBalancing's chain
+    and particles).
 """

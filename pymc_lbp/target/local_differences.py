@@ -825,11 +825,11 @@ class SitePieces:
         vectorised once and the elements at ``x`` cloned once per ``x``, so the graphs of
         several classes and of both ends of a move share them (smaller graphs to build and to
         compile)."""
-        from pymc_lbp.target.neighbours import _unblock_gathers
+        from pymc_lbp.target.neighbours import unblock_gathers
 
         if self._batch is None:
             X = pt.matrix("X_moved", dtype="int64")
-            batch = _unblock_gathers(vectorize_graph(self.elements, replace={self.x: X}))
+            batch = unblock_gathers(vectorize_graph(self.elements, replace={self.x: X}))
             self._batch = (batch, X)
         if x not in self._at:
             self._at[x] = substitute(self.elements, {self.x: x})
@@ -1076,9 +1076,9 @@ def build_local_plan(
         new_all = pt.switch(valid, new_value, x[sites_all])
         batch = set_per_row(batch, sites_all, new_all)
         X = pt.matrix("X_local", dtype="int64")
-        from pymc_lbp.target.neighbours import _unblock_gathers
+        from pymc_lbp.target.neighbours import unblock_gathers
 
-        G_batch = _unblock_gathers(vectorize_graph(G, replace={x: X}))
+        G_batch = unblock_gathers(vectorize_graph(G, replace={x: X}))
         G_batch = clone_replace(G_batch, replace={X: batch})
         deltas = deltas + (G_batch - G)
     deltas = pt.switch(valid & ~pt.isnan(deltas), deltas, -np.inf)

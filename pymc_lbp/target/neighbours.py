@@ -275,7 +275,7 @@ def block_state_graph(specs: list[VariableSpec], x: Variable) -> dict[Variable, 
     return replace
 
 
-def _checks_per_row(logp: Variable) -> Variable:
+def checks_per_row(logp: Variable) -> Variable:
     """``logp`` with PyMC's parameter checks as ``switch(condition, term, -inf)``.
 
     Compiled, a check becomes that switch anyway, but on the graph as written: vectorised over a
@@ -288,20 +288,30 @@ def _checks_per_row(logp: Variable) -> Variable:
     return rewritten_clone([logp], local_check_parameter_to_ninf_switch)[0]
 
 
-def _unblock_gathers(out: Variable) -> Variable:
+def unblock_gathers(out: Variable) -> Variable:
     """Replace batched gathers from unbatched tables by plain advanced indexing.
 
     ``vectorize_graph`` wraps ``table[i, j]`` with batched index arrays in a ``Blockwise``, which
-    loops in Python over the batch. When the table itself has no batch dimension (its leading
-    axes are broadcastable) and every index is an array, NumPy's broadcasting of index arrays
-    does the batching: ``table[I, J]`` with ``I, J`` of shape ``(B, ...)`` is the batched gather.
+    loops in Python over the batch. When every index is an array, NumPy's broadcasting of index
+    arrays does the batching: ``table[I, J]`` with ``I, J`` of shape ``(B, ...)`` is the batched
+    gather from a table without batch dimension (its leading axis broadcastable), and
+    ``table[R, I, J]`` with the row numbers ``R`` (shape ``(B, 1, ...)``) from a batched one.
     """
     from pytensor.graph.replace import graph_replace
+
+    while True:  # one gather at a time: a replaced gather may read from another
+        new = _unblock_one_gather(out)
+        if new is None:
+            return out
+        out = graph_replace(out, new)
+
+
+def _unblock_one_gather(out: Variable) -> dict | None:
+    """``{batched gather: plain indexing}`` for the first rewritable gather of ``out`` (or None)."""
     from pytensor.graph.traversal import graph_inputs, io_toposort
     from pytensor.tensor.blockwise import Blockwise
     from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 
-    replace = {}
     for node in io_toposort(graph_inputs([out]), [out]):
         op = node.op
         if not (
@@ -319,17 +329,19 @@ def _unblock_gathers(out: Variable) -> Variable:
             .outputs[0]
             .ndim
         )
-        if n_batch != 1 or table.type.shape[0] != 1 or any(i.ndim < 1 for i in indices):
+        if n_batch != 1 or any(i.ndim < 1 for i in indices):
             continue
-        core_table = table[0]
         # index arrays broadcast from the right: pad each after its batch axis to equal rank
         rank = max(i.ndim for i in indices)
         indices = [i.dimshuffle(0, *(["x"] * (rank - i.ndim)), *range(1, i.ndim)) for i in indices]
+        if table.type.shape[0] != 1:  # a batched table: its batch axis indexed by the row
+            rows = pt.arange(table.shape[0]).reshape((-1,) + (1,) * (rank - 1))
+            return {node.outputs[0]: table[(rows, *indices)]}
+        core_table = table[0]
         if isinstance(op.core_op, AdvancedSubtensor1):
-            replace[node.outputs[0]] = core_table[indices[0]]
-        else:
-            replace[node.outputs[0]] = core_table[tuple(indices)]
-    return graph_replace(out, replace) if replace else out
+            return {node.outputs[0]: core_table[indices[0]]}
+        return {node.outputs[0]: core_table[tuple(indices)]}
+    return None
 
 
 class Differences:
@@ -530,8 +542,8 @@ class ExactDifferences(Differences):
             batch = repeated_rows(self._x, sites.shape[0])
             batch = set_per_row(batch, sites, values)
             X = pt.matrix("X", dtype="int64")
-            logp_batch = _unblock_gathers(
-                vectorize_graph(_checks_per_row(logp), replace={self._x: X})
+            logp_batch = unblock_gathers(
+                vectorize_graph(checks_per_row(logp), replace={self._x: X})
             )
             logp_batch = clone_replace(logp_batch, replace={X: batch})
             self._graph_parts = (logp, logp_batch, sites, values)

@@ -1,0 +1,230 @@
+"""What SelfBalancing's learning costs, and what it gives, on the gallery models.
+
+For each model of ``examples/gallery`` with binary or categorical latents (the hidden Markov
+model, the Gaussian mixture, occupancy, spike-and-slab), in one run on one core:
+
+1. **Per-step cost** of ``SelfBalancing()`` (defaults: LSB1, 30 particles) on the model's
+   discrete variables: microseconds per tuning step (chain and particles moved, their proposals
+   evaluated in one compiled batch, one Adam update) and per sampling step (the frozen chain's
+   compiled kernel), the first draw of each (compilation included), next to the compiled kernel
+   of ``LocallyBalanced()`` and to one site update of PyMC's default discrete step.
+2. **pm.sample** with ``SelfBalancing()`` for the discrete variables (NUTS for the rest, as
+   ``pm.sample`` assigns) against PyMC's default steps, as ``benchmarks/user_models.py`` does:
+   ESS/s of the model's discrete summary and of its continuous parameters, and accuracy (the
+   largest |z| against the model's exact or marginalised reference).
+
+NumPyro has no learned balancing function, and the gallery models have no NumPyro versions;
+the baseline here is PyMC's, and NumPyro's compiled Gibbs is compared in ``vs_numpyro.py``.
+
+Run: ``python benchmarks/self_balancing_cost.py [--quick] [--repeats 2]``; writes
+``docs/results/self_balancing_cost.{json,md,png}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+import types
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import machine_info, markdown_table, write_results  # noqa: E402
+
+from examples.gallery._gallery import evaluate, pymc_default_steps, sample  # noqa: E402
+from pymc_lbp import LocallyBalanced, SelfBalancing  # noqa: E402
+
+MODELS = ("hidden_markov", "gaussian_mixture", "occupancy", "spike_and_slab")
+SHOWN = ("model", "sampler", "sample_seconds", "ess_s_discrete", "max_abs_z")
+
+
+def discrete_vars(model) -> list:
+    return [v for v in model.free_RVs if v.type.dtype.startswith(("int", "uint", "bool"))]
+
+
+def _per_step_us(step, q, n_draws: int) -> tuple[float, float, object]:
+    """(seconds of the first draw, microseconds per MH step over the next ``n_draws``, q)."""
+    start = time.perf_counter()
+    q, stats = step.astep(q)
+    first = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(n_draws):
+        q, stats = step.astep(q)
+    per_draw = (time.perf_counter() - start) / n_draws
+    return first, per_draw / max(stats[0]["mh_steps"], 1) * 1e6, q
+
+
+def step_costs(module, n_draws: int) -> dict:
+    """Per-step costs of SelfBalancing (tuning, frozen), LocallyBalanced and PyMC's default."""
+    from pymc.blocking import DictToArrayBijection
+
+    model = module.build_model()
+    disc = discrete_vars(model)
+    point = model.initial_point()
+    out: dict = {"model": module.NAME}
+    with model:
+        start = time.perf_counter()
+        sb = SelfBalancing(disc)
+        out["sb_construction_s"] = time.perf_counter() - start
+    q = DictToArrayBijection.map({v.name: point[v.name] for v in sb.vars})
+    out["sites"] = int(sb.layout.n_sites)
+    out["slots"] = int(sb.layout.n_slots)
+    out["differences"] = sb.differences_kind
+    out["sb_first_tune_draw_s"], out["sb_tune_us"], q = _per_step_us(sb, q, n_draws)
+    sb.stop_tuning()
+    out["sb_first_frozen_draw_s"], out["sb_frozen_us"], q = _per_step_us(sb, q, n_draws)
+    out["tune_over_frozen"] = out["sb_tune_us"] / out["sb_frozen_us"]
+    with model:
+        lb = LocallyBalanced(disc, steps_per_draw=sb.steps_per_draw)
+    lb.stop_tuning()
+    q = DictToArrayBijection.map({v.name: point[v.name] for v in lb.vars})
+    _, out["lb_us"], _ = _per_step_us(lb, q, n_draws)
+    # PyMC's default discrete step(s): seconds per draw over the sites they update
+    steps = pymc_default_steps(model)
+    sites = sum(int(np.prod(point[v.name].shape)) or 1 for s in steps for v in s.vars)
+    p = dict(point)
+    for s in steps:
+        p, _ = s.step(p)
+    start = time.perf_counter()
+    for _ in range(n_draws):
+        for s in steps:
+            p, _ = s.step(p)
+    out["pymc_us_per_site"] = (time.perf_counter() - start) / n_draws / sites * 1e6
+    out["pymc_steps"] = ", ".join(type(s).__name__ for s in steps)
+    return out
+
+
+def sampling(module, sampler: str, draws: int, tune: int, seed: int, reference) -> dict:
+    """pm.sample with SelfBalancing (``sampler="sb"``) or PyMC's default steps."""
+    if sampler == "sb":
+        mod = types.SimpleNamespace(**{k: getattr(module, k) for k in dir(module)})
+        mod.make_step = lambda model: SelfBalancing(discrete_vars(model))
+        idata, construction, seconds = sample(
+            mod, "ours", draws=draws, tune=tune, chains=2, seed=seed
+        )
+    else:
+        idata, construction, seconds = sample(
+            module, "pymc", draws=draws, tune=tune, chains=2, seed=seed
+        )
+    res = evaluate(module, sampler, idata, construction, seconds, reference)
+    row = asdict(res)
+    row["ess_s_discrete"] = res.ess_per_second_discrete
+    row["ess_s_continuous"] = res.ess_per_second_continuous
+    return row
+
+
+def plot(costs: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [c["model"] for c in costs]
+    keys = [
+        ("sb_tune_us", "SelfBalancing, tuning step"),
+        ("sb_frozen_us", "SelfBalancing, frozen step"),
+        ("lb_us", "LocallyBalanced step"),
+        ("pymc_us_per_site", "PyMC default, one site"),
+    ]
+    fig, ax = plt.subplots(figsize=(9.5, 4))
+    width = 0.2
+    for i, (k, label) in enumerate(keys):
+        ax.bar(np.arange(len(names)) + (i - 1.5) * width, [c[k] for c in costs], width, label=label)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_yscale("log")
+    ax.set_ylabel("microseconds")
+    ax.set_title("Cost of one step (one core)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few draws (smoke test)")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--models", nargs="*", default=list(MODELS))
+    parser.add_argument("--out", type=Path, default=None, help="results folder")
+    args = parser.parse_args()
+    draws, tune, n_draws = (60, 40, 2) if args.quick else (500, 300, 5)
+    start = time.time()
+    costs, runs = [], []
+    for name in args.models:
+        module = importlib.import_module(f"examples.gallery.{name}")
+        costs.append(step_costs(module, n_draws))
+        print(costs[-1], flush=True)
+        reference = module.reference()
+        for r in range(args.repeats):
+            for sampler in ("sb", "pymc"):
+                runs.append(sampling(module, sampler, draws, tune, 100 + r, reference))
+                print({k: runs[-1][k] for k in SHOWN}, flush=True)
+    summary = []
+    for name in args.models:
+        mod_name = importlib.import_module(f"examples.gallery.{name}").NAME
+        row = {"model": mod_name}
+        for sampler in ("sb", "pymc"):
+            mine = [r for r in runs if r["model"] == mod_name and r["sampler"] == sampler]
+            for key in ("ess_s_discrete", "ess_s_continuous", "sample_seconds", "max_abs_z"):
+                row[f"{sampler}_{key}"] = float(np.median([r[key] for r in mine]))
+        row["ratio_discrete"] = row["sb_ess_s_discrete"] / row["pymc_ess_s_discrete"]
+        row["ratio_continuous"] = row["sb_ess_s_continuous"] / row["pymc_ess_s_continuous"]
+        summary.append(row)
+    md = [
+        "# SelfBalancing: cost of a step, and pm.sample against PyMC's default",
+        "",
+        f"{draws} draws + {tune} tuning, 2 chains one after the other, {args.repeats} repeat(s);"
+        f" {time.time() - start:.0f} s in all.",
+        "",
+        markdown_table(
+            costs,
+            [
+                ("model", "model"),
+                ("sites", "sites"),
+                ("slots", "slots"),
+                ("differences", "differences"),
+                ("sb_tune_us", "SB tuning step (us)"),
+                ("sb_frozen_us", "SB frozen step (us)"),
+                ("tune_over_frozen", "tuning / frozen"),
+                ("lb_us", "LB step (us)"),
+                ("pymc_us_per_site", "PyMC per site (us)"),
+                ("sb_construction_s", "SB built (s)"),
+                ("sb_first_tune_draw_s", "first tuning draw (s)"),
+                ("sb_first_frozen_draw_s", "first frozen draw (s)"),
+            ],
+        ),
+        "",
+        markdown_table(
+            summary,
+            [
+                ("model", "model"),
+                ("sb_ess_s_discrete", "SB ESS/s discrete"),
+                ("pymc_ess_s_discrete", "PyMC ESS/s discrete"),
+                ("ratio_discrete", "ratio"),
+                ("sb_ess_s_continuous", "SB ESS/s continuous"),
+                ("pymc_ess_s_continuous", "PyMC ESS/s continuous"),
+                ("ratio_continuous", "ratio"),
+                ("sb_sample_seconds", "SB s"),
+                ("pymc_sample_seconds", "PyMC s"),
+                ("sb_max_abs_z", "SB max abs z"),
+                ("pymc_max_abs_z", "PyMC max abs z"),
+            ],
+        ),
+        "",
+    ]
+    payload = {"machine": machine_info(), "costs": costs, "runs": runs, "summary": summary}
+    kwargs = {"results": args.out} if args.out else {}
+    json_path, md_path = write_results("self_balancing_cost", payload, "\n".join(md), **kwargs)
+    plot(costs, md_path.with_suffix(".png"))
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
