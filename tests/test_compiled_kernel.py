@@ -18,6 +18,7 @@ from pymc_lbp import GibbsWithGradients, LocallyBalanced
 from pymc_lbp.kernels.mh import mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import draw_slot
 from pymc_lbp.models import ising_model
+from pymc_lbp.proposals.common import mh_accept_probs, mh_log_ratios
 from pymc_lbp.proposals.common import mh_log_ratio as np_mh_log_ratio
 from tests.test_kernels import MODELS, quadratic_binary_model
 
@@ -42,6 +43,14 @@ def test_one_mh_accept_rejects_non_finite_ratios_never_nan():
         ratio, p, accepted = fn(*args, 0.0)
         assert ratio == -INF and p == 0.0 and not accepted, args
         assert np_mh_log_ratio(*args) == -INF  # the numpy reference agrees
+    # the row-wise numpy version (SelfBalancing's particles) follows the same rule
+    cols = [np.array(c) for c in zip(*cases, strict=True)]
+    ratios = mh_log_ratios(*cols)
+    assert np.all(ratios == -INF) and np.all(mh_accept_probs(ratios) == 0)
+    rows = np.random.default_rng(1).normal(scale=3, size=(4, 50))
+    ref = np.array([np_mh_log_ratio(*r) for r in rows.T])
+    np.testing.assert_allclose(mh_log_ratios(*rows), ref, rtol=1e-12)
+    np.testing.assert_allclose(mh_accept_probs(ref), np.minimum(1.0, np.exp(ref)), rtol=1e-12)
     rng = np.random.default_rng(0)
     for _ in range(50):
         args = tuple(rng.normal(scale=3, size=4))

@@ -42,6 +42,7 @@ from pymc_lbp.learning.learned_balancing import (
     lsb_objective,
     make_parametrization,
 )
+from pymc_lbp.proposals.common import mh_accept_probs, mh_log_ratios
 from pymc_lbp.target.neighbours import BINARY, CATEGORICAL
 
 MAX_PARTICLES = 100_000
@@ -232,7 +233,7 @@ def _build_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | 
 
 
 class BatchMoves(NamedTuple):
-    """One transition of every row of a batch (the chain in row 0, the particles below).
+    """One transition of every row of a batch (SelfBalancing's particles).
 
     ``x``, ``logp``, ``deltas``: the rows after the MH decisions. ``batch``: the rows' records of
     the learning update (:class:`TransitionBatch`). ``accept``, ``accepted``, ``movable``: per
@@ -261,9 +262,8 @@ def batch_moves(
     particle_weights: str = "uniform",
     target_rows=None,
 ) -> BatchMoves:
-    """One locally balanced single-site MH transition of each row, in numpy (the reference of
-    :func:`pymc_lbp.kernels.lsb.batch_moves_graph`, which makes the same decisions given the
-    same uniforms).
+    """One locally balanced single-site MH transition of each row, vectorised in numpy, with the
+    one MH rule (:func:`~pymc_lbp.proposals.common.mh_log_ratios`: a non-finite ratio rejects).
 
     Row ``i`` proposes slot ``s`` with probability ``g(e^{Delta_is}) / Z_i`` (inverse CDF with
     ``u[i, 0]``, never a slot of zero weight) and accepts with ``u[i, 1] < alpha``. Every row is
@@ -319,10 +319,8 @@ def batch_moves(
         safe_top = np.where(np.isfinite(top_y), top_y, 0.0)
         log_z_y = safe_top + np.log(np.sum(np.exp(log_w_y - safe_top[:, None]), axis=1))
         log_q_rev = log_w_y[rows, reverse] - log_z_y
-        ok = np.isfinite(logp_y) & np.isfinite(log_q_fwd) & np.isfinite(log_q_rev)
-        ratio = logp_y - logp + log_q_rev - log_q_fwd
-        ratio = np.where(ok & np.isfinite(ratio) & movable, ratio, -np.inf)
-        accept = np.where(np.isfinite(ratio), np.exp(np.minimum(ratio, 0.0)), 0.0)
+    ratio = np.where(movable, mh_log_ratios(logp, logp_y, log_q_fwd, log_q_rev), -np.inf)
+    accept = mh_accept_probs(ratio)
     accepted = u[:, 1] < accept
     feasible = movable & np.isfinite(logp_y) & np.isfinite(log_q_rev)
     deltas_x = np.where(movable[:, None], deltas, 0.0)

@@ -116,6 +116,23 @@ def mh_log_ratio(logp_x: float, logp_y: float, log_q_fwd: float, log_q_rev: floa
     return float(logp_y - logp_x + log_q_rev - log_q_fwd)
 
 
+def mh_log_ratios(
+    logp_x: np.ndarray, logp_y: np.ndarray, log_q_fwd: np.ndarray, log_q_rev: np.ndarray
+) -> np.ndarray:
+    """:func:`mh_log_ratio` elementwise over arrays (``-inf`` where a term or the ratio is not
+    finite, never NaN)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        ratio = logp_y - logp_x + log_q_rev - log_q_fwd
+        ok = np.isfinite(logp_y) & np.isfinite(log_q_fwd) & np.isfinite(log_q_rev)
+        return np.where(ok & np.isfinite(ratio), ratio, -np.inf)
+
+
+def mh_accept_probs(log_ratio: np.ndarray) -> np.ndarray:
+    """``min(1, exp(log_ratio))`` elementwise, 0 where the ratio is not finite."""
+    finite = np.isfinite(log_ratio)
+    return np.where(finite, np.exp(np.minimum(np.where(finite, log_ratio, 0.0), 0.0)), 0.0)
+
+
 def mh_accept(log_ratio: float, rng: np.random.Generator) -> tuple[float, bool]:
     """Accept with probability ``min(1, exp(log_ratio))``.
 
