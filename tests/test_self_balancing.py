@@ -518,6 +518,8 @@ def test_multiprocess_spawn_sampling_keeps_working():
         ({"n_particles": -3}, "n_particles must be a positive int"),
         ({"n_particles": 2.5}, "n_particles must be a positive int"),
         ({"hidden": 0}, "hidden must be a positive int"),
+        ({"learning_steps": 0}, "learning_steps must be a positive int"),
+        ({"learning_steps": 1.5}, "learning_steps must be a positive int"),
         ({"particle_weights": "best"}, "particle_weights must be one of"),
         ({"differences": "second"}, "differences must be one of"),
     ],
