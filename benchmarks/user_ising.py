@@ -6,7 +6,8 @@ Before the relaxation handled value-free ops (shapes), ``differences="auto"`` fe
 differences here and PathAuxiliaryLBP got 0.6 ESS/s against 6.8 for BinaryGibbsMetropolis.
 
 Samplers, every option at its default: ``PathAuxiliaryLBP([b])``, ``GibbsWithGradients([b])``,
-``LocallyBalanced([b])``, and PyMC's own choice for a Bernoulli (``pm.sample`` assigns
+``LocallyBalanced([b])``, ``SelfBalancing([b])`` (learning its balancing function while tuning),
+and PyMC's own choice for a Bernoulli (``pm.sample`` assigns
 ``BinaryGibbsMetropolis``). Statistic: the Hamming distance to a fixed random state (ESS from
 ArviZ over chains). Also reported: construction time of the step (pytensor's cache warm after the
 first repeat), accept rate, the choice of ``differences="auto"``.
@@ -38,7 +39,7 @@ from common import (  # noqa: E402
     write_results,
 )
 
-from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP  # noqa: E402
+from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP, SelfBalancing  # noqa: E402
 from pymc_lbp.models import LSB_CASES  # noqa: E402
 from pymc_lbp.models.lattice import segmentation_field  # noqa: E402
 
@@ -61,6 +62,7 @@ SAMPLERS = {
     "PathAuxiliaryLBP": lambda v: PathAuxiliaryLBP(v),
     "GibbsWithGradients": lambda v: GibbsWithGradients(v),
     "LocallyBalanced": lambda v: LocallyBalanced(v),
+    "SelfBalancing": lambda v: SelfBalancing(v),
     BASELINE: lambda v: pm.BinaryGibbsMetropolis(v),
 }
 

@@ -20,8 +20,8 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 
-from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP
-from pymc_lbp.kernels.pairwise import adapt_update, log_g
+from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP, SelfBalancing
+from pymc_lbp.kernels.pairwise import LEARNED_CODES, adapt_update, log_g
 from pymc_lbp.learning.adaptation import PathLengthAdaptation
 from pymc_lbp.target.pairwise import PairwiseDifferences, neighbour_colouring
 from tests.frequencies import max_z_score
@@ -206,6 +206,51 @@ def test_single_site_kernel_rows_match_the_enumerated_kernel(balancing):
     starts = [0, 13, 22, 31]
     for a, counts in zip(starts, _rows(step, starts, 3000, 11), strict=True):
         assert chi_square_pvalue(counts, T[a]) > ALPHA, (balancing, a)
+
+
+@pytest.mark.parametrize("parametrization", ["lsb1", "lsb2", "lsb2_min"])
+def test_learned_balancing_functions_match_their_definitions(parametrization):
+    """SelfBalancing's learned functions in the kernel: LSB1's mixture and LSB2's interpolated
+    even part give the numpy parametrization's values."""
+    from pymc_lbp.learning.learned_balancing import make_parametrization
+
+    par = make_parametrization(parametrization, 6)
+    params = np.random.default_rng(4).normal(scale=1.5, size=par.n_params)
+    if parametrization == "lsb1":
+        code, arg = LEARNED_CODES["lsb1"], par.weights(params)
+    else:
+        code, arg = LEARNED_CODES["table"], par.even_part(params)
+    d = np.array([-800.0, -31.0, -7.3, -1.0, 0.0, 0.03, 2.5, 29.99, 30.0, 45.0, 800.0])
+    ours = np.array([log_g(v, code, arg) for v in d])
+    np.testing.assert_allclose(ours, par.log_g(d, params), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("parametrization", ["lsb1", "lsb2"])
+def test_self_balancing_kernel_rows_match_the_enumerated_kernel(parametrization):
+    """SelfBalancing with learned (here: random) parameters on a pairwise block runs the numba
+    kernel; its one-step rows follow the locally balanced kernel enumerated independently with
+    that g (tests/test_self_balancing.py's independent functions)."""
+    from tests.test_self_balancing import independent_kernel, independent_log_g
+
+    with edge_model():
+        step = SelfBalancing(parametrization=parametrization, steps_per_draw=1)
+    assert step.pairwise_ready()
+    params = np.random.default_rng(8).normal(scale=1.0, size=step.lsb_params.size)
+    step.lsb_params = params
+    step.stop_tuning()
+    lp = table_logp()
+    index = {tuple(s): k for k, s in enumerate(STATES)}
+    T, _ = independent_kernel(
+        STATES, lambda x: lp[index[tuple(x)]], [("binary",)] * N,
+        independent_log_g(parametrization, params),
+    )  # fmt: skip
+    starts = [0, 13, 22, 31]
+    for a, counts in zip(starts, _rows(step, starts, 3000, 12), strict=True):
+        assert chi_square_pvalue(counts, T[a]) > ALPHA, (parametrization, a)
+    # power: the same rows reject the kernel of another g (sqrt; rows differ by 0.08 / 0.23)
+    T_sqrt = locally_balanced_kernel(STATES, lp, [("binary",)] * N, "sqrt")
+    counts = _rows(step, [13], 3000, 12)[0]
+    assert chi_square_pvalue(counts, T_sqrt[13]) < ALPHA
 
 
 def _path_reference(scale, share):

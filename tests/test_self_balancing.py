@@ -537,8 +537,10 @@ def test_continuous_variables_are_rejected():
             SelfBalancing()
 
 
-def test_exact_and_gradient_chains_coincide_on_a_multilinear_model():
-    """On an Ising chain first-order differences are exact: same seed, same chain."""
+def test_exact_and_gradient_chains_coincide_on_a_multilinear_model(general_paths):
+    """On an Ising chain first-order differences are exact: same seed, same chain (both on the
+    compiled kernel; exact differences would otherwise take the pairwise numba kernel, which
+    draws its uniforms differently)."""
     model = chain_target(6)
     runs = []
     for kind in ("exact", "gradient"):

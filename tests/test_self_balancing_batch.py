@@ -104,9 +104,10 @@ def test_learning_reproduces_the_numpy_reference(name, differences, parametrizat
 def test_tuning_draw_is_the_chain_steps_then_the_learning_steps():
     """A tuning draw: the chain's steps (compiled kernel, current g), then learning_steps
     updates (default ceil(steps_per_draw / n_particles)); a frozen draw makes no update."""
-    model, vars, _, states, log_pi, _ = MODELS["binary"]()
+    model, vars, _, states, log_pi, _ = MODELS["categorical"]()
     with model:
         step = SelfBalancing(vars, n_particles=3, steps_per_draw=7, differences="exact")
+    assert not step.pairwise_ready()  # the compiled kernel (pairwise blocks: tests/test_pairwise)
     assert step.learning_steps == 3
     with model:
         fixed = SelfBalancing(vars, n_particles=3, steps_per_draw=7, learning_steps=5)

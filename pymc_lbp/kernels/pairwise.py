@@ -41,10 +41,18 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pymc_lbp.learning.learned_balancing import D_CLIP, GRID_DENSITY
 from pymc_lbp.proposals.path_kernels import linear_weights_into, log_prob_order_log, njit
 
 BALANCING_CODES = {"sqrt": 0, "barker": 1, "min": 2, "max": 3}
 """The balancing functions the kernel implements (a custom callable takes the general path)."""
+
+LEARNED_CODES = {"lsb1": 4, "table": 5}
+"""SelfBalancing's learned functions (:mod:`pymc_lbp.learning.learned_balancing`), their
+parameters passed as an array: ``"lsb1"`` the four mixture weights ``softmax(theta)`` (sqrt,
+Barker, min, max), ``"table"`` the even part of an LSB2 function on its grid."""
+
+_NO_PARAMS = np.zeros(0)
 
 
 class PairwiseSteps(NamedTuple):
@@ -62,8 +70,10 @@ class PairwiseSteps(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
-def log_g(d: float, code: int) -> float:
-    """``log g(e^d)`` of the balancing function ``code`` (see :data:`BALANCING_CODES`)."""
+def log_g(d: float, code: int, params: np.ndarray = _NO_PARAMS) -> float:
+    """``log g(e^d)`` of the balancing function ``code`` (see :data:`BALANCING_CODES` and
+    :data:`LEARNED_CODES`; ``params`` for the learned ones), the arithmetic of
+    :mod:`pymc_lbp.proposals.balancing` and :mod:`pymc_lbp.learning.learned_balancing`."""
     if code == 0:
         return 0.5 * d
     if code == 1:  # -log(1 + e^-d), stable on both sides
@@ -72,15 +82,29 @@ def log_g(d: float, code: int) -> float:
         return -(top + math.log1p(math.exp(-abs(d))))
     if code == 2:
         return d if d < 0.0 else 0.0
-    return d if d > 0.0 else 0.0
+    if code == 3:
+        return d if d > 0.0 else 0.0
+    u = abs(d)
+    if code == 4:  # LSB1: d/2 + u/2 + log(w_max + w_sqrt z + w_barker z^2/(1+z^2) + w_min z^2)
+        z = math.exp(-0.5 * u)
+        z2 = z * z
+        poly = params[3] + params[0] * z + params[1] * z2 / (1.0 + z2) + params[2] * z2
+        return 0.5 * d + 0.5 * u + math.log(poly)
+    # LSB2: d/2 + the even part, linearly interpolated on its grid (constant beyond D_CLIP)
+    pos = min(u, D_CLIP) * GRID_DENSITY
+    idx = min(int(pos), params.shape[0] - 2)
+    frac = pos - idx
+    return 0.5 * d + (1.0 - frac) * params[idx] + frac * params[idx + 1]
 
 
 @njit(cache=True, nogil=True)
-def site_weights(x: np.ndarray, h: np.ndarray, code: int, w: np.ndarray, lin: np.ndarray):
+def site_weights(
+    x: np.ndarray, h: np.ndarray, code: int, params: np.ndarray, w: np.ndarray, lin: np.ndarray
+):
     """Fill ``lin`` with ``exp(w - max w)``, ``w_i = log g(e^{Delta_i})``; return
     ``(max w, total, number of positive weights)``."""
     for i in range(x.shape[0]):
-        w[i] = log_g((1.0 - 2.0 * x[i]) * h[i], code)
+        w[i] = log_g((1.0 - 2.0 * x[i]) * h[i], code, params)
     return linear_weights_into(w, lin)
 
 
@@ -165,7 +189,7 @@ far below ``top``; a weight ``e^-745`` below it would underflow to 0)."""
 
 @njit(cache=True, nogil=True)
 def _steps(
-    x, h, logp, indptr, indices, data, n_steps, code, share, scale, adapt,
+    x, h, logp, indptr, indices, data, n_steps, code, params, share, scale, adapt,
     log_u, log_u_bar, count, doubling, target, gamma0, t0, kappa, avg_kappa, rng,
 ):  # fmt: skip
     n = x.shape[0]
@@ -175,7 +199,7 @@ def _steps(
     w = np.empty(n)
     lin = np.empty(n)
     tree = np.empty(2 * size)
-    top, _, pos = site_weights(x, h, code, w, lin)
+    top, _, pos = site_weights(x, h, code, params, w, lin)
     log_lin = w - top  # the linear weights' logs (finite where lin underflowed to 0)
     tree_build(lin, tree, size)
     sites = np.empty(n, dtype=np.int64)
@@ -234,7 +258,7 @@ def _steps(
         pos_x = pos
         for m in range(length + n_saved):
             i = path[m] if m < length else saved_i[m - length]
-            wi = log_g((1.0 - 2.0 * x[i]) * h[i], code) - top
+            wi = log_g((1.0 - 2.0 * x[i]) * h[i], code, params) - top
             if wi > RESCALE_ABOVE:
                 rescale = True
             v = math.exp(min(wi, RESCALE_ABOVE))
@@ -249,7 +273,7 @@ def _steps(
             tree_set(tree, size, i, v)
         top_x = top
         if rescale or not tree[1] >= RESCALE_BELOW:
-            top, _, pos = site_weights(x, h, code, w, lin)
+            top, _, pos = site_weights(x, h, code, params, w, lin)
             log_lin[:] = w - top
             tree_build(lin, tree, size)
         log_q_rev = log_prob_order_log(log_lin, lin, tree[1], path[::-1])
@@ -275,7 +299,7 @@ def _steps(
             for k in range(n_saved - 1, -1, -1):  # the first saved value of a field last
                 h[saved_i[k]] = saved_v[k]
             if top != top_x:  # rescaled at y: rebuild at x
-                top, _, pos = site_weights(x, h, code, w, lin)
+                top, _, pos = site_weights(x, h, code, params, w, lin)
                 log_lin[:] = w - top
                 tree_build(lin, tree, size)
             else:
@@ -306,6 +330,7 @@ def pairwise_steps(
     scale: float = 1.0,
     adaptation=None,
     adapt_state: tuple[float, float, int, bool] = (0.0, 0.0, 0, False),
+    params: np.ndarray | None = None,
 ) -> PairwiseSteps:
     """Run ``n_steps`` transitions from ``x`` (int64, updated in place) with field ``h``
     (float64, updated in place) and logp ``logp``.
@@ -314,7 +339,8 @@ def pairwise_steps(
     ----------
     couplings : tuple of ndarray
         ``(indptr, indices, data)``: ``W`` as a symmetric CSR matrix without diagonal.
-    balancing : {"sqrt", "barker", "min", "max"}
+    balancing : {"sqrt", "barker", "min", "max", "lsb1", "table"}
+        A built-in function, or a learned one (:data:`LEARNED_CODES`) with its ``params``.
     rng : numpy.random.Generator
         The step's generator (its state advances).
     share : float
@@ -337,7 +363,8 @@ def pairwise_steps(
         indices,
         data,
         int(n_steps),
-        BALANCING_CODES[balancing],
+        BALANCING_CODES.get(balancing, LEARNED_CODES.get(balancing, -1)),
+        _NO_PARAMS if params is None else np.ascontiguousarray(params, dtype=np.float64),
         float(share),
         float(scale),
         adapt,
@@ -365,13 +392,15 @@ def warm_up() -> None:
     data = np.array([0.5, 0.5])
     for adapt in (False, True):
         _steps(
-            np.zeros(2, dtype=np.int64), np.zeros(2), 0.0, indptr, indices, data, 2, 0, 0.5, 1.0,
+            np.zeros(2, dtype=np.int64), np.zeros(2), 0.0, indptr, indices, data, 2, 0, _NO_PARAMS,
+            0.5, 1.0,
             adapt, 0.0, 0.0, 0, True, 0.5, 1.0, 10.0, 0.6, 0.75, np.random.default_rng(0),
         )  # fmt: skip
 
 
 __all__ = [
     "BALANCING_CODES",
+    "LEARNED_CODES",
     "PairwiseSteps",
     "adapt_update",
     "log_g",

@@ -222,6 +222,7 @@ class DiscreteStep(ArrayStepShared):
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
     pairwise_kernel: ClassVar[bool] = False
+    learned_balancing: ClassVar[bool] = False  # SelfBalancing: g is learned, not a built-in
     """Whether the step runs :mod:`pymc_lbp.kernels.pairwise` on pairwise binary blocks (then
     ``differences="auto"`` and ``"exact"`` take the couplings of
     :mod:`pymc_lbp.target.pairwise`)."""
@@ -410,8 +411,9 @@ class DiscreteStep(ArrayStepShared):
         name = f"{type(self).__name__} on {[s.name for s in specs]}"
         if self.pairwise_kernel and kind in ("auto", "exact"):
             pairwise, why = pairwise_differences(
-                model, specs, layout, shared, compile_kwargs, bal, self._x0
-            )
+                model, specs, layout, shared, compile_kwargs, bal, self._x0,
+                learned=self.learned_balancing,
+            )  # fmt: skip
             if pairwise is not None:
                 self.differences_choice = DifferencesChoice("exact", why)
                 return pairwise
@@ -802,10 +804,18 @@ class DiscreteStep(ArrayStepShared):
         d = self.differences
         x = x.copy()
         h = d.field(x)
-        res = pairwise_steps(x, h, logp, d.couplings, n_steps, self.balancing, self.rng, **options)
+        name, params = self.pairwise_balancing()
+        res = pairwise_steps(
+            x, h, logp, d.couplings, n_steps, name, self.rng, params=params, **options
+        )
         deltas = (1.0 - 2.0 * x) * h
         draw = DrawResult(x, res.logp, deltas, res.sum_accept, res.n_accepted, 0, 0, {})
         return draw, res
+
+    def pairwise_balancing(self) -> tuple[str, np.ndarray | None]:
+        """The balancing function as :func:`pymc_lbp.kernels.pairwise.pairwise_steps` takes it:
+        a built-in name (the step's ``balancing``), or a learned one and its parameters."""
+        return self.balancing, None
 
     def draw_from_kernel(self, res, extras: dict[str, list] | None = None) -> DrawResult:
         """The :class:`DrawResult` of a compiled kernel run (``res`` with ``x``, ``logp``,

@@ -16,6 +16,7 @@ import pytensor
 from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.kernels import compile_single_site_steps
+from pymc_lbp.kernels import pairwise as pairwise_kernel
 from pymc_lbp.learning.learned_balancing import PARAMETRIZATIONS, make_parametrization
 from pymc_lbp.learning.lsb import (
     AdamState,
@@ -86,12 +87,16 @@ class SelfBalancing(DiscreteStep):
     start of each tuning draw (the other variables may have moved); their evaluations count in
     ``logp_evals``/``grad_evals``. The chain's steps, tuning or not, run in one call of the
     compiled single-site kernel (:func:`pymc_lbp.kernels.single_site_kernel`) with the current
-    ``g`` (:attr:`kernel`). After tuning the particles are not touched again.
+    ``g`` (:attr:`kernel`; on pairwise binary blocks the numba kernel, see below). After tuning
+    the particles are not touched again.
 
     An update scores the proposal distributions of every particle at its state and at its
     proposal and differentiates them: it costs tens of chain steps. The default number of updates
     per draw gives learning about the model evaluations the chain's steps make, so a tuning draw
-    costs a few sampling draws (``benchmarks/self_balancing_cost.py`` measures both).
+    costs a few sampling draws (``benchmarks/self_balancing_cost.py`` measures both). On a
+    pairwise binary block (Ising-like lattices, :mod:`pymc_lbp.target.pairwise`) the chain's
+    steps run in :mod:`pymc_lbp.kernels.pairwise` with the learned ``g`` (about 1 us a step, no
+    model evaluation) and a tuning draw makes one update, which then dominates its cost.
 
     Parameters
     ----------
@@ -131,7 +136,8 @@ class SelfBalancing(DiscreteStep):
     learning_steps : int, optional
         Adam updates per tuning draw (each moves every particle one step). ``None`` (default):
         ``ceil(steps_per_draw / n_particles)``, so that learning evaluates the model about as
-        often as the chain's steps do; none where the draw has no steps.
+        often as the chain's steps do; one on a pairwise binary block (where the chain's steps
+        run the numba kernel and evaluate nothing); none where the draw has no steps.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -176,6 +182,9 @@ class SelfBalancing(DiscreteStep):
 
     # learning a balancing function needs single-site steps, even where the sites share no term
     independent_sites_at_once = False
+    # on pairwise binary blocks the chain's steps run the numba kernel with the learned g
+    pairwise_kernel = True
+    learned_balancing = True
     name = "self_balancing"
     _state_class = SelfBalancingState
 
@@ -264,6 +273,8 @@ class SelfBalancing(DiscreteStep):
         self._kernel = None
         self._g_params = None
         self._batched_rows = None
+        if self.pairwise_ready():
+            pairwise_kernel.warm_up()  # numba's compile (or cache load) now, not mid-draw
 
     # -- learned parameters and their state ------------------------------------------------------
     @property
@@ -374,12 +385,27 @@ class SelfBalancing(DiscreteStep):
             return 0
         if self._learning_steps is not None:
             return self._learning_steps
+        if self.pairwise_ready():  # the chain's steps evaluate nothing: one update a draw
+            return 1
         return -(-n // self.n_particles)
 
+    def pairwise_balancing(self) -> tuple[str, np.ndarray]:
+        """The current ``g`` for :mod:`pymc_lbp.kernels.pairwise`: LSB1's mixture weights, or
+        the even part of an LSB2 function on its grid."""
+        params = self._adam.params
+        if self.parametrization.name == "lsb1":
+            return "lsb1", self.parametrization.weights(params)
+        return "table", self.parametrization.even_part(params)
+
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
-        """The chain's steps in one call of the compiled :attr:`kernel` with the current ``g``;
-        while tuning, then :attr:`learning_steps` updates (:meth:`learn`)."""
-        draw = self.draw_from_kernel(self.kernel(x, logp, deltas, self.rng.random((n_steps, 2))))
+        """The chain's steps with the current ``g`` in one call of the compiled :attr:`kernel`
+        (on a pairwise binary block, of :mod:`pymc_lbp.kernels.pairwise`: no model evaluation
+        per step); while tuning, then :attr:`learning_steps` updates (:meth:`learn`)."""
+        if self.pairwise_ready():
+            draw = self.run_pairwise(x, logp, n_steps, share=1.0)[0]
+        else:
+            uniforms = self.rng.random((n_steps, 2))
+            draw = self.draw_from_kernel(self.kernel(x, logp, deltas, uniforms))
         if self.tune:
             losses, evaluations = self.learn(draw.x, self.learning_steps)
             draw.logp_evals += evaluations * self.differences.logp_evals_per_call

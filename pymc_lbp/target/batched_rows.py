@@ -57,7 +57,8 @@ def rows_graph(target: Target, X: Variable, vectorise: bool = True) -> tuple[Var
 def fits_vectorised(differences, n_rows: int) -> bool:
     """Whether ``n_rows`` rows of ``differences`` may be vectorised (see
     :data:`VECTORISED_ELEMENTS`)."""
-    if getattr(differences, "method", None) != "batched":
+    exact = getattr(differences, "exact", differences)  # pairwise couplings: their exact ones
+    if getattr(exact, "method", None) != "batched":
         return True
     layout = differences.layout
     return n_rows * layout.n_slots * layout.n_sites <= VECTORISED_ELEMENTS

@@ -280,15 +280,23 @@ class PairwiseDifferences(Differences):
 
 
 def pairwise_differences(
-    model, specs, layout, shared, compile_kwargs, balancing, x0: np.ndarray, rng_seed: int = 0
+    model,
+    specs,
+    layout,
+    shared,
+    compile_kwargs,
+    balancing,
+    x0: np.ndarray,
+    rng_seed: int = 0,
+    learned: bool = False,
 ) -> tuple[PairwiseDifferences | None, str]:
     """:class:`PairwiseDifferences` for the block, or None and why not (the balancing function
-    must be one the kernel implements, the block pairwise binary, the couplings finite and
-    checked at the start)."""
+    must be one the kernel implements, or ``learned`` (SelfBalancing's), the block pairwise
+    binary, the couplings finite and checked at the start)."""
     if not path_kernels.ENABLED:
         return None, "numba kernels are switched off (PYMC_LBP_NUMBA=0)"
     name, fn = balancing
-    if name not in BALANCING_CODES or fn is not BALANCING_FUNCTIONS[name]:
+    if not learned and (name not in BALANCING_CODES or fn is not BALANCING_FUNCTIONS[name]):
         return None, f"balancing {name!r} is not one the pairwise kernel implements"
     target = Differences(model, specs, layout, shared)  # graphs only, nothing compiled
     adjacency, reason = pairwise_structure(model, target, x0)
