@@ -49,19 +49,22 @@ def discrete_vars(model) -> list:
     return [v for v in model.free_RVs if v.type.dtype.startswith(("int", "uint", "bool"))]
 
 
-def _per_step_us(step, q, n_draws: int) -> tuple[float, float, object]:
-    """(seconds of the first draw, microseconds per MH step over the next ``n_draws``, q)."""
+def _per_step_us(step, q, n_draws: int, min_seconds: float) -> tuple[float, float, object]:
+    """(seconds of the first draw, microseconds per MH step over the next draws, q): at least
+    ``n_draws`` draws and ``min_seconds`` of them (single draws of small blocks are noisy)."""
     start = time.perf_counter()
     q, stats = step.astep(q)
     first = time.perf_counter() - start
     start = time.perf_counter()
-    for _ in range(n_draws):
+    done = 0
+    while done < n_draws or time.perf_counter() - start < min_seconds:
         q, stats = step.astep(q)
-    per_draw = (time.perf_counter() - start) / n_draws
+        done += 1
+    per_draw = (time.perf_counter() - start) / done
     return first, per_draw / max(stats[0]["mh_steps"], 1) * 1e6, q
 
 
-def step_costs(module, n_draws: int) -> dict:
+def step_costs(module, n_draws: int, min_seconds: float = 1.0) -> dict:
     """Per-step costs of SelfBalancing (tuning, frozen), LocallyBalanced and PyMC's default."""
     from pymc.blocking import DictToArrayBijection
 
@@ -77,15 +80,17 @@ def step_costs(module, n_draws: int) -> dict:
     out["sites"] = int(sb.layout.n_sites)
     out["slots"] = int(sb.layout.n_slots)
     out["differences"] = sb.differences_kind
-    out["sb_first_tune_draw_s"], out["sb_tune_us"], q = _per_step_us(sb, q, n_draws)
+    out["sb_first_tune_draw_s"], out["sb_tune_us"], q = _per_step_us(sb, q, n_draws, min_seconds)
     sb.stop_tuning()
-    out["sb_first_frozen_draw_s"], out["sb_frozen_us"], q = _per_step_us(sb, q, n_draws)
+    out["sb_first_frozen_draw_s"], out["sb_frozen_us"], q = _per_step_us(
+        sb, q, n_draws, min_seconds
+    )
     out["tune_over_frozen"] = out["sb_tune_us"] / out["sb_frozen_us"]
     with model:
         lb = LocallyBalanced(disc, steps_per_draw=sb.steps_per_draw)
     lb.stop_tuning()
     q = DictToArrayBijection.map({v.name: point[v.name] for v in lb.vars})
-    _, out["lb_us"], _ = _per_step_us(lb, q, n_draws)
+    _, out["lb_us"], _ = _per_step_us(lb, q, n_draws, min_seconds)
     # PyMC's default discrete step(s): seconds per draw over the sites they update
     steps = pymc_default_steps(model)
     sites = sum(int(np.prod(point[v.name].shape)) or 1 for s in steps for v in s.vars)
@@ -93,10 +98,12 @@ def step_costs(module, n_draws: int) -> dict:
     for s in steps:
         p, _ = s.step(p)
     start = time.perf_counter()
-    for _ in range(n_draws):
+    done = 0
+    while done < n_draws or time.perf_counter() - start < min_seconds:
         for s in steps:
             p, _ = s.step(p)
-    out["pymc_us_per_site"] = (time.perf_counter() - start) / n_draws / sites * 1e6
+        done += 1
+    out["pymc_us_per_site"] = (time.perf_counter() - start) / done / sites * 1e6
     out["pymc_steps"] = ", ".join(type(s).__name__ for s in steps)
     return out
 
@@ -155,11 +162,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="results folder")
     args = parser.parse_args()
     draws, tune, n_draws = (60, 40, 2) if args.quick else (500, 300, 5)
+    min_seconds = 0.1 if args.quick else 2.0
     start = time.time()
     costs, runs = [], []
     for name in args.models:
         module = importlib.import_module(f"examples.gallery.{name}")
-        costs.append(step_costs(module, n_draws))
+        costs.append(step_costs(module, n_draws, min_seconds))
         print(costs[-1], flush=True)
         reference = module.reference()
         for r in range(args.repeats):
