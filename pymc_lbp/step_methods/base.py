@@ -222,10 +222,12 @@ class DiscreteStep(ArrayStepShared):
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
     pairwise_kernel: ClassVar[bool] = False
-    learned_balancing: ClassVar[bool] = False  # SelfBalancing: g is learned, not a built-in
     """Whether the step runs :mod:`pymc_lbp.kernels.pairwise` on pairwise binary blocks (then
     ``differences="auto"`` and ``"exact"`` take the couplings of
     :mod:`pymc_lbp.target.pairwise`)."""
+    learned_balancing: ClassVar[bool] = False
+    """Whether the balancing function is learned (SelfBalancing; passed to the pairwise kernel by
+    :meth:`pairwise_balancing`) rather than one of the built-in ones."""
     auto_assignable: ClassVar[bool] = True
     auto_assign_needs: ClassVar[str] = ""
     _state_class = DiscreteStepState

@@ -19,6 +19,6 @@ local_logp
 graphs
     Graph helpers: substitution without copying, row copies, per-row gathers.
 batched_rows
-    A block's logp and differences at many states in one compiled call (SelfBalancing's chain
-    and particles).
+    A block's logp and differences at many states in one compiled call (SelfBalancing's
+    particles).
 """
