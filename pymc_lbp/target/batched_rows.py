@@ -3,12 +3,12 @@
 :class:`~pymc_lbp.SelfBalancing` advances its auxiliary particles together while it learns;
 each learning step evaluates every particle at its proposal. Evaluated one row per call, the
 particles cost a compiled call each (tens of microseconds of overhead on small models); here the
-step's one-row graph ``x -> (logp, deltas)`` (:meth:`pymc_lbp.target.neighbours.Differences.graph`)
+step's one-row graph ``x -> (logp, deltas)`` (:meth:`~pymc_lbp.target.neighbours.Differences.graph`)
 is vectorised over a batch of rows, with PyMC's parameter checks kept per row and batched gathers
-turned into plain indexing (as the exact differences' own batched evaluation does). Where the graph cannot be vectorised, or would hold
-too much memory (a row's graph that already evaluates every neighbour state), the one-row graph
-runs in a ``scan`` over the rows instead. Either way the values are the one-row graph's
-(tests/test_self_balancing_batch.py checks them row by row).
+turned into plain indexing (as the exact differences' own batched evaluation does). Where the
+graph cannot be vectorised, or would hold too much memory (a row's graph that already evaluates
+every neighbour state), the one-row graph runs in a ``scan`` over the rows instead. Either way
+the values are the one-row graph's (tests/test_self_balancing_batch.py checks them row by row).
 """
 
 from __future__ import annotations
