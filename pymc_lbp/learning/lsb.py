@@ -43,7 +43,6 @@ from pymc_lbp.learning.learned_balancing import (
     make_parametrization,
 )
 from pymc_lbp.proposals.common import mh_accept_probs, mh_log_ratios
-from pymc_lbp.target.neighbours import BINARY, CATEGORICAL
 
 MAX_PARTICLES = 100_000
 """Largest ``n_particles`` accepted: every particle costs one compiled evaluation of the neighbour
@@ -296,12 +295,7 @@ def batch_moves(
         log_q_fwd = log_w[rows, slot] - (top + np.log(cdf[:, -1]))
     site = layout.slot_site[slot]
     old = x[rows, site]
-    kind, arg = layout.slot_kind[slot], layout.slot_arg[slot]
-    offset = layout.site_offset[site]
-    new = np.where(kind == BINARY, 1 - old, np.where(kind == CATEGORICAL, arg, old + arg))
-    back = np.where(
-        kind == BINARY, slot, np.where(kind == CATEGORICAL, offset + old, 2 * offset + 1 - slot)
-    )
+    new, back = layout.moves_of(slot, old)
     y = x.copy()
     y[rows, site] = np.where(movable, new, old)
     reverse = np.where(movable, back, slot)
