@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", type=Path, default=Path("hmm_neural_block.png"))
     args = ap.parse_args(argv)
-    draws, tune, train_steps = (150, 100, 300) if args.quick else (1000, 500, 3000)
+    draws, tune, train_steps = (80, 50, 300) if args.quick else (1000, 500, 3000)
     logging.getLogger("pymc_lbp").setLevel(logging.INFO)
     z_true, y = simulate()
     model = build_model(y)

@@ -493,19 +493,6 @@ def test_reset_tuning_restores_the_untuned_parameters():
     np.testing.assert_array_equal(step.balancing_function(np.array([-2.0, 3.0])), [-1.0, 1.5])
 
 
-def test_multiprocess_spawn_sampling_keeps_working():
-    model = chain_target(4)
-    with model:
-        step = SelfBalancing(parametrization="lsb1", n_particles=3, steps_per_draw=1)
-        idata = pm.sample(
-            tune=30, draws=30, step=step, chains=2, cores=2, mp_ctx="spawn", random_seed=5,
-            progressbar=False, compute_convergence_checks=False,
-        )  # fmt: skip
-    w = idata.sample_stats["lsb_weight_sqrt"].values
-    assert w.shape == (2, 30) and np.all(w == w[:, :1])
-    assert not np.allclose(w[:, 0], 0.25)  # each chain learned in its own process
-
-
 # -- errors ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "kwargs, match",

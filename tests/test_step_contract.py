@@ -12,7 +12,7 @@ import pytensor.tensor as pt
 import pytest
 
 import pymc_lbp
-from pymc_lbp import GibbsWithGradients, LocallyBalanced
+from pymc_lbp import GibbsWithGradients, LocallyBalanced, SelfBalancing
 from pymc_lbp.models import ising_model
 
 SMALL = dict(draws=60, tune=20, chains=2, progressbar=False, compute_convergence_checks=False)
@@ -64,15 +64,26 @@ def test_same_seed_same_draws(cores):
 
 
 def test_pickle_roundtrip_and_spawn():
+    """Steps survive cloudpickle, and ``pm.sample(cores=2, mp_ctx="spawn")`` runs them in fresh
+    processes; the SelfBalancing step next to them learns its own function in each chain's
+    process (one spawn run for both: each spawned process imports PyMC anew)."""
     model = mixed_model()
     with model:
+        z = pm.Bernoulli("z", logit_p=np.linspace(-1, 1, 4), shape=4)
+        pm.Potential("chain", ((2 * z[1:] - 1) * (2 * z[:-1] - 1)).sum())
         step = GibbsWithGradients([model["x"]], steps_per_draw=2)
+        learner = SelfBalancing([z], parametrization="lsb1", n_particles=3, steps_per_draw=1)
     clone = cloudpickle.loads(cloudpickle.dumps(step))
     x = np.array([1, 0, 1, 1])
     np.testing.assert_allclose(clone.differences(x)[1], step.differences(x)[1])
     with model:
-        idata = pm.sample(step=[step], cores=2, mp_ctx="spawn", random_seed=3, **SMALL)
+        idata = pm.sample(
+            step=[step, learner], cores=2, mp_ctx="spawn", random_seed=3, **SMALL
+        )  # fmt: skip
     assert idata.posterior["x"].shape == (2, 60, 4)
+    w = idata.sample_stats["lsb_weight_sqrt"].values
+    assert w.shape == (2, 60) and np.all(w == w[:, :1])  # frozen after tuning
+    assert not np.allclose(w[:, 0], 0.25)  # each chain learned in its own process
 
 
 def test_tuning_frozen_and_sampling_state_roundtrip():
