@@ -19,7 +19,9 @@ from pymc_lbp.kernels.mh import mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import draw_slot
 from pymc_lbp.models import ising_model
 from pymc_lbp.proposals.common import mh_accept_probs, mh_log_ratios
+from pymc_lbp.proposals.common import mh_accept as np_mh_accept
 from pymc_lbp.proposals.common import mh_log_ratio as np_mh_log_ratio
+from tests.backends import OTHER_BACKENDS, modes
 from tests.test_kernels import MODELS, quadratic_binary_model
 
 INF, NAN = np.inf, np.nan
@@ -47,6 +49,15 @@ def test_one_mh_accept_rejects_non_finite_ratios_never_nan():
     cols = [np.array(c) for c in zip(*cases, strict=True)]
     ratios = mh_log_ratios(*cols)
     assert np.all(ratios == -INF) and np.all(mh_accept_probs(ratios) == 0)
+    # from an impossible current state a possible proposal is accepted, by every version
+    ratio, p, accepted = fn(-INF, 1.0, 0.0, 0.0, 0.999)
+    assert ratio == INF and p == 1.0 and accepted
+    assert np_mh_log_ratio(-INF, 1.0, 0.0, 0.0) == INF
+    assert np_mh_accept(INF, np.random.default_rng(0)) == (1.0, True)
+    assert mh_log_ratios(*(np.array([v]) for v in (-INF, 1.0, 0.0, 0.0)))[0] == INF
+    assert mh_accept_probs(np.array([INF, -INF, NAN])).tolist() == [1.0, 0.0, 0.0]
+    assert [float(v) for v in fn(NAN, 1.0, 0.0, 0.0, 0.0)[:2]] == [-INF, 0.0]  # NaN: rejected
+    assert np_mh_log_ratio(NAN, 1.0, 0.0, 0.0) == -INF
     rows = np.random.default_rng(1).normal(scale=3, size=(4, 50))
     ref = np.array([np_mh_log_ratio(*r) for r in rows.T])
     np.testing.assert_allclose(mh_log_ratios(*rows), ref, rtol=1e-12)
@@ -189,44 +200,38 @@ def test_same_rng_same_draw():
     assert not np.array_equal(a.x, c.x) or a.n_accepted != c.n_accepted
 
 
-@pytest.mark.slow  # numba's first compilation in a process takes minutes on 2 cores
-def test_numba_backend_makes_the_same_moves():
-    pytest.importorskip("numba")
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_other_backends_make_the_same_moves(backend, general_paths):
+    """compile_kwargs={"mode": "JAX"} (jax is optional: skipped without it) or "NUMBA": the
+    compiled steps (under JAX built for the shapes of their arguments: JAX traces shapes as
+    values) make the C backend's moves from the same uniforms, for GibbsWithGradients and
+    LocallyBalanced's scan kernel (numba's pairwise kernel off, so the lattice takes it)."""
+    c_mode, mode = modes(backend)
     model = ising_model((3, 3), 0.4, 0.1)
-    c_mode, numba_mode = (_final_state(model, 42, mode) for mode in (None, "NUMBA"))
-    np.testing.assert_array_equal(numba_mode.x, c_mode.x)
-    assert numba_mode.n_accepted == c_mode.n_accepted > 5
-    np.testing.assert_allclose(numba_mode.logp, c_mode.logp, rtol=1e-12)
-
-
-def test_jax_backend_makes_the_same_moves():
-    """compile_kwargs={"mode": "JAX"} (jax is optional: skipped without it): the compiled steps
-    are built for the shapes of their arguments (JAX traces shapes as values) and make the C
-    backend's moves from the same uniforms, for GibbsWithGradients and LocallyBalanced."""
-    pytest.importorskip("jax")
-    model = ising_model((3, 3), 0.4, 0.1)
-    c_mode, jax_mode = (_final_state(model, 42, mode) for mode in (None, "JAX"))
-    np.testing.assert_array_equal(jax_mode.x, c_mode.x)
-    assert jax_mode.n_accepted == c_mode.n_accepted > 5
-    np.testing.assert_allclose(jax_mode.logp, c_mode.logp, rtol=1e-12)
+    ref, other = (_final_state(model, 42, m) for m in (c_mode, mode))
+    np.testing.assert_array_equal(other.x, ref.x)
+    assert other.n_accepted == ref.n_accepted > 5
+    np.testing.assert_allclose(other.logp, ref.logp, rtol=1e-12)
     with model:
-        lb = LocallyBalanced([model["x"]], steps_per_draw=40, compile_kwargs={"mode": "JAX"})
+        lb = LocallyBalanced([model["x"]], steps_per_draw=40, compile_kwargs={"mode": mode})
         ref = LocallyBalanced([model["x"]], steps_per_draw=40)
     x0 = np.zeros(9, dtype=np.int64)
     runs = []
     for step in (lb, ref):
         step.set_rng(np.random.default_rng(7))
         logp, deltas = step.differences(x0)
+        assert not step.pairwise_ready()
         runs.append(step.run_steps(x0, logp, deltas, step.steps_per_draw))
     np.testing.assert_array_equal(runs[0].x, runs[1].x)
     assert runs[0].n_accepted == runs[1].n_accepted > 5
-    assert lb.kernel.static_shapes and not ref.kernel.static_shapes
+    assert lb.kernel.static_shapes == (mode == "JAX") and not ref.kernel.static_shapes
 
 
-def test_jax_backend_for_integer_jumps_and_independent_sites():
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_other_backends_for_integer_jumps_and_independent_sites(backend):
     """The integer jumps (and the full-conditional draws of independent sites, which share their
-    compiled call) with the input shapes fixed: under JAX they make the C backend's moves."""
-    pytest.importorskip("jax")
+    compiled call) with the input shapes fixed under JAX: under JAX and NUMBA they make the C
+    backend's moves."""
     import pymc as pm
 
     with pm.Model() as model:
@@ -236,7 +241,7 @@ def test_jax_backend_for_integer_jumps_and_independent_sites():
         pm.Normal("z", g * 1.5, 1.0, observed=[1.0, 0.0, 2.0, 0.5])
     point = model.initial_point()
     finals = []
-    for mode in (None, "JAX"):
+    for mode in modes(backend):
         with model:
             steps = [
                 LocallyBalanced([model["k"]], compile_kwargs={"mode": mode} if mode else None),

@@ -22,6 +22,7 @@ import pytest
 from pymc_lbp import PathAuxiliaryLBP
 from pymc_lbp.proposals.common import mh_log_ratio
 from pymc_lbp.proposals.path import log_prob_path, path_weights, reverse_slots, slot_values
+from tests.backends import OTHER_BACKENDS, modes
 from tests.test_path_auxiliary_kernel import (
     ALPHA,
     STATES_BIN,
@@ -182,30 +183,35 @@ def test_sampling_uses_the_compiled_kernel_after_tuning():
     assert np.all(stats["path_scale"].values == stats["path_scale"].values[0, 0])
 
 
-def test_jax_backend_path_kernel_makes_the_same_moves():
-    """The compiled path kernel under JAX (skipped without jax): compiled for the number of
-    steps (JAX traces shapes as values), it makes the C backend's moves from the same noise."""
-    pytest.importorskip("jax")
+@pytest.mark.parametrize("compiled", [True, False], ids=["path-kernel", "python-loop"])
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_other_backends_path_steps_make_the_same_moves(backend, compiled):
+    """PathAuxiliaryLBP under JAX (skipped without jax) and NUMBA makes the C backend's moves
+    from the same seed, with the compiled path kernel (under JAX compiled for the number of
+    steps: JAX traces shapes as values) and with the default Python loop of path steps (its
+    differences compiled with the backend)."""
     from pymc_lbp.models import ising_model
 
     model = ising_model((3, 3), 0.4, 0.1)
     runs = []
-    for mode in (None, "JAX"):
+    for mode in modes(backend):
         with model:
             step = PathAuxiliaryLBP(
                 [model["x"]],
                 path_length=2.0,
                 steps_per_draw=20,
                 differences="gradient",  # the scan kernel (a pairwise block would run numba's)
-                compiled_kernel=True,
+                compiled_kernel=compiled,
                 compile_kwargs={"mode": mode} if mode else None,
             )
         step.stop_tuning()
         step.set_rng(np.random.default_rng(5))
         x0 = np.zeros(9, dtype=np.int64)
         logp, deltas = step.differences(x0)
+        assert not step.pairwise_ready()
         runs.append(step.run_steps(x0, logp, deltas, 20))
-        assert step.path_kernel.static_shapes == (mode == "JAX")
+        if compiled:
+            assert step.path_kernel.static_shapes == (mode == "JAX")
     np.testing.assert_array_equal(runs[0].x, runs[1].x)
     assert runs[0].n_accepted == runs[1].n_accepted > 3
     np.testing.assert_allclose(runs[0].logp, runs[1].logp, rtol=1e-12)

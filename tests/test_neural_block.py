@@ -29,6 +29,7 @@ from pymc_lbp.motifs.blocks import (
     markov_blanket,
     prior_motif_samples,
 )
+from tests.backends import OTHER_BACKENDS, modes
 from tests.block_kernels import neural_block_kernel
 from tests.frequencies import max_z_score, posterior_draws
 
@@ -491,18 +492,19 @@ def test_shipped_grid_bn_proposal_short_path(uai_dir):
     assert stats["accept"].values.mean() > 0
 
 
-def test_jax_backend_makes_the_same_moves():
-    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it): the model's logp at the
-    block states compiles under JAX with the block's length fixed (the network is numpy,
-    backend-free) and the step makes the C backend's moves from the same seed. (The UAI models'
-    own logp does not compile under JAX: PyMC's compile_logp(mode="JAX") fails on them too.)"""
-    pytest.importorskip("jax")
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_other_backends_make_the_same_moves(backend):
+    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it) or "NUMBA": the model's
+    logp at the block states compiles with the backend (under JAX with the block's length fixed;
+    the network is numpy, backend-free) and the step makes the C backend's moves from the same
+    seed. (The UAI models' own logp does not compile under JAX: PyMC's
+    compile_logp(mode="JAX") fails on them too.)"""
     shape = (3, 3)
     model = ising_model(shape, 0.6, np.linspace(-0.5, 0.5, 9).reshape(shape), periodic=False)
     blocks = lattice_blocks(shape, 2)
     prop = random_proposal(blocks.motif, seed=5)
     finals = []
-    for mode in (None, "JAX"):
+    for mode in modes(backend):
         with model:
             step = NeuralBlock(
                 [model["x"]], blocks=blocks, proposal=prop,

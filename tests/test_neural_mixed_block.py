@@ -31,6 +31,7 @@ from pymc_lbp.motifs.flag_value import (
     flag_value_samples,
 )
 from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
+from tests.backends import OTHER_BACKENDS, modes
 
 Y = np.array([1.3, 0.7, 1.9])
 P_ON, PRIOR_SD = 0.4, 2.0
@@ -240,14 +241,14 @@ def test_gmm_example_finds_the_clusters(tmp_path):
     assert (tmp_path / "gmm.png").stat().st_size > 0
 
 
-def test_jax_backend_makes_the_same_moves():
-    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it): the pair's logp and its
-    grid profiles compile under JAX and the step makes the C backend's moves from the same
-    seed."""
-    pytest.importorskip("jax")
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_other_backends_make_the_same_moves(backend):
+    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it) or "NUMBA": the pair's
+    logp and its grid profiles compile with the backend and the step makes the C backend's moves
+    from the same seed."""
     model, b, v = toy_model()
     finals = []
-    for mode in (None, "JAX"):
+    for mode in modes(backend):
         with model:
             step = NeuralMixedBlock(
                 [b, v], rng=np.random.default_rng(1),

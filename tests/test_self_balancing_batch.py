@@ -18,6 +18,7 @@ import pytest
 
 from pymc_lbp import SelfBalancing
 from pymc_lbp.learning.lsb import AdamState, batch_moves
+from tests.backends import OTHER_BACKENDS, modes
 from tests.test_kernels import MODELS, quadratic_binary_model
 
 CASES = [
@@ -207,14 +208,14 @@ def test_batched_rows_scan_and_vectorised_agree(monkeypatch, limit, vectorised):
         np.testing.assert_allclose(d[np.isfinite(d)], ref_d[np.isfinite(ref_d)], rtol=1e-12)
 
 
-def test_jax_backend_makes_the_same_tuning_and_frozen_moves():
-    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it): the batched rows, the
-    learning update and the frozen kernel compile under JAX and make the C backend's moves and
-    parameter updates from the same seed."""
-    pytest.importorskip("jax")
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_other_backends_make_the_same_tuning_and_frozen_moves(backend):
+    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it) or "NUMBA": the batched
+    rows, the learning update and the frozen kernel compile with the backend and make the C
+    backend's moves and parameter updates from the same seed."""
     model, vars, _, states, log_pi, _ = MODELS["categorical"]()
     runs = []
-    for mode in (None, "JAX"):
+    for mode in modes(backend):
         with model:
             step = SelfBalancing(
                 vars, parametrization="lsb2", n_particles=4, steps_per_draw=15,

@@ -10,6 +10,8 @@ whose weights are all ``-inf`` has no move (the step then stays where it is).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import logsumexp
 
@@ -109,32 +111,38 @@ def log_prob_ordered(log_p: np.ndarray, order: np.ndarray) -> float:
 def mh_log_ratio(logp_x: float, logp_y: float, log_q_fwd: float, log_q_rev: float) -> float:
     """Log Metropolis-Hastings ratio ``f(y) - f(x) + log q(x|y) - log q(y|x)``.
 
-    Returns ``-inf`` when the proposal or its reverse is impossible, and never NaN.
+    Returns ``-inf`` when the proposal or its reverse is impossible or anything is NaN, and never
+    NaN; ``+inf`` (certain acceptance) from an impossible current state (``f(x) = -inf``). The
+    rule of every MH accept in the package (:mod:`pymc_lbp.kernels.mh`).
     """
-    if not (np.isfinite(logp_y) and np.isfinite(log_q_rev) and np.isfinite(log_q_fwd)):
-        return -np.inf
-    return float(logp_y - logp_x + log_q_rev - log_q_fwd)
+    if not (math.isfinite(logp_y) and math.isfinite(log_q_rev) and math.isfinite(log_q_fwd)):
+        return -math.inf
+    ratio = float(logp_y - logp_x + log_q_rev - log_q_fwd)
+    return -math.inf if math.isnan(ratio) else ratio
 
 
 def mh_log_ratios(
     logp_x: np.ndarray, logp_y: np.ndarray, log_q_fwd: np.ndarray, log_q_rev: np.ndarray
 ) -> np.ndarray:
-    """:func:`mh_log_ratio` elementwise over arrays (``-inf`` where a term or the ratio is not
-    finite, never NaN)."""
+    """:func:`mh_log_ratio` elementwise over arrays (the same rule, never NaN)."""
     with np.errstate(invalid="ignore", over="ignore"):
         ratio = logp_y - logp_x + log_q_rev - log_q_fwd
         ok = np.isfinite(logp_y) & np.isfinite(log_q_fwd) & np.isfinite(log_q_rev)
-        return np.where(ok & np.isfinite(ratio), ratio, -np.inf)
+        return np.where(ok & ~np.isnan(ratio), ratio, -np.inf)
 
 
 def mh_accept_probs(log_ratio: np.ndarray) -> np.ndarray:
-    """``min(1, exp(log_ratio))`` elementwise, 0 where the ratio is not finite."""
-    finite = np.isfinite(log_ratio)
-    return np.where(finite, np.exp(np.minimum(np.where(finite, log_ratio, 0.0), 0.0)), 0.0)
+    """``min(1, exp(log_ratio))`` elementwise (0 for ``-inf`` and NaN, 1 for ``+inf``)."""
+    log_ratio = np.asarray(log_ratio, dtype=float)
+    nan = np.isnan(log_ratio)
+    return np.where(nan, 0.0, np.exp(np.minimum(np.where(nan, 0.0, log_ratio), 0.0)))
 
 
 def mh_accept(log_ratio: float, rng: np.random.Generator) -> tuple[float, bool]:
     """Accept with probability ``min(1, exp(log_ratio))``.
+
+    A finite ratio draws one uniform from ``rng``; ``-inf`` and NaN reject and ``+inf`` accepts
+    without drawing (as the numba kernels do).
 
     Returns
     -------
@@ -143,10 +151,9 @@ def mh_accept(log_ratio: float, rng: np.random.Generator) -> tuple[float, bool]:
     accepted : bool
         The outcome of the coin flip.
     """
-    if not np.isfinite(log_ratio):
-        # +inf cannot come out of finite targets and proper proposals; treat it as certain.
+    if not math.isfinite(log_ratio):
         return (1.0, True) if log_ratio > 0 else (0.0, False)
-    prob = float(np.exp(min(log_ratio, 0.0)))
+    prob = math.exp(min(log_ratio, 0.0))
     return prob, bool(rng.random() < prob)
 
 

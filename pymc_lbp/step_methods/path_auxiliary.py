@@ -15,6 +15,7 @@ from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.learning.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.proposals import path_kernels
 from pymc_lbp.proposals.balancing import LogBalancing, resolve_balancing
+from pymc_lbp.proposals.common import mh_accept, mh_log_ratio
 from pymc_lbp.proposals.path import (
     PathWeights,
     check_single_site_share,
@@ -36,18 +37,6 @@ from pymc_lbp.step_methods.base import (
 )
 
 _log = logging.getLogger("pymc_lbp")
-
-
-def _accept(
-    logp_x: float, logp_y: float, log_q_fwd: float, log_q_rev: float, rng: np.random.Generator
-) -> tuple[float, bool]:
-    """MH acceptance ``min{1, exp(f(y) - f(x) + log q_rev - log q_fwd)}`` and its coin flip
-    (scalar math: this runs once per step; -inf/NaN-free inputs give probability 0)."""
-    if not (math.isfinite(logp_y) and math.isfinite(log_q_rev) and math.isfinite(log_q_fwd)):
-        return 0.0, False
-    log_ratio = logp_y - logp_x + log_q_rev - log_q_fwd
-    prob = 1.0 if log_ratio >= 0.0 else math.exp(log_ratio)
-    return prob, bool(rng.random() < prob)
 
 
 @dataclass_state
@@ -449,7 +438,7 @@ class PathAuxiliaryLBP(DiscreteStep):
             log_q_rev = log_prob_path(wy, sites[::-1], back[::-1])
         else:
             wy, log_q_rev = None, -np.inf
-        prob, accepted = _accept(logp, logp_y, log_q_fwd, log_q_rev, self.rng)
+        prob, accepted = mh_accept(mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), self.rng)
         self._adapt(prob, path_step)
         if accepted:
             self._weights_cache = (deltas_y, wy)

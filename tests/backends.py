@@ -1,0 +1,23 @@
+"""The pytensor backends other than C that every sampler is tested under.
+
+Each test parametrized with :data:`OTHER_BACKENDS` builds the same step with the C backend and
+with ``compile_kwargs={"mode": backend}`` and checks that both make the same moves from the same
+seed. JAX is an optional extra (skipped without it); numba comes with pytensor.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+OTHER_BACKENDS = [pytest.param("JAX", id="jax"), pytest.param("NUMBA", id="numba")]
+
+
+def require(backend: str) -> None:
+    """Skip when the backend's package is absent (jax is optional)."""
+    pytest.importorskip({"JAX": "jax", "NUMBA": "numba"}[backend])
+
+
+def modes(backend: str) -> tuple[None, str]:
+    """The reference (C, the default) and the backend under test."""
+    require(backend)
+    return None, backend
