@@ -18,8 +18,8 @@ from pymc_lbp import GibbsWithGradients, LocallyBalanced
 from pymc_lbp.kernels.mh import mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import draw_slot
 from pymc_lbp.models import ising_model
-from pymc_lbp.proposals.common import mh_accept_probs, mh_log_ratios
 from pymc_lbp.proposals.common import mh_accept as np_mh_accept
+from pymc_lbp.proposals.common import mh_accept_probs, mh_log_ratios
 from pymc_lbp.proposals.common import mh_log_ratio as np_mh_log_ratio
 from tests.backends import OTHER_BACKENDS, modes
 from tests.test_kernels import MODELS, quadratic_binary_model
