@@ -7,8 +7,9 @@
 2. In distribution: repeated single compiled steps from fixed states reproduce the rows of the
    independently enumerated mixture kernel of ``tests/test_path_auxiliary_kernel.py`` (chi-square,
    independent repeats, so the test is exact at its level).
-3. In ``pm.sample``: tuning runs the Python loop (the scale adapts every path step), frozen draws
-   run the compiled kernel, and the stats are the same kind of numbers.
+3. While tuning, the kernel's moves and path-length adaptation are those of the numpy step
+   followed by the Python adaptation update, from the same noise.
+4. In ``pm.sample``: every draw, tuning included, is one compiled call, and the scale adapts.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import pymc as pm
 import pytest
 
 from pymc_lbp import PathAuxiliaryLBP
+from pymc_lbp.kernels.path import AdaptState
 from pymc_lbp.proposals.common import mh_log_ratio
 from pymc_lbp.proposals.path import log_prob_path, path_weights, reverse_slots, slot_values
+from pymc_lbp.step_methods.path_auxiliary import KERNEL_AFTER_STEPS
 from tests.backends import OTHER_BACKENDS, modes
 from tests.test_path_auxiliary_kernel import (
     ALPHA,
@@ -145,11 +148,50 @@ def test_compiled_steps_reproduce_the_enumerated_mixture_kernel(build, states, l
         assert chi_square_pvalue(counts, T[index[start]]) > ALPHA, start
 
 
-def test_sampling_uses_the_compiled_kernel_after_tuning():
+@pytest.mark.parametrize("build", [binary_model, categorical_model], ids=["binary", "categorical"])
+def test_compiled_tuning_steps_make_the_reference_moves_and_updates(build):
+    """While tuning, the compiled kernel carries the path-length adaptation: from the same noise
+    its moves and its adaptation state (doubling phase, then Robbins-Monro on ``log U``) are
+    those of the numpy reference step followed by ``PathLengthAdaptation.update`` on every path
+    step (never on the single-site steps)."""
+    model = build()
+    with model:
+        step = PathAuxiliaryLBP([model["x"]], differences="exact")
+    kernel, adaptation, share = step.path_kernel, step.adaptation, step.single_site_share
+    rng = np.random.default_rng(3)
+    x0 = step._state_vector(model.initial_point())
+    logp0, deltas0 = step.differences(x0)
+    start = AdaptState(0.0, 0.0, 0, True)
+    for _ in range(4):  # draws: the state goes from one call to the next
+        noise = kernel.draw_noise(rng, 40)
+        x, logp, deltas, state = x0, logp0, deltas0, start
+        for row in noise:
+            x, logp, deltas, prob = reference_step(step, x, logp, deltas, row, math.exp(state[0]))
+            if row[0] >= share:
+                state = adaptation.update(state[0], state[1], state[2], prob, state[3])
+        out = kernel(x0, logp0, deltas0, noise, 1.0, start)
+        np.testing.assert_array_equal(out.x, x)
+        np.testing.assert_allclose(out.logp, logp, rtol=1e-12)
+        np.testing.assert_allclose(out.adapt_state[:2], state[:2], rtol=1e-12, atol=1e-14)
+        assert out.adapt_state[2:] == tuple(state[2:])
+        x0, logp0, deltas0, start = out.x, out.logp, out.deltas, out.adapt_state
+    assert start.count > 0 and not start.doubling and start.log_u > 0  # both phases were run
+
+
+def test_sampling_runs_the_compiled_kernel_tuning_included():
+    """compiled_kernel=True: every draw, tuning included, is one compiled call and the scale
+    adapts inside it. The default "auto" runs the Python loop for the step's first
+    KERNEL_AFTER_STEPS steps, then the kernel; bad values are refused."""
     with binary_model():
-        assert not PathAuxiliaryLBP().uses_compiled_kernel  # opt-in
-        with pytest.raises(ValueError, match="compiled_kernel must be True or False"):
-            PathAuxiliaryLBP(compiled_kernel="yes")
+        step = PathAuxiliaryLBP()
+        assert step.compiled_kernel == "auto" and not step.uses_compiled_kernel
+        step.loop_steps = KERNEL_AFTER_STEPS
+        assert step.uses_compiled_kernel
+        assert PathAuxiliaryLBP(compiled_kernel=True).uses_compiled_kernel
+        assert not PathAuxiliaryLBP(compiled_kernel=False).uses_compiled_kernel
+        for bad in ("yes", "AUTO", None):
+            with pytest.raises(ValueError, match="compiled_kernel must be 'auto', True or False"):
+                PathAuxiliaryLBP(compiled_kernel=bad)
     model = categorical_model()
     with model:
         step = PathAuxiliaryLBP([model["x"]], compiled_kernel=True)
@@ -175,12 +217,35 @@ def test_sampling_uses_the_compiled_kernel_after_tuning():
             random_seed=3,
             progressbar=False,
             compute_convergence_checks=False,
+            discard_tuned_samples=False,
         )
-    assert calls["n"] == 30  # one compiled call per frozen draw, none while tuning
+    assert calls["n"] == 55  # one compiled call per draw, tuning draws included
     stats = idata.sample_stats
     assert np.all(stats["path_length"].values >= 1)
     assert np.all(stats["step_jump_distance"].values <= stats["path_length"].values + 1e-12)
     assert np.all(stats["path_scale"].values == stats["path_scale"].values[0, 0])
+    tuned = idata.warmup_sample_stats["path_scale"].values[0]
+    assert len(np.unique(tuned)) > 3  # the scale adapted inside the compiled tuning draws
+
+
+def test_auto_switches_to_the_compiled_kernel_after_its_steps_and_keeps_the_count():
+    """With "auto" the draws run the Python loop until the step has made KERNEL_AFTER_STEPS
+    steps, then the kernel; the count is part of the sampling state (a restored state replays
+    the same draws)."""
+    model = categorical_model()
+    with model:
+        step = PathAuxiliaryLBP([model["x"]], steps_per_draw=10)
+    step.loop_steps = KERNEL_AFTER_STEPS - 25  # three more loop draws, then the kernel
+    state = step.sampling_state
+    point = model.initial_point()
+    used = []
+    for _ in range(6):
+        used.append(step.uses_compiled_kernel)
+        point, _ = step.step(point)
+    assert used == [False, False, False, True, True, True]
+    assert step.loop_steps == KERNEL_AFTER_STEPS + 5
+    step.sampling_state = state
+    assert step.loop_steps == KERNEL_AFTER_STEPS - 25
 
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["path-kernel", "python-loop"])

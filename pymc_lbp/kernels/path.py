@@ -18,7 +18,11 @@ sums of the path), a sum of positive terms: no cancellation however much mass th
 A row of noise feeds one step: ``[u_share, u_round, u_mh, E_1..E_n, (E'_1..E'_slots)]`` (the
 slot exponentials only for blocks that are not all binary), drawn by the step from ``self.rng``.
 The scale ``U`` is an input of the compiled function: it is frozen after tuning, and changing it
-needs no recompilation.
+needs no recompilation. While tuning, the loop carries the adaptation's state instead
+(``log U``, its average, the update count and the doubling flag): each step's scale is
+``exp(log U)`` and each path step (not the single-site ones) updates the state with its
+acceptance probability (:meth:`pymc_lbp.learning.adaptation.PathLengthAdaptation.update_graph`,
+the arithmetic of the Python update), so tuning draws run in one call too.
 """
 
 from __future__ import annotations
@@ -27,15 +31,15 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.kernels.loop import StepsResult, needs_static_shapes
+from pymc_lbp.kernels.loop import StepsResult, needs_static_shapes, scan_last
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.kernels.traces import clear_traces
+from pymc_lbp.learning.adaptation import PathLengthAdaptation
 from pymc_lbp.target.neighbours import BlockLayout
 
 
@@ -180,21 +184,34 @@ def path_kernel(
     return new_state, PathInfo(prob, accepted, can_move, pt.cast(length, "int64"))
 
 
+class AdaptState(NamedTuple):
+    """The path-length adaptation's state, as the step keeps it."""
+
+    log_u: float
+    log_u_bar: float
+    count: int
+    doubling: bool
+
+
 @dataclass
 class PathStepsResult(StepsResult):
     """State after a run of path steps and its summaries (those of every kernel, plus the path
-    lengths)."""
+    lengths, and the adaptation's state after tuning steps)."""
 
     sum_length: int
     sum_moved: int  # sum of R over accepted steps
+    adapt_state: AdaptState | None = None
 
 
 class CompiledPathSteps:
     """:func:`path_kernel` run once per row of a noise matrix inside one compiled ``scan``.
 
-    Called as ``(x, logp, deltas, noise, scale)``; ``noise`` has :attr:`PathMoves.noise_width`
-    columns (see the module docs). With the JAX backend (which traces shapes as values) the
-    function is compiled on first use for the number of steps, once per number.
+    Called as ``(x, logp, deltas, noise, scale, adapt=None)``; ``noise`` has
+    :attr:`PathMoves.noise_width` columns (see the module docs). With ``adapt`` (an
+    :class:`AdaptState`) the steps tune: their scale is ``exp(log U)`` of the carried state,
+    updated by ``adaptation`` after every path step, and ``scale`` is unused; the result holds
+    the final state. With the JAX backend (which traces shapes as values) the function is
+    compiled on first use for the number of steps, once per number.
     """
 
     def __init__(
@@ -204,7 +221,9 @@ class CompiledPathSteps:
         layout: BlockLayout,
         share: float,
         compile_kwargs: dict | None = None,
+        adaptation: PathLengthAdaptation | None = None,
     ):
+        self.adaptation = adaptation or PathLengthAdaptation(0.574, max(layout.n_sites, 1))
         moves = PathMoves(layout)
         self.noise_width = moves.noise_width
         self.n_sites, self.n_slots, self.all_binary = (
@@ -221,28 +240,39 @@ class CompiledPathSteps:
     def _compile(self, n_steps: int | None):
         """The compiled run (input shapes fixed when ``n_steps`` is given)."""
         target, log_g, moves, share, compile_kwargs = self._parts
-        fixed = n_steps is not None
-        x = pt.tensor("x", dtype="int64", shape=(self.n_sites if fixed else None,))
+        x = pt.tensor("x", dtype="int64", shape=(self.n_sites,))
         logp = pt.scalar("logp", dtype="float64")
-        deltas = pt.tensor("deltas", dtype="float64", shape=(self.n_slots if fixed else None,))
+        deltas = pt.tensor("deltas", dtype="float64", shape=(self.n_slots,))
         noise = pt.tensor("noise", dtype="float64", shape=(n_steps, self.noise_width))
         scale = pt.scalar("scale", dtype="float64")
+        tuning = pt.scalar("tuning", dtype="bool")
+        adapt_in = (
+            pt.scalar("log_u", dtype="float64"),
+            pt.scalar("log_u_bar", dtype="float64"),
+            pt.scalar("count", dtype="int64"),
+            pt.scalar("doubling", dtype="bool"),
+        )
         start = PathState(x, logp, deltas, *prepare(deltas, log_g, moves))
         zero_f = pt.constant(0.0, dtype="float64")
         zero_i = pt.constant(0, dtype="int64")
+        adaptation = self.adaptation
 
         def body(u, *carry):
-            *current, s_acc, n_acc, n_eval, s_len, s_moved, scale_ = carry
+            *current, s_acc, n_acc, n_eval, s_len, s_moved = carry[:-6]
+            *adapt, scale_, tuning_ = carry[-6:]
             new, info = path_kernel(
                 u,
                 PathState(*current),
-                scale=scale_,
+                scale=pt.switch(tuning_, pt.exp(adapt[0]), scale_),
                 share=share,
                 target=target,
                 log_g=log_g,
                 moves=moves,
             )
             acc_i = pt.cast(info.accepted, "int64")
+            # only path steps (not the single-site ones) feed the adaptation, and only in tuning
+            adapts = tuning_ & pt.ge(u[0], share)
+            updated = adaptation.update_graph(*adapt[:3], info.accept, adapt[3])
             out = (
                 *new,
                 s_acc + info.accept,
@@ -250,21 +280,20 @@ class CompiledPathSteps:
                 n_eval + pt.cast(info.evaluated, "int64"),
                 s_len + info.length,
                 s_moved + info.length * acc_i,
+                *(pt.switch(adapts, a, b) for a, b in zip(updated, adapt, strict=True)),
             )
             clear_traces(out)  # the inner graph is rewritten on its own
             return out
 
-        outs = pytensor.scan(
+        last = scan_last(
             body,
-            sequences=[noise],
-            outputs_info=[*start, zero_f, zero_i, zero_i, zero_i, zero_i],
-            non_sequences=[scale],
-            return_updates=False,
+            [noise],
+            [*start, zero_f, zero_i, zero_i, zero_i, zero_i, *adapt_in],
+            [scale, tuning],
         )
-        last = [o[-1] for o in outs]
         clear_traces(last)
         fn = pm_compile(
-            [x, logp, deltas, noise, scale],
+            [x, logp, deltas, noise, scale, tuning, *adapt_in],
             last[:3] + last[6:],
             on_unused_input="ignore",
             **compile_kwargs,
@@ -279,19 +308,27 @@ class CompiledPathSteps:
         noise[:, 3:] = rng.standard_exponential((n_steps, self.noise_width - 3))
         return noise
 
-    def __call__(self, x, logp, deltas, noise, scale) -> PathStepsResult:
+    def __call__(
+        self, x, logp, deltas, noise, scale, adapt: AdaptState | None = None
+    ) -> PathStepsResult:
         key = len(noise) if self.static_shapes else None
         fn = self._fns.get(key)
         if fn is None:
             fn = self._fns[key] = self._compile(key)
+        state = adapt if adapt is not None else AdaptState(0.0, 0.0, 0, False)
         out = fn(
             np.ascontiguousarray(x, dtype=np.int64),
             np.asarray(logp, dtype=np.float64),
             np.ascontiguousarray(deltas, dtype=np.float64),
             np.ascontiguousarray(noise, dtype=np.float64),
             np.asarray(scale, dtype=np.float64),
+            np.asarray(adapt is not None),
+            np.asarray(state.log_u, dtype=np.float64),
+            np.asarray(state.log_u_bar, dtype=np.float64),
+            np.asarray(state.count, dtype=np.int64),
+            np.asarray(bool(state.doubling)),
         )
-        x_out, logp_out, deltas_out, s_acc, n_acc, n_eval, s_len, s_moved = out
+        x_out, logp_out, deltas_out, s_acc, n_acc, n_eval, s_len, s_moved, *tuned = out
         return PathStepsResult(
             np.array(x_out),
             float(logp_out),
@@ -301,4 +338,9 @@ class CompiledPathSteps:
             int(n_eval),
             int(s_len),
             int(s_moved),
+            (
+                AdaptState(float(tuned[0]), float(tuned[1]), int(tuned[2]), bool(tuned[3]))
+                if adapt is not None
+                else None
+            ),
         )

@@ -56,6 +56,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
 
 
 def check_target_accept(target_accept: float) -> float:
@@ -129,6 +131,31 @@ class PathLengthAdaptation:
         eta = (count + 1) ** (-self.avg_kappa)
         log_u_bar = eta * log_u + (1.0 - eta) * log_u_bar
         return log_u, log_u_bar, count + 1, doubling
+
+    def update_graph(
+        self,
+        log_u: Variable,
+        log_u_bar: Variable,
+        count: Variable,
+        accept: Variable,
+        doubling: Variable,
+    ) -> tuple[Variable, Variable, Variable, Variable]:
+        """:meth:`update` as a pytensor graph (the same arithmetic, branch for branch), for the
+        compiled kernels that tune inside their loop. ``count`` is int64, ``doubling`` bool."""
+        log_max = float(np.log(self.max_length))
+        double = doubling & pt.ge(accept, self.target) & pt.lt(log_u, log_max)
+        doubled = pt.minimum(log_u + float(np.log(2.0)), log_max)
+        t = pt.cast(count, "float64")
+        gain = self.gamma0 * (t + 1.0 + self.t0) ** (-self.kappa)
+        moved = pt.clip(log_u + gain * (accept - self.target), 0.0, log_max)
+        eta = (t + 1.0) ** (-self.avg_kappa)
+        averaged = eta * moved + (1.0 - eta) * log_u_bar
+        return (
+            pt.switch(double, doubled, moved),
+            pt.switch(double, doubled, averaged),
+            pt.switch(double, pt.zeros_like(count), count + 1),
+            double,
+        )
 
     def frozen_scale(self, log_u_bar: float) -> float:
         """The scale ``U`` used after tuning: ``exp(log Ubar)`` within ``[1, max_length]``.

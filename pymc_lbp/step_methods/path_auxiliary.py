@@ -10,7 +10,8 @@ import numpy as np
 from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.kernels import pairwise as pairwise_kernel
-from pymc_lbp.kernels.path import CompiledPathSteps
+from pymc_lbp.kernels.loop import needs_static_shapes
+from pymc_lbp.kernels.path import AdaptState, CompiledPathSteps
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.learning.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.proposals import path_kernels
@@ -39,12 +40,20 @@ from pymc_lbp.step_methods.base import (
 _log = logging.getLogger("pymc_lbp")
 
 
+KERNEL_AFTER_STEPS = 20_000
+"""``compiled_kernel="auto"``: MH steps a step makes in its Python loop before it compiles the
+path kernel. The Python loop costs 50-300 us per step off pairwise blocks and the kernel's
+compilation 3-5 s, so the switch comes when the loop has taken about as long as compiling
+takes (the rent-or-buy rule), and a short run never compiles."""
+
+
 @dataclass_state
 class PathAuxiliaryState(DiscreteStepState):
     path_log_u: float
     path_log_u_bar: float
     path_adapt_count: int
     path_doubling: bool
+    loop_steps: int
 
 
 class PathAuxiliaryLBP(DiscreteStep):
@@ -118,14 +127,22 @@ class PathAuxiliaryLBP(DiscreteStep):
         from its full conditional, all at once, ``step.independent_sites``). Every
         step leaves the target invariant, so the number of steps may change between tuning
         draws. At most 1,000,000.
-    compiled_kernel : bool, default False
-        Run the frozen draws (after tuning, or all draws with a fixed ``path_length``) in one
-        compiled call per draw (:mod:`pymc_lbp.kernels.path`, a pytensor ``scan``; the backend
-        from ``compile_kwargs``, e.g. ``{"mode": "NUMBA"}``). The same moves as the default
-        Python loop given the same noise; compiled at the first frozen draw (seconds with C,
-        minutes with a cold numba cache). It pays off on long runs with categorical or integer
-        blocks (1.5-1.8x per step on the gallery's HMM and mixture, 7.5x with NUMBA), not on
-        binary lattices, whose Python loop is numba-accelerated (``docs/compiled.md``).
+    compiled_kernel : {"auto", True, False}, default "auto"
+        Where the draws' steps run (pairwise binary blocks run :mod:`pymc_lbp.kernels.pairwise`
+        whatever this says). ``True``: every draw, tuning included, in one call of the compiled
+        path kernel (:mod:`pymc_lbp.kernels.path`, a pytensor ``scan`` that carries the
+        path-length adaptation while tuning; the backend from ``compile_kwargs``), compiled at
+        the first draw (3-5 s with C, minutes with a cold numba cache). ``False``: a Python loop
+        of the numpy reference steps (numba site race, one compiled differences call per step;
+        no compilation beyond the differences). ``"auto"``: the Python loop for the step's first
+        :data:`KERNEL_AFTER_STEPS` (20,000) MH steps, the compiled kernel after them, so a short
+        run pays no compilation and a long one pays it once it has spent about as long in the
+        loop (the steps are counted, not timed, so a seed gives the same chain on any machine).
+        The loop and the kernel are the same transition kernel (tested move for move); the
+        kernel is about 2x faster per step on categorical blocks and as fast on binary ones
+        (``docs/compiled.md``). Under JAX, which compiles once per number of steps, tuning
+        draws with ``steps_per_draw=None`` (whose number of steps follows the tuned scale) take
+        the Python loop.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -198,16 +215,19 @@ class PathAuxiliaryLBP(DiscreteStep):
         differences: str = "auto",
         initial_path_length: float = 1.0,
         steps_per_draw: int | None = None,
-        compiled_kernel: bool = False,
+        compiled_kernel: bool | str = "auto",
         model=None,
         rng=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
         blocked: bool = True,
     ):
-        if not isinstance(compiled_kernel, bool | np.bool_):
-            raise ValueError(f"compiled_kernel must be True or False, got {compiled_kernel!r}")
-        self.compiled_kernel = bool(compiled_kernel)
+        if not (isinstance(compiled_kernel, bool | np.bool_) or compiled_kernel == "auto"):
+            raise ValueError(
+                f"compiled_kernel must be 'auto', True or False, got {compiled_kernel!r}"
+            )
+        self.compiled_kernel = "auto" if isinstance(compiled_kernel, str) else bool(compiled_kernel)
+        self.loop_steps = 0
         self.target_accept = check_target_accept(target_accept)
         self.single_site_share = check_single_site_share(single_site_share)
         self.fixed_path_scale: float | None = None
@@ -337,27 +357,42 @@ class PathAuxiliaryLBP(DiscreteStep):
                 self.layout,
                 self.single_site_share,
                 self._compile_kwargs,
+                self.adaptation,
             )
         return self._path_kernel
 
     @property
     def uses_compiled_kernel(self) -> bool:
-        """Whether frozen draws run the compiled kernel (the ``compiled_kernel`` option)."""
-        return self.compiled_kernel
+        """Whether this draw runs the compiled kernel: the ``compiled_kernel`` option (with
+        ``"auto"``: once :attr:`loop_steps` reaches :data:`KERNEL_AFTER_STEPS`), except for
+        tuning draws whose number of steps follows the tuned scale under a backend that compiles
+        once per number of steps (JAX)."""
+        if self.compiled_kernel is False:
+            return False
+        tuning = self.adaptive and self.tune
+        if tuning and self._steps_per_draw is None and needs_static_shapes(self._compile_kwargs):
+            return False
+        return self.compiled_kernel is True or self.loop_steps >= KERNEL_AFTER_STEPS
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
-        """The draw's transitions: while the scale is being tuned, :meth:`mh_step` in a Python
-        loop (the adaptation updates ``U`` after every path step); with the scale frozen (after
-        tuning, or a fixed ``path_length``), all of them in one call of the compiled kernel where
-        :attr:`uses_compiled_kernel`. Both make the same moves given the same noise
-        (``tests/test_compiled_path_kernel.py``). On a pairwise binary block every draw, tuning
-        included, runs :mod:`pymc_lbp.kernels.pairwise` (no model evaluation per step)."""
+        """The draw's transitions in one call of the compiled kernel (which, while tuning,
+        updates ``U`` after every path step as the Python adaptation does), or, where not
+        :attr:`uses_compiled_kernel`, :meth:`mh_step` in a Python loop. Both make the same
+        moves and updates given the same noise (``tests/test_compiled_path_kernel.py``). On a
+        pairwise binary block every draw, tuning included, runs :mod:`pymc_lbp.kernels.pairwise`
+        (no model evaluation per step)."""
         if self.pairwise_ready():
             return self._run_pairwise(x, logp, n_steps)
-        if (self.tune and self.adaptive) or not self.uses_compiled_kernel:
+        if not self.uses_compiled_kernel:
+            self.loop_steps += n_steps
             return super().run_steps(x, logp, deltas, n_steps)
         kernel = self.path_kernel
-        res = kernel(x, logp, deltas, kernel.draw_noise(self.rng, n_steps), self.path_scale)
+        tuning = self.adaptive and self.tune
+        adapt = AdaptState(*self._adapt_state()) if tuning else None
+        noise = kernel.draw_noise(self.rng, n_steps)
+        res = kernel(x, logp, deltas, noise, self.path_scale, adapt)
+        if tuning:
+            self._set_adapt_state(res.adapt_state)
         extras = {
             "path_length": [res.sum_length / n_steps],
             "step_jump_distance": [res.sum_moved / n_steps],
@@ -373,16 +408,10 @@ class PathAuxiliaryLBP(DiscreteStep):
             share=self.single_site_share,
             scale=self.path_scale,
             adaptation=self.adaptation if tuning else None,
-            adapt_state=(
-                self.path_log_u,
-                self.path_log_u_bar,
-                self.path_adapt_count,
-                self.path_doubling,
-            ),
+            adapt_state=self._adapt_state(),
         )
         if tuning:
-            self.path_log_u, self.path_log_u_bar = res.log_u, res.log_u_bar
-            self.path_adapt_count, self.path_doubling = res.adapt_count, res.doubling
+            self._set_adapt_state((res.log_u, res.log_u_bar, res.adapt_count, res.doubling))
         draw.extras.update(
             path_length=[res.sum_length / n_steps], step_jump_distance=[res.sum_moved / n_steps]
         )
@@ -397,21 +426,20 @@ class PathAuxiliaryLBP(DiscreteStep):
         self._weights_cache = (deltas, weights)
         return weights
 
+    def _adapt_state(self) -> tuple[float, float, int, bool]:
+        """The adaptation's state: ``(log U, log Ubar, update count, doubling)``."""
+        return self.path_log_u, self.path_log_u_bar, self.path_adapt_count, self.path_doubling
+
+    def _set_adapt_state(self, state: tuple[float, float, int, bool]) -> None:
+        log_u, log_u_bar, count, doubling = state
+        self.path_log_u, self.path_log_u_bar = float(log_u), float(log_u_bar)
+        self.path_adapt_count, self.path_doubling = int(count), bool(doubling)
+
     def _adapt(self, accept: float, path_step: bool) -> None:
         # only path steps inform the scale: U is tuned on the steps of mean length U
         if self.adaptive and self.tune and path_step:
-            (
-                self.path_log_u,
-                self.path_log_u_bar,
-                self.path_adapt_count,
-                self.path_doubling,
-            ) = self.adaptation.update(
-                self.path_log_u,
-                self.path_log_u_bar,
-                self.path_adapt_count,
-                accept,
-                self.path_doubling,
-            )
+            log_u, log_u_bar, count, doubling = self._adapt_state()
+            self._set_adapt_state(self.adaptation.update(log_u, log_u_bar, count, accept, doubling))
 
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
         length, path_step = draw_path_length(

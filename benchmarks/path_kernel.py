@@ -1,0 +1,264 @@
+"""PathAuxiliaryLBP's compiled path kernel (the default) against its Python loop, and pm.sample
+against PyMC's default step.
+
+Off pairwise binary blocks (which run the numba kernel), every draw of ``PathAuxiliaryLBP``,
+tuning included, is one call of a compiled pytensor ``scan`` (``pymc_lbp/kernels/path.py``); the
+Python loop of the numpy reference steps (``compiled_kernel=False``) is the alternative. In one
+run on one core:
+
+1. **Per MH step** (microseconds, min over interleaved rounds): one compiled differences call,
+   a step of the Python loop, a frozen step of the compiled kernel and a tuning step of it (the
+   adaptation carried inside), and the kernel's compilation at the first draw, on a categorical
+   chain (the gallery HMM), a Potts lattice (categorical), a UAI Bayesian network (binary,
+   higher-order tables) and an RBM's visible marginal (binary, not pairwise).
+2. **pm.sample** on the gallery HMM (80 categorical states, NUTS on the transition matrix and
+   the noise): ``PathAuxiliaryLBP()`` with defaults (compiled kernel), with
+   ``compiled_kernel=False``, and PyMC's default steps, in the same run: seconds (compilation
+   included), ESS/s of the states' mean and of the continuous parameters, accuracy against the
+   exact posterior (largest |z|).
+
+NumPyro's compiled Gibbs is compared on its own benchmark in ``vs_numpyro.py``.
+
+Run: ``python benchmarks/path_kernel.py [--quick] [--repeats 2]``; writes
+``docs/results/path_kernel.{json,md,png}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import types
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import RESULTS, machine_info, markdown_table, write_results  # noqa: E402
+
+from examples.gallery import hidden_markov  # noqa: E402
+from examples.gallery._gallery import evaluate, sample  # noqa: E402
+from pymc_lbp import PathAuxiliaryLBP  # noqa: E402
+
+
+def targets(quick: bool) -> dict:
+    """name -> model builder (the discrete variables are the model's integer ones)."""
+    from pymc_lbp.models import potts_model, read_uai
+    from pymc_lbp.models.rbm import random_rbm_params, rbm_model
+
+    side = 6 if quick else 12
+    return {
+        "hmm (gallery), 80 categorical": hidden_markov.build_model,
+        f"potts {side}x{side}, 3 colours": lambda: potts_model((side, side), 3, 0.8),
+        "uai BN_0, 100 binary": lambda: read_uai(ROOT / "data/uai/uai2006_bn/BN_0.uai"),
+        "rbm 100x25, binary": lambda: rbm_model(random_rbm_params(100, 25, seed=0)),
+    }
+
+
+def discrete_vars(model) -> list:
+    return [v for v in model.value_vars if v.type.dtype.startswith(("int", "uint", "bool"))]
+
+
+def _min_time(fn, n: int, rounds: int) -> float:
+    best = np.inf
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, (time.perf_counter() - start) / n)
+    return best
+
+
+def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
+    from pymc.blocking import DictToArrayBijection
+
+    model = build()
+    disc = discrete_vars(model)
+    with model:
+        start = time.perf_counter()
+        step = PathAuxiliaryLBP(disc)
+        construct = time.perf_counter() - start
+    point = model.initial_point()
+    x = np.asarray(DictToArrayBijection.map({v.name: point[v.name] for v in disc}).data)
+    x = x.astype(np.int64)
+    logp, deltas = step.differences(x)
+    out = {
+        "target": name,
+        "sites": int(step.layout.n_sites),
+        "slots": int(step.layout.n_slots),
+        "differences": step.differences_kind,
+        "pairwise": bool(step.pairwise_ready()),
+        "construct_s": construct,
+    }
+    if step.pairwise_ready():  # runs the numba kernel whatever compiled_kernel says
+        return out
+    start = time.perf_counter()
+    step.run_steps(x, logp, deltas, 2)  # tuning draw: compiles the kernel
+    out["compile_s"] = time.perf_counter() - start
+    tuning = step._adapt_state()
+
+    def tune_run():
+        step._set_adapt_state(tuning)
+        step.run_steps(x, logp, deltas, n_steps)
+
+    step.tune = False  # frozen at the current scale for the frozen and loop timings
+    step.fixed_path_scale = 3.0
+
+    def frozen_run():
+        step.run_steps(x, logp, deltas, n_steps)
+
+    def loop_run():
+        step.compiled_kernel = False
+        step.run_steps(x, logp, deltas, n_steps)
+        step.compiled_kernel = True
+
+    out["differences_us"] = _min_time(lambda: step.differences(x), 1, 20) * 1e6
+    times = {"loop_us": [], "kernel_us": [], "kernel_tune_us": []}
+    for _ in range(rounds):  # interleaved: load changes hit all three alike
+        times["loop_us"].append(_min_time(loop_run, n_steps, 1))
+        times["kernel_us"].append(_min_time(frozen_run, n_steps, 1))
+        step.tune = True
+        step.fixed_path_scale = None
+        times["kernel_tune_us"].append(_min_time(tune_run, n_steps, 1))
+        step.tune = False
+        step.fixed_path_scale = 3.0
+    for key, vals in times.items():
+        out[key] = float(np.min(vals)) * 1e6
+    out["speed_up"] = out["loop_us"] / out["kernel_us"]
+    out["kernel_over_differences"] = out["kernel_us"] / out["differences_us"]
+    return out
+
+
+def sampling(sampler: str, draws: int, tune: int, seed: int, reference) -> dict:
+    """pm.sample of the gallery HMM: "pas" (defaults), "pas-loop" or "pymc" (default steps)."""
+    if sampler == "pymc":
+        idata, construction, seconds = sample(
+            hidden_markov, "pymc", draws=draws, tune=tune, chains=2, seed=seed
+        )
+    else:
+        mod = types.SimpleNamespace(**{k: getattr(hidden_markov, k) for k in dir(hidden_markov)})
+        options = {} if sampler == "pas" else {"compiled_kernel": False}
+        mod.make_step = lambda model: PathAuxiliaryLBP(discrete_vars(model), **options)
+        idata, construction, seconds = sample(
+            mod, "ours", draws=draws, tune=tune, chains=2, seed=seed
+        )
+    res = evaluate(hidden_markov, sampler, idata, construction, seconds, reference)
+    row = asdict(res)
+    row["ess_s_discrete"] = res.ess_per_second_discrete
+    row["ess_s_continuous"] = res.ess_per_second_continuous
+    return row
+
+
+def plot(costs: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [c for c in costs if "kernel_us" in c]
+    names = [c["target"].split(",")[0] for c in rows]
+    keys = [
+        ("differences_us", "one differences call"),
+        ("loop_us", "Python loop, one step"),
+        ("kernel_us", "compiled kernel, one step"),
+        ("kernel_tune_us", "compiled kernel, one tuning step"),
+    ]
+    fig, ax = plt.subplots(figsize=(9.5, 4))
+    width = 0.2
+    for i, (k, label) in enumerate(keys):
+        ax.bar(np.arange(len(names)) + (i - 1.5) * width, [c[k] for c in rows], width, label=label)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_yscale("log")
+    ax.set_ylabel("microseconds")
+    ax.set_title("PathAuxiliaryLBP: cost of one MH step (one core, C backend)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few steps and draws (smoke test)")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None, help="results folder")
+    args = parser.parse_args(argv)
+    n_steps, rounds = (20, 2) if args.quick else (200, 7)
+    draws, tune = (60, 40) if args.quick else (1000, 1000)
+    start = time.time()
+    costs = []
+    for name, build in targets(args.quick).items():
+        costs.append(step_costs(name, build, n_steps, rounds))
+        print(costs[-1], flush=True)
+    reference = hidden_markov.reference()
+    runs = []
+    for r in range(args.repeats):
+        for sampler in ("pas", "pas-loop", "pymc"):
+            runs.append(sampling(sampler, draws, tune, 200 + r, reference))
+            print({k: runs[-1][k] for k in ("sampler", "sample_seconds", "max_abs_z")}, flush=True)
+    summary = []
+    for sampler in ("pas", "pas-loop", "pymc"):
+        mine = [r for r in runs if r["sampler"] == sampler]
+        row = {"sampler": sampler}
+        for key in ("sample_seconds", "ess_s_discrete", "ess_s_continuous", "max_abs_z"):
+            row[key] = float(np.median([r[key] for r in mine]))
+        summary.append(row)
+    base = next(r for r in summary if r["sampler"] == "pymc")
+    for row in summary:
+        row["discrete_vs_pymc"] = row["ess_s_discrete"] / base["ess_s_discrete"]
+        row["continuous_vs_pymc"] = row["ess_s_continuous"] / base["ess_s_continuous"]
+    md = [
+        "# PathAuxiliaryLBP: the compiled path kernel (default) against its Python loop",
+        "",
+        f"Machine: {machine_info()}; {time.time() - start:.0f} s in all.",
+        "",
+        f"## Per MH step (microseconds, min over {rounds} interleaved rounds of {n_steps} steps;"
+        " path scale 3 for the frozen and loop steps)",
+        "",
+        markdown_table(
+            costs,
+            [
+                ("target", "target"),
+                ("sites", "sites"),
+                ("differences", "differences"),
+                ("differences_us", "one differences call"),
+                ("loop_us", "Python-loop step"),
+                ("kernel_us", "compiled step"),
+                ("kernel_tune_us", "compiled tuning step"),
+                ("speed_up", "loop / compiled"),
+                ("kernel_over_differences", "compiled / differences"),
+                ("compile_s", "kernel compile s (first draw)"),
+                ("construct_s", "construction s"),
+            ],
+        ),
+        "",
+        f"## pm.sample, gallery HMM, 2 chains one after the other, {draws} draws + {tune} tuning,"
+        f" median of {args.repeats}",
+        "",
+        markdown_table(
+            summary,
+            [
+                ("sampler", "sampler"),
+                ("sample_seconds", "seconds (all in)"),
+                ("ess_s_discrete", "ESS/s states' mean"),
+                ("ess_s_continuous", "min ESS/s P, sigma"),
+                ("discrete_vs_pymc", "states vs PyMC"),
+                ("continuous_vs_pymc", "continuous vs PyMC"),
+                ("max_abs_z", "max abs z"),
+            ],
+        ),
+        "",
+    ]
+    payload = {"machine": machine_info(), "costs": costs, "runs": runs, "summary": summary}
+    folder = args.out or RESULTS
+    write_results("path_kernel", payload, "\n".join(md), folder)
+    plot(costs, Path(folder) / "path_kernel.png")
+    print("\n".join(md))
+    return payload
+
+
+if __name__ == "__main__":
+    main()
