@@ -1,10 +1,10 @@
 """PathAuxiliaryLBP's compiled path kernel (the default) against its Python loop, and pm.sample
 against PyMC's default step.
 
-Off pairwise binary blocks (which run the numba kernel), every draw of ``PathAuxiliaryLBP``,
-tuning included, is one call of a compiled pytensor ``scan`` (``pymc_lbp/kernels/path.py``); the
-Python loop of the numpy reference steps (``compiled_kernel=False``) is the alternative. In one
-run on one core:
+Off pairwise binary blocks (which run the numba kernel), a draw of ``PathAuxiliaryLBP``, tuning
+included, is either one call of a compiled pytensor ``scan`` (``pymc_lbp/kernels/path.py``) or a
+Python loop of the numpy reference steps; by default the loop for the step's first 20,000 steps,
+then the kernel. In one run on one core:
 
 1. **Per MH step** (microseconds, min over interleaved rounds): one compiled differences call,
    a step of the Python loop, a frozen step of the compiled kernel and a tuning step of it (the
@@ -12,8 +12,9 @@ run on one core:
    chain (the gallery HMM), a Potts lattice (categorical), a UAI Bayesian network (binary,
    higher-order tables) and an RBM's visible marginal (binary, not pairwise).
 2. **pm.sample** on the gallery HMM (80 categorical states, NUTS on the transition matrix and
-   the noise): ``PathAuxiliaryLBP()`` with defaults (compiled kernel), with
-   ``compiled_kernel=False``, and PyMC's default steps, in the same run: seconds (compilation
+   the noise): ``PathAuxiliaryLBP()`` with defaults (``compiled_kernel="auto"``: the Python
+   loop for the first 20,000 steps, then the kernel), with ``compiled_kernel=True`` and
+   ``False``, and PyMC's default steps, in the same run: seconds (compilation
    included), ESS/s of the states' mean and of the continuous parameters, accuracy against the
    exact posterior (largest |z|).
 
@@ -43,6 +44,9 @@ from common import RESULTS, machine_info, markdown_table, write_results  # noqa:
 from examples.gallery import hidden_markov  # noqa: E402
 from examples.gallery._gallery import evaluate, sample  # noqa: E402
 from pymc_lbp import PathAuxiliaryLBP  # noqa: E402
+
+
+SAMPLERS = ("pas", "pas-compiled", "pas-loop", "pymc")
 
 
 def targets(quick: bool) -> dict:
@@ -79,7 +83,7 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
     disc = discrete_vars(model)
     with model:
         start = time.perf_counter()
-        step = PathAuxiliaryLBP(disc)
+        step = PathAuxiliaryLBP(disc, compiled_kernel=True)  # "auto" would loop at first
         construct = time.perf_counter() - start
     point = model.initial_point()
     x = np.asarray(DictToArrayBijection.map({v.name: point[v.name] for v in disc}).data)
@@ -133,14 +137,19 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
 
 
 def sampling(sampler: str, draws: int, tune: int, seed: int, reference) -> dict:
-    """pm.sample of the gallery HMM: "pas" (defaults), "pas-loop" or "pymc" (default steps)."""
+    """pm.sample of the gallery HMM: "pas" (defaults), "pas-compiled" (``compiled_kernel=True``),
+    "pas-loop" (``False``) or "pymc" (PyMC's default steps)."""
     if sampler == "pymc":
         idata, construction, seconds = sample(
             hidden_markov, "pymc", draws=draws, tune=tune, chains=2, seed=seed
         )
     else:
         mod = types.SimpleNamespace(**{k: getattr(hidden_markov, k) for k in dir(hidden_markov)})
-        options = {} if sampler == "pas" else {"compiled_kernel": False}
+        options = {
+            "pas": {},
+            "pas-compiled": {"compiled_kernel": True},
+            "pas-loop": {"compiled_kernel": False},
+        }[sampler]
         mod.make_step = lambda model: PathAuxiliaryLBP(discrete_vars(model), **options)
         idata, construction, seconds = sample(
             mod, "ours", draws=draws, tune=tune, chains=2, seed=seed
@@ -196,11 +205,11 @@ def main(argv: list[str] | None = None) -> dict:
     reference = hidden_markov.reference()
     runs = []
     for r in range(args.repeats):
-        for sampler in ("pas", "pas-loop", "pymc"):
+        for sampler in SAMPLERS:
             runs.append(sampling(sampler, draws, tune, 200 + r, reference))
             print({k: runs[-1][k] for k in ("sampler", "sample_seconds", "max_abs_z")}, flush=True)
     summary = []
-    for sampler in ("pas", "pas-loop", "pymc"):
+    for sampler in SAMPLERS:
         mine = [r for r in runs if r["sampler"] == sampler]
         row = {"sampler": sampler}
         for key in ("sample_seconds", "ess_s_discrete", "ess_s_continuous", "max_abs_z"):

@@ -84,3 +84,64 @@ def test_lattice_edges(shape, periodic, n_edges):
     e = lattice_edges(shape, periodic)
     assert len(e) == n_edges
     assert len({tuple(sorted(x)) for x in e}) == n_edges
+
+
+def _random_mixtures(rng, B=3, K=2, D=2, C=3):
+    """``B`` normalised mixtures of products, with impossible categories (-inf) in them."""
+    log_w = np.log(rng.dirichlet(np.ones(K), size=B))
+    log_tables = np.log(rng.dirichlet(np.ones(C), size=(B, K, D)))
+    log_tables[0, :, 1, 2] = -np.inf  # block 0's second variable never takes category 2
+    log_tables[2, 1, 0, 0] = -np.inf
+    top = log_tables.max(axis=-1, keepdims=True)
+    log_tables -= top + np.log(np.exp(log_tables - top).sum(axis=-1, keepdims=True))
+    return log_w, log_tables
+
+
+def test_blocks_log_probs_is_block_log_probs_row_by_row():
+    from pymc_lbp.proposals.block import block_log_probs, blocks_log_probs, enumerate_block_states
+
+    rng = np.random.default_rng(4)
+    log_w, log_tables = _random_mixtures(rng)
+    states = enumerate_block_states(np.array([3, 3]))
+    values = np.stack([states, states[::-1], states])  # (B, S, D)
+    got = blocks_log_probs(log_w, log_tables, values)
+    for b in range(3):
+        np.testing.assert_allclose(
+            got[b], block_log_probs(log_w[b], log_tables[b], values[b]), rtol=1e-13
+        )
+        np.testing.assert_allclose(np.exp(got[b]).sum(), 1.0, rtol=1e-12)  # all states
+    assert np.isneginf(got[0][states[:, 1] == 2]).all()
+
+
+def test_draw_blocks_draws_each_block_from_its_own_mixture():
+    """Frequencies of 60,000 joint draws per block against the exact mixture probabilities
+    (chi-square, level 1e-3 per block); impossible states never drawn."""
+    from scipy import stats
+
+    from pymc_lbp.proposals.block import blocks_log_probs, draw_blocks, enumerate_block_states
+
+    rng = np.random.default_rng(5)
+    log_w, log_tables = _random_mixtures(rng)
+    states = enumerate_block_states(np.array([3, 3]))
+    probs = np.exp(blocks_log_probs(log_w, log_tables, np.stack([states] * 3)))
+    n = 60_000
+    counts = np.zeros((3, len(states)))
+    for _ in range(n // 1000):
+        draws = np.stack([draw_blocks(log_w, log_tables, rng) for _ in range(1000)])  # (n,B,D)
+        codes = draws[..., 0] * 3 + draws[..., 1]
+        for b in range(3):
+            counts[b] += np.bincount(codes[:, b], minlength=len(states))
+    for b in range(3):
+        possible = probs[b] > 0
+        assert counts[b][~possible].sum() == 0
+        expected = n * probs[b][possible]
+        assert stats.chisquare(counts[b][possible], expected).pvalue > 1e-3, b
+
+
+def test_draw_blocks_never_returns_a_zero_weight_entry_when_the_uniform_rounds_up():
+    from pymc_lbp.proposals.block import _pick
+
+    w = np.array([[0.3, 0.7, 0.0], [0.0, 1.0, 0.0]])
+    np.testing.assert_array_equal(_pick(w, np.array([1.0, 1.0])), [1, 1])
+    np.testing.assert_array_equal(_pick(w, np.array([0.0, 0.0])), [0, 1])
+    np.testing.assert_array_equal(_pick(w, np.array([0.3, 0.5])), [1, 1])

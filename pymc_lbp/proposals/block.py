@@ -20,8 +20,10 @@ from pymc_lbp.proposals.common import draw_categorical, log_normalize
 __all__ = [
     "block_log_prob",
     "block_log_probs",
+    "blocks_log_probs",
     "clamp_mixture",
     "draw_block",
+    "draw_blocks",
     "enumerate_block_states",
     "exact_block_log_probs",
 ]
@@ -73,6 +75,44 @@ def draw_block(log_w: np.ndarray, log_tables: np.ndarray, rng: np.random.Generat
     return (u[:, None] >= cdf).sum(axis=1).astype(np.int64)
 
 
+def _pick(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF picks along the last axis: index ``j`` with probability ``weights[..., j] /
+    sum`` for uniforms ``u`` (shape ``weights.shape[:-1]``); a zero weight is never picked, even
+    where ``u * total`` rounds up to the total."""
+    cdf = np.cumsum(weights, axis=-1)
+    above = cdf > (u * cdf[..., -1])[..., None]
+    idx = np.argmax(above, axis=-1)
+    missed = ~above.any(axis=-1)
+    if missed.any():  # rounding: the last entry of positive weight
+        last = weights.shape[-1] - 1 - np.argmax(weights[..., ::-1] > 0, axis=-1)
+        idx = np.where(missed, last, idx)
+    return idx
+
+
+def draw_blocks(log_w: np.ndarray, log_tables: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """:func:`draw_block` for ``B`` independent mixtures at once (the blocks of a colour class).
+
+    Parameters
+    ----------
+    log_w : ndarray, shape (B, K)
+        Normalised log mixture weights, one row per block.
+    log_tables : ndarray, shape (B, K, D, C)
+
+    Returns
+    -------
+    ndarray of int, shape (B, D)
+        Each row drawn from its mixture: a component (one uniform), then every variable (one
+        uniform each), ``B * (1 + D)`` uniforms from ``rng`` in one call.
+    """
+    B, _, D, _ = log_tables.shape
+    u = rng.random((B, 1 + D))
+    top = np.max(log_w, axis=1, keepdims=True)
+    k = _pick(np.exp(log_w - top), u[:, 0])
+    tab = log_tables[np.arange(B), k]  # (B, D, C)
+    top = tab.max(axis=-1, keepdims=True)
+    return _pick(np.exp(tab - top), u[:, 1:]).astype(np.int64)
+
+
 def block_log_prob(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarray) -> float:
     """``log sum_k w_k prod_i q_{k,i}(values_i)`` for one block state."""
     values = np.asarray(values, dtype=np.int64)
@@ -92,6 +132,22 @@ def block_log_probs(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarra
     top = np.where(np.isfinite(top), top, 0.0)
     with np.errstate(divide="ignore"):
         return (top + np.log(np.sum(np.exp(comp - top), axis=-1, keepdims=True)))[:, 0]
+
+
+def blocks_log_probs(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """:func:`block_log_probs` for ``B`` mixtures at once: ``log_w`` (B, K), ``log_tables``
+    (B, K, D, C), ``values`` (B, S, D) -> (B, S)."""
+    values = np.asarray(values, dtype=np.int64)
+    B, S, D = values.shape
+    b = np.arange(B)[:, None, None, None]
+    k = np.arange(log_w.shape[1])[None, :, None, None]
+    d = np.arange(D)[None, None, None, :]
+    picked = log_tables[b, k, d, values[:, None, :, :]]  # (B, K, S, D)
+    comp = log_w[:, :, None] + picked.sum(axis=-1)  # (B, K, S)
+    top = np.max(comp, axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return (top + np.log(np.sum(np.exp(comp - top), axis=1, keepdims=True)))[:, 0, :]
 
 
 def enumerate_block_states(cards: np.ndarray) -> np.ndarray:

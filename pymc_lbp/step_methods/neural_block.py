@@ -28,12 +28,20 @@ from pymc_lbp.motifs.finding import block_dependencies, chain_order, default_blo
 from pymc_lbp.proposals.block import (
     block_log_prob,
     block_log_probs,
+    blocks_log_probs,
     clamp_mixture,
     draw_block,
+    draw_blocks,
     enumerate_block_states,
     exact_block_log_probs,
 )
-from pymc_lbp.proposals.common import draw_categorical, mh_accept, mh_log_ratio
+from pymc_lbp.proposals.common import (
+    draw_categorical,
+    mh_accept,
+    mh_accept_probs,
+    mh_log_ratio,
+    mh_log_ratios,
+)
 from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
 from pymc_lbp.target.differences_choice import DifferencesChoice
 from pymc_lbp.target.local_differences import site_adjacency
@@ -698,28 +706,27 @@ class NeuralBlock(DiscreteStep):
         log_w, log_tables = self.proposal.net.mixture_from_preactivation(
             self.proposal.prepare(params)
         )
-        old = np.stack([x[u.sites] for u in units])
-        new = np.stack([draw_block(log_w[j], log_tables[j], self.rng) for j in range(len(units))])
+        sites = np.stack([u.sites for u in units])  # (B, block size)
+        old = x[sites]
+        new = draw_blocks(log_w, log_tables, self.rng)
         moved = np.flatnonzero((new != old).any(axis=1))
         accept = np.ones(len(units))
         n_accepted = len(units) - moved.size  # a proposal equal to the block: accepted as is
         if moved.size:
             Y = np.repeat(x[None, :], moved.size, axis=0)
-            for r, j in enumerate(moved):
-                Y[r, units[j].sites] = new[j]
+            Y[np.arange(moved.size)[:, None], sites[moved]] = new[moved]
             self._draw_evals += moved.size
             lp_y = self.differences.logp_batch(Y)
-            logp_x = logp
-            for r, j in enumerate(moved):
-                log_q_new, log_q_old = block_log_probs(
-                    log_w[j], log_tables[j], np.stack([new[j], old[j]])
-                )
-                ratio = mh_log_ratio(logp_x, float(lp_y[r]), log_q_new, log_q_old)
-                accept[j], accepted = mh_accept(ratio, self.rng)
-                if accepted:
-                    x[units[j].sites] = new[j]
-                    logp += float(lp_y[r]) - logp_x
-                    n_accepted += 1
+            log_q = blocks_log_probs(
+                log_w[moved], log_tables[moved], np.stack([new[moved], old[moved]], axis=1)
+            )
+            # the blocks share no term: independent MH decisions, additive logp changes
+            ratio = mh_log_ratios(np.full(moved.size, logp), lp_y, log_q[:, 0], log_q[:, 1])
+            accept[moved] = mh_accept_probs(ratio)
+            won = self.rng.random(moved.size) < accept[moved]
+            x[sites[moved[won]]] = new[moved[won]]
+            logp += float(np.sum(lp_y[won] - logp))
+            n_accepted += int(won.sum())
         return x, logp, float(accept.sum()), n_accepted
 
     def chain_params(self, unit: _Unit, x: np.ndarray) -> np.ndarray:
