@@ -45,7 +45,6 @@ from examples.gallery import hidden_markov  # noqa: E402
 from examples.gallery._gallery import evaluate, sample  # noqa: E402
 from pymc_lbp import PathAuxiliaryLBP  # noqa: E402
 
-
 SAMPLERS = ("pas", "pas-compiled", "pas-loop", "pymc")
 
 
