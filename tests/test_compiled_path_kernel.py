@@ -181,12 +181,17 @@ def test_compiled_tuning_steps_make_the_reference_moves_and_updates(build):
 def test_sampling_runs_the_compiled_kernel_tuning_included():
     """compiled_kernel=True: every draw, tuning included, is one compiled call and the scale
     adapts inside it. The default "auto" runs the Python loop for the step's first
-    KERNEL_AFTER_STEPS steps, then the kernel; bad values are refused."""
-    with binary_model():
+    KERNEL_AFTER_STEPS steps, then the kernel, on categorical blocks (binary ones keep the loop);
+    bad values are refused."""
+    with categorical_model():
         step = PathAuxiliaryLBP()
         assert step.compiled_kernel == "auto" and not step.uses_compiled_kernel
         step.loop_steps = KERNEL_AFTER_STEPS
         assert step.uses_compiled_kernel
+    with binary_model():
+        step = PathAuxiliaryLBP()
+        step.loop_steps = KERNEL_AFTER_STEPS
+        assert not step.uses_compiled_kernel  # binary blocks keep the loop with "auto"
         assert PathAuxiliaryLBP(compiled_kernel=True).uses_compiled_kernel
         assert not PathAuxiliaryLBP(compiled_kernel=False).uses_compiled_kernel
         for bad in ("yes", "AUTO", None):

@@ -132,17 +132,18 @@ class PathAuxiliaryLBP(DiscreteStep):
         whatever this says). ``True``: every draw, tuning included, in one call of the compiled
         path kernel (:mod:`pymc_lbp.kernels.path`, a pytensor ``scan`` that carries the
         path-length adaptation while tuning; the backend from ``compile_kwargs``), compiled at
-        the first draw (3-5 s with C, minutes with a cold numba cache). ``False``: a Python loop
+        the first draw (1-3 s with C, minutes with a cold numba cache). ``False``: a Python loop
         of the numpy reference steps (numba site race, one compiled differences call per step;
-        no compilation beyond the differences). ``"auto"``: the Python loop for the step's first
-        :data:`KERNEL_AFTER_STEPS` (20,000) MH steps, the compiled kernel after them, so a short
-        run pays no compilation and a long one pays it once it has spent about as long in the
-        loop (the steps are counted, not timed, so a seed gives the same chain on any machine).
-        The loop and the kernel are the same transition kernel (tested move for move); the
-        kernel is about 2x faster per step on categorical blocks and as fast on binary ones
-        (``docs/compiled.md``). Under JAX, which compiles once per number of steps, tuning
-        draws with ``steps_per_draw=None`` (whose number of steps follows the tuned scale) take
-        the Python loop.
+        no compilation beyond the differences). The two are the same transition kernel (tested
+        move for move); with C the kernel is 1.25-1.6x faster per step on categorical blocks
+        and 0.75-1x the loop on binary ones (``docs/compiled.md``). ``"auto"``: on blocks with
+        categorical or integer sites, the Python loop for the step's first
+        :data:`KERNEL_AFTER_STEPS` (20,000) MH steps and the kernel after them, so a short run
+        pays no compilation and a long one pays it once it has spent about as long in the loop
+        (steps are counted, not timed: a seed gives the same chain on any machine); binary
+        blocks keep the loop. Under JAX, which compiles once per number of steps, tuning draws
+        with ``steps_per_draw=None`` (whose number of steps follows the tuned scale) take the
+        Python loop.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -364,7 +365,8 @@ class PathAuxiliaryLBP(DiscreteStep):
     @property
     def uses_compiled_kernel(self) -> bool:
         """Whether this draw runs the compiled kernel: the ``compiled_kernel`` option (with
-        ``"auto"``: once :attr:`loop_steps` reaches :data:`KERNEL_AFTER_STEPS`), except for
+        ``"auto"``: on blocks with categorical or integer sites, once :attr:`loop_steps`
+        reaches :data:`KERNEL_AFTER_STEPS`), except for
         tuning draws whose number of steps follows the tuned scale under a backend that compiles
         once per number of steps (JAX)."""
         if self.compiled_kernel is False:
@@ -372,7 +374,10 @@ class PathAuxiliaryLBP(DiscreteStep):
         tuning = self.adaptive and self.tune
         if tuning and self._steps_per_draw is None and needs_static_shapes(self._compile_kwargs):
             return False
-        return self.compiled_kernel is True or self.loop_steps >= KERNEL_AFTER_STEPS
+        if self.compiled_kernel is True:
+            return True
+        # "auto": binary blocks keep the loop, as fast or faster there (docs/compiled.md)
+        return not self.layout.all_binary and self.loop_steps >= KERNEL_AFTER_STEPS
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """The draw's transitions in one call of the compiled kernel (which, while tuning,
