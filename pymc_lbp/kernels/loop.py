@@ -14,7 +14,6 @@ from functools import partial
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor.graph.replace import graph_replace
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.kernels.single_site import (
@@ -41,30 +40,6 @@ class StepsResult:
     n_evaluated: int
 
 
-def scan_last(body, sequences: list, outputs_info: list, non_sequences: list | None = None) -> list:
-    """``pytensor.scan(body, ...)`` and the last value of each output.
-
-    Initial values computed by a graph (the weights prepared from the start's differences) enter
-    the scan as stand-ins of their type, replaced by their graphs once the scan is built: scan
-    allocates each output's buffer from its initial value's shape, and inferring the shape of a
-    computed value rewrites a clone of its whole graph (70 ms per output on the path kernel,
-    1.8 s per compilation before this).
-    """
-    computed = {k: v for k, v in enumerate(outputs_info) if v.owner is not None and v.type.ndim > 0}
-    stand_ins = {k: v.type() for k, v in computed.items()}
-    outs = pytensor.scan(
-        body,
-        sequences=sequences,
-        outputs_info=[stand_ins.get(k, v) for k, v in enumerate(outputs_info)],
-        non_sequences=non_sequences or [],
-        return_updates=False,
-    )
-    last = [o[-1] for o in outs]
-    if not stand_ins:
-        return last
-    return list(graph_replace(last, {stand_ins[k]: computed[k] for k in stand_ins}, strict=True))
-
-
 def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
     """Graphs of the final state and summaries after one kernel step per row of ``uniforms``."""
 
@@ -84,7 +59,13 @@ def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
 
     zero_f = pt.constant(0.0, dtype="float64")
     zero_i = pt.constant(0, dtype="int64")
-    last = scan_last(body, [uniforms], [*state, zero_f, zero_i, zero_i])
+    outs = pytensor.scan(
+        body,
+        sequences=[uniforms],
+        outputs_info=[*state, zero_f, zero_i, zero_i],
+        return_updates=False,
+    )
+    last = [o[-1] for o in outs]
     # the state's (x, logp, deltas) and the summaries; prepared weights stay inside
     return last[:3] + last[n_state:]
 

@@ -31,11 +31,12 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.kernels.loop import StepsResult, needs_static_shapes, scan_last
+from pymc_lbp.kernels.loop import StepsResult, needs_static_shapes
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.single_site import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.kernels.traces import clear_traces
@@ -238,7 +239,8 @@ class CompiledPathSteps:
             self._fns[None] = self._compile(None)
 
     def _compile(self, n_steps: int | None):
-        """The compiled run (input shapes fixed when ``n_steps`` is given)."""
+        """The compiled run: the block's sizes are static; so is the number of steps when
+        ``n_steps`` is given (JAX)."""
         target, log_g, moves, share, compile_kwargs = self._parts
         x = pt.tensor("x", dtype="int64", shape=(self.n_sites,))
         logp = pt.scalar("logp", dtype="float64")
@@ -285,12 +287,14 @@ class CompiledPathSteps:
             clear_traces(out)  # the inner graph is rewritten on its own
             return out
 
-        last = scan_last(
+        outs = pytensor.scan(
             body,
-            [noise],
-            [*start, zero_f, zero_i, zero_i, zero_i, zero_i, *adapt_in],
-            [scale, tuning],
+            sequences=[noise],
+            outputs_info=[*start, zero_f, zero_i, zero_i, zero_i, zero_i, *adapt_in],
+            non_sequences=[scale, tuning],
+            return_updates=False,
         )
+        last = [o[-1] for o in outs]
         clear_traces(last)
         fn = pm_compile(
             [x, logp, deltas, noise, scale, tuning, *adapt_in],
