@@ -34,6 +34,7 @@ from pymc_lbp.motifs.chain import (
     chain_potentials_from_reference,
     chain_reference_states,
 )
+from tests.backends import require
 from tests.block_kernels import neural_block_kernel
 from tests.frequencies import marginal_z_scores, posterior_draws
 
@@ -528,3 +529,69 @@ def test_chain_mrf_from_a_uai_file_is_found_and_sampled_exactly(tmp_path):
     )
     assert not violations
     assert zs.max() < crit, (zs.max(), crit)
+
+
+# -- the compiled sweep ----------------------------------------------------------------------------
+def _sticky_hmm():
+    P = np.array([[0.7, 0.2, 0.1], [0.15, 0.7, 0.15], [0.1, 0.2, 0.7]])
+    return hmm_model(12, P, np.array([0.0, 1.5, 3.0]), np.linspace(-1, 3, 12))
+
+
+def _draws(step, model, n: int, seed: int) -> list:
+    step.set_rng(np.random.default_rng(seed))
+    point, out = model.initial_point(), []
+    for _ in range(n):
+        point, (stats,) = step.step(point)
+        out.append((point["z"].copy(), stats["n_accepted"], stats["logp_evals"], stats["accept"]))
+    return out
+
+
+@pytest.mark.parametrize("mode", [None, "JAX", "NUMBA"], ids=["c", "jax", "numba"])
+def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
+    """NeuralBlock(compiled_sweep=True) (every colour class of the sweep in one compiled graph:
+    reference logps, chain parameters, network, proposals, their logps, the MH decisions) makes
+    the draws of the numpy colour updates from the same seed, with the same statistics, over 40
+    draws with many accepted moves; also with the JAX and NUMBA backends (skipped without
+    jax)."""
+    if mode is not None:
+        require(mode)
+    model = _sticky_hmm()
+    kwargs = {"compile_kwargs": {"mode": mode}} if mode else {}
+    with model:
+        ref = NeuralBlock([model["z"]], compiled_sweep=False)
+        fast = NeuralBlock([model["z"]], compiled_sweep=True, **kwargs)
+    assert fast.uses_compiled_sweep and not ref.uses_compiled_sweep
+    a, b = _draws(ref, model, 40, 3), _draws(fast, model, 40, 3)
+    for (xa, na, ea, pa), (xb, nb, eb, pb) in zip(a, b, strict=True):
+        np.testing.assert_array_equal(xb, xa)
+        assert (nb, eb) == (na, ea)
+        np.testing.assert_allclose(pb, pa, rtol=1e-12)
+    assert sum(not np.array_equal(x, y) for (x, *_), (y, *_) in zip(a[:-1], a[1:])) > 20
+
+
+def test_compiled_sweep_option_auto_switch_and_state():
+    """ "auto" (the default) sweeps in numpy until the step has made KERNEL_AFTER_BLOCK_UPDATES
+    block updates, then compiled; the count is part of the sampling state; bad values are
+    refused; exact block proposals never compile."""
+    from pymc_lbp.step_methods.neural_block import KERNEL_AFTER_BLOCK_UPDATES
+
+    model = _sticky_hmm()
+    with model:
+        step = NeuralBlock([model["z"]])
+        assert step.compiled_sweep == "auto" and not step.uses_compiled_sweep
+        blocks = chain_blocks("z", 12, 3, 3)
+        exact = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled_sweep=True)
+        assert not exact.sweep_compilable and not exact.uses_compiled_sweep
+        for bad in ("yes", None, 1.5):
+            with pytest.raises(ValueError, match="compiled_sweep must be 'auto', True or False"):
+                NeuralBlock([model["z"]], compiled_sweep=bad)
+    per_draw = step.steps_per_draw
+    step.block_updates = KERNEL_AFTER_BLOCK_UPDATES - 2 * per_draw
+    state = step.sampling_state
+    point, used = model.initial_point(), []
+    for _ in range(4):
+        used.append(step.uses_compiled_sweep)
+        point, _ = step.step(point)
+    assert used == [False, False, True, True]
+    step.sampling_state = state
+    assert step.block_updates == KERNEL_AFTER_BLOCK_UPDATES - 2 * per_draw

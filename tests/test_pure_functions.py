@@ -127,7 +127,9 @@ def test_draw_blocks_draws_each_block_from_its_own_mixture():
     n = 60_000
     counts = np.zeros((3, len(states)))
     for _ in range(n // 1000):
-        draws = np.stack([draw_blocks(log_w, log_tables, rng) for _ in range(1000)])  # (n,B,D)
+        draws = np.stack(
+            [draw_blocks(log_w, log_tables, rng.random((3, 3))) for _ in range(1000)]
+        )  # (n, B, D)
         codes = draws[..., 0] * 3 + draws[..., 1]
         for b in range(3):
             counts[b] += np.bincount(codes[:, b], minlength=len(states))

@@ -14,7 +14,10 @@ mh
 single_site
     The single-site locally balanced kernel (LocallyBalanced, GibbsWithGradients).
 path
-    The path auxiliary kernel (PathAuxiliaryLBP with ``compiled_kernel=True``) and its loop.
+    The path auxiliary kernel (PathAuxiliaryLBP off pairwise blocks) and its loop, which also
+    carries the path-length adaptation while tuning.
+block
+    NeuralBlock's sweep over colour classes of chain blocks, one graph per sweep.
 integer_jump
     The informed multiscale jump of integer sites, every integer site of a block in one call.
 loop

@@ -89,23 +89,24 @@ def _pick(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     return idx
 
 
-def draw_blocks(log_w: np.ndarray, log_tables: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """:func:`draw_block` for ``B`` independent mixtures at once (the blocks of a colour class).
+def draw_blocks(log_w: np.ndarray, log_tables: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """:func:`draw_block` for ``B`` independent mixtures at once (the blocks of a colour class),
+    from given uniforms.
 
     Parameters
     ----------
     log_w : ndarray, shape (B, K)
         Normalised log mixture weights, one row per block.
     log_tables : ndarray, shape (B, K, D, C)
+    u : ndarray, shape (B, 1 + D)
+        Uniform(0, 1) draws: column 0 picks each block's component, column ``1 + i`` its
+        variable ``i`` (inverse CDF).
 
     Returns
     -------
     ndarray of int, shape (B, D)
-        Each row drawn from its mixture: a component (one uniform), then every variable (one
-        uniform each), ``B * (1 + D)`` uniforms from ``rng`` in one call.
     """
-    B, _, D, _ = log_tables.shape
-    u = rng.random((B, 1 + D))
+    B = log_tables.shape[0]
     top = np.max(log_w, axis=1, keepdims=True)
     k = _pick(np.exp(log_w - top), u[:, 0])
     tab = log_tables[np.arange(B), k]  # (B, D, C)

@@ -1,0 +1,231 @@
+"""NeuralBlock's sweep over chain blocks as one compiled graph.
+
+A sweep updates every colour class of chain blocks in turn (the blocks of a class share no term,
+so their updates are independent). For one class of ``B`` blocks of ``L`` sites with ``K``
+categories, read top to bottom (the numpy reference is
+:meth:`pymc_lbp.step_methods.neural_block.NeuralBlock.colour_update`, which these graphs
+reproduce move for move given the same uniforms):
+
+1. the model logp at every block's reference states (``x`` with the block set to each of
+   :func:`~pymc_lbp.motifs.chain.chain_reference_states`), one vectorised evaluation;
+2. the blocks' chain potentials and canonical parameters
+   (:func:`~pymc_lbp.motifs.chain.chain_potentials_from_reference`,
+   :func:`~pymc_lbp.motifs.chain.canonical_chain_params`);
+3. the network's mixture of products for every block (the numpy forward of
+   :class:`~pymc_lbp.learning.mdn.MixtureDensityNetwork`; the weights are inputs, so a retrained
+   proposal needs no recompilation);
+4. every block's proposal by inverse CDF from its uniforms (a component, then each entry);
+5. the model logp at every block's proposal (one vectorised evaluation), the proposal
+   log-probabilities of the new and the old values, and the one MH rule
+   (:mod:`pymc_lbp.kernels.mh`) per block; a proposal equal to the block is accepted as is.
+
+The state ``x`` and its logp are threaded through the classes; the sweep returns them with the
+sums of acceptance probabilities, accepted blocks and model evaluations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
+
+from pymc_lbp.compiling import pm_compile
+from pymc_lbp.kernels.mh import mh_accept, mh_log_ratio
+from pymc_lbp.learning.mdn import _PAD_LOGIT
+from pymc_lbp.motifs.chain import BIG, CLIP, chain_reference_states
+
+WEIGHT_NAMES = ("base", "W0p", "W1", "b1", "W2", "b2")
+"""The network inputs of the compiled sweep: the first layer's pre-activation at zero parameters
+(``b0`` included) and the parameters' rows of ``W0``, then the other layers."""
+
+
+def _elu(z: Variable) -> Variable:
+    return pt.switch(z > 0, z, pt.expm1(pt.minimum(z, 0.0)))
+
+
+def _log_softmax(z: Variable) -> Variable:
+    shifted = z - pt.max(z, axis=-1, keepdims=True)
+    return shifted - pt.log(pt.sum(pt.exp(shifted), axis=-1, keepdims=True))
+
+
+def chain_params_graph(lp: Variable, K: int, L: int) -> Variable:
+    """Canonical chain parameters ``(B, L K + (L-1) K^2)`` from the logp at the reference states
+    ``lp (B, R)``: :func:`~pymc_lbp.motifs.chain.chain_potentials_from_reference` then
+    :func:`~pymc_lbp.motifs.chain.canonical_chain_params`, the same arithmetic."""
+    B = lp.shape[0]
+    f0 = lp[:, 0][:, None, None]
+    single = lp[:, 1 : 1 + L * (K - 1)].reshape((B, L, K - 1))
+    pair = lp[:, 1 + L * (K - 1) :].reshape((B, L - 1, K - 1, K - 1))
+    zeros_a = pt.zeros((B, L, 1))
+    a = pt.concatenate([zeros_a, single - f0], axis=2)
+    inner = pair - single[:, :-1, :, None] - single[:, 1:, None, :] + f0[..., None]
+    inner = pt.switch(pt.isnan(inner), -np.inf, inner)
+    b = pt.concatenate([pt.zeros((B, L - 1, 1, K - 1)), inner], axis=2)
+    b = pt.concatenate([pt.zeros((B, L - 1, K, 1)), b], axis=3)
+
+    def finite(v):
+        v = pt.switch(pt.isnan(v), -BIG, v)
+        return pt.switch(pt.isinf(v), pt.sign(v) * BIG, v)
+
+    a, b = finite(a), finite(b)
+    rows = b.mean(axis=-1, keepdims=True)
+    cols = b.mean(axis=-2, keepdims=True)
+    mean = b.mean(axis=(-2, -1), keepdims=True)
+    a = pt.inc_subtensor(a[:, :-1, :], rows[..., 0] - mean[..., 0])
+    a = pt.inc_subtensor(a[:, 1:, :], cols[:, :, 0, :])
+    b = b - rows - cols + mean
+    a = a - a.mean(axis=-1, keepdims=True)
+    flat = pt.concatenate([a.reshape((B, L * K)), b.reshape((B, (L - 1) * K * K))], axis=-1)
+    return pt.clip(flat, -CLIP, CLIP)
+
+
+def mixture_graph(params: Variable, weights: dict, net) -> tuple[Variable, Variable]:
+    """``(log_w (B, Kc), log_tables (B, Kc, D, C))`` of the network ``net`` at the parameter rows
+    ``params`` (a motif without conditioning entries): its numpy forward, as a graph."""
+    a0 = weights["base"] + pt.dot(params, weights["W0p"])
+    h = _elu(a0)
+    h = _elu(pt.dot(h, weights["W1"]) + weights["b1"])
+    out = pt.dot(h, weights["W2"]) + weights["b2"]
+    Kc = net.n_components
+    log_w = _log_softmax(out[:, :Kc])
+    logits = out[:, Kc : net._n_table_outputs].reshape((out.shape[0], Kc, -1))
+    pad = pt.zeros((out.shape[0], Kc, 1))
+    full = pt.concatenate([pad, logits, pad + _PAD_LOGIT], axis=-1)[..., net._index]
+    log_tables = pt.logaddexp(np.log1p(-net.epsilon) + _log_softmax(full), net._log_floor)
+    return log_w, pt.switch(net._valid, log_tables, -np.inf)
+
+
+def _pick(weights: Variable, u: Variable) -> Variable:
+    """:func:`pymc_lbp.proposals.block._pick` as a graph."""
+    cdf = pt.cumsum(weights, axis=-1)
+    above = pt.gt(cdf, (u * cdf[..., -1])[..., None])
+    idx = pt.argmax(pt.cast(above, "int8"), axis=-1)
+    n = weights.shape[-1]
+    last = n - 1 - pt.argmax(pt.cast(pt.gt(weights[..., ::-1], 0), "int8"), axis=-1)
+    return pt.switch(pt.any(above, axis=-1), idx, last)
+
+
+def draw_blocks_graph(log_w: Variable, log_tables: Variable, u: Variable) -> Variable:
+    """:func:`pymc_lbp.proposals.block.draw_blocks` as a graph: ``(B, D)`` int64."""
+    B = log_tables.shape[0]
+    k = _pick(pt.exp(log_w - pt.max(log_w, axis=1, keepdims=True)), u[:, 0])
+    tab = log_tables[pt.arange(B), k]
+    return pt.cast(_pick(pt.exp(tab - pt.max(tab, axis=-1, keepdims=True)), u[:, 1:]), "int64")
+
+
+def blocks_log_prob_graph(log_w: Variable, log_tables: Variable, values: Variable) -> Variable:
+    """``log q(values_b)`` per block, ``values (B, D)`` -> ``(B,)`` (as
+    :func:`pymc_lbp.proposals.block.blocks_log_probs` with one state per block)."""
+    B, Kc, D = log_tables.shape[0], log_tables.shape[1], log_tables.shape[2]
+    picked = log_tables[
+        pt.arange(B)[:, None, None],
+        pt.arange(Kc)[None, :, None],
+        pt.arange(D)[None, None, :],
+        values[:, None, :],
+    ]  # (B, Kc, D)
+    comp = log_w + picked.sum(axis=-1)
+    top = pt.max(comp, axis=1, keepdims=True)
+    top = pt.switch(pt.isinf(top) | pt.isnan(top), 0.0, top)
+    return (top + pt.log(pt.sum(pt.exp(comp - top), axis=1, keepdims=True)))[:, 0]
+
+
+@dataclass(frozen=True)
+class ChainColour:
+    """One colour class of chain blocks: the sites of each block (``B x L``), ``K`` and ``L``."""
+
+    sites: np.ndarray
+    n_categories: int
+    length: int
+
+
+def colour_update_graph(
+    x: Variable,
+    logp: Variable,
+    u: Variable,
+    colour: ChainColour,
+    logp_rows,
+    weights: dict,
+    net,
+):
+    """One colour class's update (module docs, steps 1-5). ``logp_rows(Y)`` is the model logp at
+    the rows of ``Y`` (a graph). Returns ``(x, logp, sum of acceptances, accepted, evaluations)``.
+    """
+    K, L, sites = colour.n_categories, colour.length, colour.sites
+    B = sites.shape[0]
+    ref = chain_reference_states(K, L)
+    R = ref.shape[0]
+    # 1. the logp at every block's reference states
+    rows = np.repeat(np.arange(B * R), L).reshape(B * R, L)
+    cols = np.repeat(sites, R, axis=0)
+    Y = pt.set_subtensor(pt.tile(x[None, :], (B * R, 1))[rows, cols], np.tile(ref, (B, 1)))
+    lp_ref = logp_rows(Y).reshape((B, R))
+    # 2-3. parameters, network, mixture
+    log_w, log_tables = mixture_graph(chain_params_graph(lp_ref, K, L), weights, net)
+    # 4. proposals
+    new = draw_blocks_graph(log_w, log_tables, u[:, :-1])
+    old = x[sites]
+    moved = pt.any(pt.neq(new, old), axis=1)
+    # 5. the target at the proposals, q of new and old, MH
+    Y_new = pt.set_subtensor(pt.tile(x[None, :], (B, 1))[np.arange(B)[:, None], sites], new)
+    lp_new = logp_rows(Y_new)
+    log_q_new = blocks_log_prob_graph(log_w, log_tables, new)
+    log_q_old = blocks_log_prob_graph(log_w, log_tables, old)
+    prob, won = mh_accept(mh_log_ratio(logp, lp_new, log_q_new, log_q_old), u[:, -1])
+    prob = pt.switch(moved, prob, 1.0)
+    won = pt.or_(won, ~moved)
+    changed = won & moved
+    x_new = pt.set_subtensor(x[sites], pt.switch(changed[:, None], new, old))
+    logp_new = logp + pt.sum(pt.switch(changed, lp_new - logp, 0.0))
+    evals = B * R + pt.sum(pt.cast(moved, "int64"))
+    return x_new, logp_new, pt.sum(prob), pt.sum(pt.cast(won, "int64")), evals
+
+
+class CompiledChainSweep:
+    """A sweep over colour classes of chain blocks in one compiled call.
+
+    Called as ``(x, logp, uniforms, weights)``: ``uniforms`` one array per class, shape
+    ``(blocks, L + 2)`` (a component, each entry, the MH coin: what
+    :meth:`NeuralBlock.colour_update` takes), ``weights`` the arrays of :data:`WEIGHT_NAMES`.
+    Returns ``(x, logp, sum of acceptances, accepted, evaluations)``.
+    """
+
+    def __init__(
+        self, colours: list[ChainColour], n_sites: int, logp_rows, net, compile_kwargs=None
+    ):
+        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
+        logp = pt.scalar("logp", dtype="float64")
+        us = [
+            pt.matrix(f"u{c}", dtype="float64", shape=(col.sites.shape[0], col.length + 2))
+            for c, col in enumerate(colours)
+        ]
+        weights = {name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
+                   for name, nd in zip(WEIGHT_NAMES, (1, 2, 2, 1, 2, 1), strict=True)}  # fmt: skip
+        total_acc = pt.constant(0.0, dtype="float64")
+        total_won = pt.constant(0, dtype="int64")
+        total_evals = pt.constant(0, dtype="int64")
+        cur_x, cur_logp = x, logp
+        for col, u in zip(colours, us, strict=True):
+            cur_x, cur_logp, acc, won, evals = colour_update_graph(
+                cur_x, cur_logp, u, col, logp_rows, weights, net
+            )
+            total_acc, total_won = total_acc + acc, total_won + won
+            total_evals = total_evals + evals
+        self._fn = pm_compile(
+            [x, logp, *us, *weights.values()],
+            [cur_x, cur_logp, total_acc, total_won, total_evals],
+            on_unused_input="ignore",
+            **dict(compile_kwargs or {}),
+        )
+        self._fn.trust_input = True
+
+    def __call__(self, x, logp, uniforms: list, weights: list):
+        out = self._fn(
+            np.ascontiguousarray(x, dtype=np.int64),
+            np.asarray(logp, dtype=np.float64),
+            *(np.ascontiguousarray(u, dtype=np.float64) for u in uniforms),
+            *(np.ascontiguousarray(w, dtype=np.float64) for w in weights),
+        )
+        x_out, logp_out, acc, won, evals = out
+        return np.array(x_out), float(logp_out), float(acc), int(won), int(evals)
