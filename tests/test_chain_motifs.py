@@ -566,7 +566,8 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
         np.testing.assert_array_equal(xb, xa)
         assert (nb, eb) == (na, ea)
         np.testing.assert_allclose(pb, pa, rtol=1e-12)
-    assert sum(not np.array_equal(x, y) for (x, *_), (y, *_) in zip(a[:-1], a[1:])) > 20
+    states = [x for x, *_ in a]
+    assert sum(not np.array_equal(x, y) for x, y in zip(states[:-1], states[1:], strict=True)) > 20
 
 
 def test_compiled_sweep_option_auto_switch_and_state():
