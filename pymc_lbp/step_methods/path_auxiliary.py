@@ -43,7 +43,7 @@ _log = logging.getLogger("pymc_lbp")
 KERNEL_AFTER_STEPS = 20_000
 """``compiled_kernel="auto"``: MH steps a step makes in its Python loop before it compiles the
 path kernel. The Python loop costs 50-300 us per step off pairwise blocks and the kernel's
-compilation 3-5 s, so the switch comes when the loop has taken about as long as compiling
+compilation 1-3 s warm (more in a cold compile cache), so the switch comes when the loop has taken about as long as compiling
 takes (the rent-or-buy rule), and a short run never compiles."""
 
 
@@ -366,9 +366,8 @@ class PathAuxiliaryLBP(DiscreteStep):
     def uses_compiled_kernel(self) -> bool:
         """Whether this draw runs the compiled kernel: the ``compiled_kernel`` option (with
         ``"auto"``: on blocks with categorical or integer sites, once :attr:`loop_steps`
-        reaches :data:`KERNEL_AFTER_STEPS`), except for
-        tuning draws whose number of steps follows the tuned scale under a backend that compiles
-        once per number of steps (JAX)."""
+        reaches :data:`KERNEL_AFTER_STEPS`), except for tuning draws whose number of steps
+        follows the tuned scale under a backend that compiles once per number of steps (JAX)."""
         if self.compiled_kernel is False:
             return False
         tuning = self.adaptive and self.tune
