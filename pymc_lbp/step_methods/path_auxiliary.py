@@ -43,8 +43,8 @@ _log = logging.getLogger("pymc_lbp")
 KERNEL_AFTER_STEPS = 20_000
 """``compiled_kernel="auto"``: MH steps a step makes in its Python loop before it compiles the
 path kernel. The Python loop costs 50-300 us per step off pairwise blocks and the kernel's
-compilation 1-3 s warm (more in a cold compile cache), so the switch comes when the loop has taken about as long as compiling
-takes (the rent-or-buy rule), and a short run never compiles."""
+compilation 1-3 s warm (more in a cold compile cache), so the switch comes when the loop has
+taken about as long as compiling takes (the rent-or-buy rule), and a short run never compiles."""
 
 
 @dataclass_state
