@@ -543,7 +543,26 @@ def _draws(step, model, n: int, seed: int) -> list:
     for _ in range(n):
         point, (stats,) = step.step(point)
         out.append((point["z"].copy(), stats["n_accepted"], stats["logp_evals"], stats["accept"]))
+        out[-1] += (stats["model_logp"],)  # the logp the step carries (it samples every variable)
     return out
+
+
+def test_compiled_sweep_of_exact_blocks_makes_the_numpy_draws():
+    """Exact block Gibbs on chain blocks (proposal="exact"): the compiled sweep (logp at every
+    joint state of every block, inverse-CDF draws) makes the numpy colour updates' draws."""
+    model = _sticky_hmm()
+    blocks = chain_blocks("z", 12, 3, 3)
+    with model:
+        ref = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled_sweep=False)
+        fast = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled_sweep=True)
+    assert fast.uses_compiled_sweep and ref.colours is not None
+    a, b = _draws(ref, model, 30, 5), _draws(fast, model, 30, 5)
+    for (xa, na, ea, _, la), (xb, nb, eb, _, lb) in zip(a, b, strict=True):
+        np.testing.assert_array_equal(xb, xa)
+        assert (nb, eb) == (na, ea)
+        np.testing.assert_allclose(lb, la, rtol=1e-9)
+    states = [x for x, *_ in a]
+    assert sum(not np.array_equal(x, y) for x, y in zip(states[:-1], states[1:], strict=True)) > 20
 
 
 @pytest.mark.parametrize("mode", [None, "JAX", "NUMBA"], ids=["c", "jax", "numba"])
@@ -562,10 +581,11 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
         fast = NeuralBlock([model["z"]], compiled_sweep=True, **kwargs)
     assert fast.uses_compiled_sweep and not ref.uses_compiled_sweep
     a, b = _draws(ref, model, 40, 3), _draws(fast, model, 40, 3)
-    for (xa, na, ea, pa), (xb, nb, eb, pb) in zip(a, b, strict=True):
+    for (xa, na, ea, pa, la), (xb, nb, eb, pb, lb) in zip(a, b, strict=True):
         np.testing.assert_array_equal(xb, xa)
         assert (nb, eb) == (na, ea)
         np.testing.assert_allclose(pb, pa, rtol=1e-12)
+        np.testing.assert_allclose(lb, la, rtol=1e-9)
     states = [x for x, *_ in a]
     assert sum(not np.array_equal(x, y) for x, y in zip(states[:-1], states[1:], strict=True)) > 20
 
@@ -573,16 +593,13 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
 def test_compiled_sweep_option_auto_switch_and_state():
     """ "auto" (the default) sweeps in numpy until the step has made KERNEL_AFTER_BLOCK_UPDATES
     block updates, then compiled; the count is part of the sampling state; bad values are
-    refused; exact block proposals never compile."""
+    refused."""
     from pymc_lbp.step_methods.neural_block import KERNEL_AFTER_BLOCK_UPDATES
 
     model = _sticky_hmm()
     with model:
         step = NeuralBlock([model["z"]])
         assert step.compiled_sweep == "auto" and not step.uses_compiled_sweep
-        blocks = chain_blocks("z", 12, 3, 3)
-        exact = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled_sweep=True)
-        assert not exact.sweep_compilable and not exact.uses_compiled_sweep
         for bad in ("yes", None, 1.5):
             with pytest.raises(ValueError, match="compiled_sweep must be 'auto', True or False"):
                 NeuralBlock([model["z"]], compiled_sweep=bad)

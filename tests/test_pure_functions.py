@@ -141,9 +141,9 @@ def test_draw_blocks_draws_each_block_from_its_own_mixture():
 
 
 def test_draw_blocks_never_returns_a_zero_weight_entry_when_the_uniform_rounds_up():
-    from pymc_lbp.proposals.block import _pick
+    from pymc_lbp.proposals.block import pick_index
 
     w = np.array([[0.3, 0.7, 0.0], [0.0, 1.0, 0.0]])
-    np.testing.assert_array_equal(_pick(w, np.array([1.0, 1.0])), [1, 1])
-    np.testing.assert_array_equal(_pick(w, np.array([0.0, 0.0])), [0, 1])
-    np.testing.assert_array_equal(_pick(w, np.array([0.3, 0.5])), [1, 1])
+    np.testing.assert_array_equal(pick_index(w, np.array([1.0, 1.0])), [1, 1])
+    np.testing.assert_array_equal(pick_index(w, np.array([0.0, 0.0])), [0, 1])
+    np.testing.assert_array_equal(pick_index(w, np.array([0.3, 0.5])), [1, 1])

@@ -98,7 +98,7 @@ def mixture_graph(params: Variable, weights: dict, net) -> tuple[Variable, Varia
 
 
 def _pick(weights: Variable, u: Variable) -> Variable:
-    """:func:`pymc_lbp.proposals.block._pick` as a graph."""
+    """:func:`pymc_lbp.proposals.block.pick_index` as a graph."""
     cdf = pt.cumsum(weights, axis=-1)
     above = pt.gt(cdf, (u * cdf[..., -1])[..., None])
     idx = pt.argmax(pt.cast(above, "int8"), axis=-1)
@@ -133,11 +133,44 @@ def blocks_log_prob_graph(log_w: Variable, log_tables: Variable, values: Variabl
 
 @dataclass(frozen=True)
 class ChainColour:
-    """One colour class of chain blocks: the sites of each block (``B x L``), ``K`` and ``L``."""
+    """One colour class of chain blocks: the sites of each block (``B x L``); ``K`` and ``L``
+    for neural updates, or the joint ``states`` (``S x L``) for exact ones."""
 
     sites: np.ndarray
-    n_categories: int
-    length: int
+    n_categories: int = 0
+    length: int = 0
+    states: np.ndarray | None = None
+
+    @property
+    def uniform_width(self) -> int:
+        """Uniforms per block: a component, each entry and the MH coin (neural), or one."""
+        return 1 if self.states is not None else self.length + 2
+
+
+def exact_colour_graph(x: Variable, logp: Variable, u: Variable, colour: ChainColour, logp_rows):
+    """Exact block Gibbs for every block of a class: the logp at all joint states of every
+    block (one vectorised evaluation), one inverse-CDF draw per block
+    (:meth:`NeuralBlock.colour_update`'s exact branch as a graph)."""
+    sites, states = colour.sites, colour.states
+    B, L = sites.shape
+    S = states.shape[0]
+    rows = np.repeat(np.arange(B * S), L).reshape(B * S, L)
+    cols = np.repeat(sites, S, axis=0)
+    Y = pt.set_subtensor(pt.tile(x[None, :], (B * S, 1))[rows, cols], np.tile(states, (B, 1)))
+    lp = logp_rows(Y).reshape((B, S))
+    lp = pt.switch(pt.isnan(lp), -np.inf, lp)
+    new = _pick(pt.exp(lp - pt.max(lp, axis=1, keepdims=True)), u[:, 0])
+    current = pt.argmax(pt.all(pt.eq(states[None], x[sites][:, None, :]), axis=-1), axis=1)
+    idx = pt.arange(B)
+    x_new = pt.set_subtensor(x[sites], pt.as_tensor_variable(states)[new])
+    logp_new = logp + pt.sum(lp[idx, new] - lp[idx, current])
+    return (
+        x_new,
+        logp_new,
+        pt.constant(float(B), dtype="float64"),
+        pt.constant(B, dtype="int64"),
+        pt.constant(B * S, dtype="int64"),
+    )
 
 
 def colour_update_graph(
@@ -152,6 +185,8 @@ def colour_update_graph(
     """One colour class's update (module docs, steps 1-5). ``logp_rows(Y)`` is the model logp at
     the rows of ``Y`` (a graph). Returns ``(x, logp, sum of acceptances, accepted, evaluations)``.
     """
+    if colour.states is not None:
+        return exact_colour_graph(x, logp, u, colour, logp_rows)
     K, L, sites = colour.n_categories, colour.length, colour.sites
     B = sites.shape[0]
     ref = chain_reference_states(K, L)
@@ -186,8 +221,8 @@ class CompiledChainSweep:
     """A sweep over colour classes of chain blocks in one compiled call.
 
     Called as ``(x, logp, uniforms, weights)``: ``uniforms`` one array per class, shape
-    ``(blocks, L + 2)`` (a component, each entry, the MH coin: what
-    :meth:`NeuralBlock.colour_update` takes), ``weights`` the arrays of :data:`WEIGHT_NAMES`.
+    ``(blocks, ChainColour.uniform_width)`` (what :meth:`NeuralBlock.colour_update` takes),
+    ``weights`` the arrays of :data:`WEIGHT_NAMES` (unused by exact classes).
     Returns ``(x, logp, sum of acceptances, accepted, evaluations)``.
     """
 
@@ -196,8 +231,9 @@ class CompiledChainSweep:
     ):
         x = pt.tensor("x", dtype="int64", shape=(n_sites,))
         logp = pt.scalar("logp", dtype="float64")
+        self.colours = colours
         us = [
-            pt.matrix(f"u{c}", dtype="float64", shape=(col.sites.shape[0], col.length + 2))
+            pt.matrix(f"u{c}", dtype="float64", shape=(col.sites.shape[0], col.uniform_width))
             for c, col in enumerate(colours)
         ]
         weights = {name: pt.tensor(name, dtype="float64", shape=(None,) * nd)

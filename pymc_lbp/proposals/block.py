@@ -26,6 +26,7 @@ __all__ = [
     "draw_blocks",
     "enumerate_block_states",
     "exact_block_log_probs",
+    "pick_index",
 ]
 
 
@@ -75,7 +76,7 @@ def draw_block(log_w: np.ndarray, log_tables: np.ndarray, rng: np.random.Generat
     return (u[:, None] >= cdf).sum(axis=1).astype(np.int64)
 
 
-def _pick(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+def pick_index(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF picks along the last axis: index ``j`` with probability ``weights[..., j] /
     sum`` for uniforms ``u`` (shape ``weights.shape[:-1]``); a zero weight is never picked, even
     where ``u * total`` rounds up to the total."""
@@ -108,10 +109,10 @@ def draw_blocks(log_w: np.ndarray, log_tables: np.ndarray, u: np.ndarray) -> np.
     """
     B = log_tables.shape[0]
     top = np.max(log_w, axis=1, keepdims=True)
-    k = _pick(np.exp(log_w - top), u[:, 0])
+    k = pick_index(np.exp(log_w - top), u[:, 0])
     tab = log_tables[np.arange(B), k]  # (B, D, C)
     top = tab.max(axis=-1, keepdims=True)
-    return _pick(np.exp(tab - top), u[:, 1:]).astype(np.int64)
+    return pick_index(np.exp(tab - top), u[:, 1:]).astype(np.int64)
 
 
 def block_log_prob(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarray) -> float:

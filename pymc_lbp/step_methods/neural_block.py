@@ -36,6 +36,7 @@ from pymc_lbp.proposals.block import (
     draw_blocks,
     enumerate_block_states,
     exact_block_log_probs,
+    pick_index,
 )
 from pymc_lbp.proposals.common import (
     draw_categorical,
@@ -180,19 +181,19 @@ class NeuralBlock(DiscreteStep):
     max_exact_states : int, default 65536
         Largest number of joint block states an exact update may enumerate.
     compiled_sweep : {"auto", True, False}, default "auto"
-        Where a colour-class sweep of chain blocks with a neural proposal runs (see
-        :attr:`colours`). ``True``: in one compiled call per sweep
-        (:mod:`pymc_lbp.kernels.block`: reference logps, parameters, network, proposals, their
-        logps and the MH decisions of every class, as one graph; the network weights are inputs,
-        so retraining needs no recompilation), compiled at the first draw (6-8 s warm with C on
-        12- and 80-state HMMs, 15-40 s with an empty compile cache). ``False``: numpy around
-        batched compiled logp calls (:meth:`colour_update`). The two make the same moves from
-        the same uniforms (tested); the compiled sweep is 1.5-2x faster per sweep
-        (docs/neural_block.md).
-        ``"auto"``: numpy for the step's first :data:`KERNEL_AFTER_BLOCK_UPDATES` (100,000)
+        Where a colour-class sweep of chain blocks runs (see :attr:`colours`). ``True``: in one
+        compiled call per sweep (:mod:`pymc_lbp.kernels.block`: for neural blocks reference
+        logps, parameters, network, proposals, their logps and the MH decisions, for exact ones
+        the logp at every joint state and the draws, every class in one graph; the network
+        weights are inputs, so retraining needs no recompilation), compiled at the first draw
+        (6-8 s warm with C on 12- and 80-state HMMs, 15-40 s with an empty compile cache).
+        ``False``: numpy around batched compiled logp calls (:meth:`colour_update`). The two
+        make the same moves from the same uniforms (tested); the compiled sweep is 1.5-2x
+        faster per sweep with neural proposals (docs/neural_block.md). ``"auto"``: numpy for
+        the step's first :data:`KERNEL_AFTER_BLOCK_UPDATES` (100,000)
         block updates, the compiled sweep after them (a short run never compiles; counted, not
-        timed, so a seed gives the same chain anywhere). Other units (exact blocks, random-scan
-        blocks, single sites) always run in numpy.
+        timed, so a seed gives the same chain anywhere). Random-scan units (blocks without
+        colour classes, single sites) always run in numpy.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -692,12 +693,22 @@ class NeuralBlock(DiscreteStep):
     # ------------------------------------------------------------------ compiled sweep
     @property
     def sweep_compilable(self) -> bool:
-        """Whether the sweeps can run compiled: colour classes of chain blocks, all with the
-        neural proposal, scored with the model logp."""
+        """Whether the sweeps can run compiled: colour classes of chain blocks (neural or exact
+        block updates), scored with the model logp."""
         if self.colours is None or not isinstance(self.differences, ModelLogp):
             return False
-        units = [self._units[u] for colour in self.colours for u in colour]
-        return all(u.kind == "neural" and u.chain is not None and u.free.all() for u in units)
+        for colour in self.colours:
+            units = [self._units[u] for u in colour]
+            if not all(u.free.all() and u.kind == units[0].kind for u in units):
+                return False
+            if units[0].kind == "neural" and not all(u.chain is not None for u in units):
+                return False
+            same = all(np.array_equal(u.states, units[0].states) for u in units)
+            if units[0].kind == "exact" and not same:
+                return False
+            if units[0].kind not in ("neural", "exact"):
+                return False
+        return True
 
     @property
     def uses_compiled_sweep(self) -> bool:
@@ -715,26 +726,32 @@ class NeuralBlock(DiscreteStep):
             colours = []
             for colour in self.colours:
                 units = [self._units[u] for u in colour]
-                K, L = units[0].chain
-                colours.append(ChainColour(np.stack([u.sites for u in units]), K, L))
+                sites = np.stack([u.sites for u in units])
+                if units[0].kind == "exact":
+                    colours.append(ChainColour(sites, states=units[0].states))
+                else:
+                    colours.append(ChainColour(sites, *units[0].chain))
             self._chain_sweep = CompiledChainSweep(
                 colours,
                 self.layout.n_sites,
                 self.differences.rows_graph,
-                self.proposal.net,
+                self.proposal.net if isinstance(self.proposal, NeuralProposal) else None,
                 self.differences._compile_kwargs,
             )
         return self._chain_sweep
 
     def _run_compiled_sweeps(self, x, logp, n_sweeps: int) -> tuple[np.ndarray, float, float, int]:
         sweep = self.chain_sweep
-        _, base, W0p = self.proposal._first_layer()
-        w = self.proposal.net._w64
-        weights = [base, W0p, w["W1"], w["b1"], w["W2"], w["b2"]]
+        if isinstance(self.proposal, NeuralProposal):
+            _, base, W0p = self.proposal._first_layer()
+            w = self.proposal.net._w64
+            weights = [base, W0p, w["W1"], w["b1"], w["W2"], w["b2"]]
+        else:  # exact block updates only: the network inputs are unused
+            weights = [np.zeros((1,) * nd) for nd in (1, 2, 2, 1, 2, 1)]
         total_accept, n_accepted = 0.0, 0
         for _ in range(n_sweeps):
             # the uniforms colour_update draws, in its order
-            us = [self.rng.random((len(c), self._units[c[0]].sites.size + 2)) for c in self.colours]
+            us = [self.rng.random((c.sites.shape[0], c.uniform_width)) for c in sweep.colours]
             x, logp, acc, won, evals = sweep(x, logp, us, weights)
             total_accept += acc
             n_accepted += won
@@ -792,20 +809,24 @@ class NeuralBlock(DiscreteStep):
         call for all blocks' reference states (or joint states) and one for all proposals, and
         one batched network evaluation. Returns ``(x, logp, sum of acceptances, accepted)``.
 
-        ``uniforms`` (neural blocks; drawn from ``self.rng`` when not given): shape
+        ``uniforms`` (drawn from ``self.rng`` when not given): for neural blocks shape
         ``(blocks, block size + 2)``, per block the component's uniform, one per entry, and the
-        MH coin; the compiled sweep (:mod:`pymc_lbp.kernels.block`) takes the same.
+        MH coin; for exact blocks ``(blocks, 1)``, the joint state's (inverse CDF). The
+        compiled sweep (:mod:`pymc_lbp.kernels.block`) takes the same.
         """
         units = [self._units[u] for u in colour]
         x = x.copy()
         if units[0].kind == "exact":
             states = units[0].states
-            lp = self._batched_target(units, x, states)
-            for j, unit in enumerate(units):
-                current = int(np.flatnonzero((states == x[unit.sites]).all(axis=1))[0])
-                s = draw_categorical(exact_block_log_probs(lp[j]), self.rng)
-                x[unit.sites] = states[s]
-                logp += float(lp[j, s] - lp[j, current])
+            sites = np.stack([u.sites for u in units])  # (B, block size)
+            lp = self._batched_target(units, x, states)  # (B, joint states)
+            lp = np.where(np.isnan(lp), -np.inf, lp)
+            u = self.rng.random((len(units), 1)) if uniforms is None else uniforms
+            new = pick_index(np.exp(lp - lp.max(axis=1, keepdims=True)), u[:, 0])
+            current = np.argmax((states[None] == x[sites][:, None]).all(axis=-1), axis=1)
+            rows = np.arange(len(units))
+            x[sites] = states[new]
+            logp += float(np.sum(lp[rows, new] - lp[rows, current]))
             return x, logp, float(len(units)), len(units)
         K, L = units[0].chain
         lp = self._batched_target(units, x, chain_reference_states(K, L))
