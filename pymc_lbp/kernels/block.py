@@ -11,9 +11,10 @@ reproduce move for move given the same uniforms):
 2. the blocks' chain potentials and canonical parameters
    (:func:`~pymc_lbp.motifs.chain.chain_potentials_from_reference`,
    :func:`~pymc_lbp.motifs.chain.canonical_chain_params`);
-3. the network's mixture of products for every block (the numpy forward of
-   :class:`~pymc_lbp.learning.mdn.MixtureDensityNetwork`; the weights are inputs, so a retrained
-   proposal needs no recompilation);
+3. the network's mixture of products for every block
+   (:meth:`~pymc_lbp.learning.mdn.MixtureDensityNetwork.mixture_graph_from_preactivation`, the
+   numpy forward's arithmetic; the weights are inputs, so a retrained proposal needs no
+   recompilation);
 4. every block's proposal by inverse CDF from its uniforms (a component, then each entry);
 5. the model logp at every block's proposal (one vectorised evaluation), the proposal
    log-probabilities of the new and the old values, and the one MH rule
@@ -33,21 +34,11 @@ from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.kernels.mh import mh_accept, mh_log_ratio
-from pymc_lbp.learning.mdn import _PAD_LOGIT
 from pymc_lbp.motifs.chain import BIG, CLIP, chain_reference_states
 
 WEIGHT_NAMES = ("base", "W0p", "W1", "b1", "W2", "b2")
 """The network inputs of the compiled sweep: the first layer's pre-activation at zero parameters
 (``b0`` included) and the parameters' rows of ``W0``, then the other layers."""
-
-
-def _elu(z: Variable) -> Variable:
-    return pt.switch(z > 0, z, pt.expm1(pt.minimum(z, 0.0)))
-
-
-def _log_softmax(z: Variable) -> Variable:
-    shifted = z - pt.max(z, axis=-1, keepdims=True)
-    return shifted - pt.log(pt.sum(pt.exp(shifted), axis=-1, keepdims=True))
 
 
 def chain_params_graph(lp: Variable, K: int, L: int) -> Variable:
@@ -83,18 +74,11 @@ def chain_params_graph(lp: Variable, K: int, L: int) -> Variable:
 
 def mixture_graph(params: Variable, weights: dict, net) -> tuple[Variable, Variable]:
     """``(log_w (B, Kc), log_tables (B, Kc, D, C))`` of the network ``net`` at the parameter rows
-    ``params`` (a motif without conditioning entries): its numpy forward, as a graph."""
+    ``params`` (a motif without conditioning entries): the first layer from ``base`` and
+    ``W0p``, the rest :meth:`~pymc_lbp.learning.mdn.MixtureDensityNetwork.
+    mixture_graph_from_preactivation`."""
     a0 = weights["base"] + pt.dot(params, weights["W0p"])
-    h = _elu(a0)
-    h = _elu(pt.dot(h, weights["W1"]) + weights["b1"])
-    out = pt.dot(h, weights["W2"]) + weights["b2"]
-    Kc = net.n_components
-    log_w = _log_softmax(out[:, :Kc])
-    logits = out[:, Kc : net._n_table_outputs].reshape((out.shape[0], Kc, -1))
-    pad = pt.zeros((out.shape[0], Kc, 1))
-    full = pt.concatenate([pad, logits, pad + _PAD_LOGIT], axis=-1)[..., net._index]
-    log_tables = pt.logaddexp(np.log1p(-net.epsilon) + _log_softmax(full), net._log_floor)
-    return log_w, pt.switch(net._valid, log_tables, -np.inf)
+    return net.mixture_graph_from_preactivation(a0, weights)
 
 
 def _pick(weights: Variable, u: Variable) -> Variable:

@@ -410,6 +410,26 @@ class MixtureDensityNetwork:
         return mixture_log_prob(log_w, log_tables, y[:, :D], (means, sds), y[:, D:])
 
     # ---------------------------------------------------------------- pytensor graph
+    def mixture_graph_from_preactivation(self, a0, layers: dict):
+        """:meth:`mixture_from_preactivation` as a graph (the same arithmetic): ``(log_w (n, K),
+        log_tables (n, K, D, C))`` from the first layer's pre-activation ``a0 (n, hidden)`` and
+        tensors of the other layers (``W1, b1, W2, b2``)."""
+        h = _elu_graph(a0)
+        h = _elu_graph(pt.dot(h, layers["W1"]) + layers["b1"])
+        out = pt.dot(h, layers["W2"]) + layers["b2"]
+        K = self.n_components
+
+        def log_softmax(z):
+            shifted = z - pt.max(z, axis=-1, keepdims=True)
+            return shifted - pt.log(pt.sum(pt.exp(shifted), axis=-1, keepdims=True))
+
+        log_w = log_softmax(out[:, :K])
+        logits = out[:, K : self._n_table_outputs].reshape((out.shape[0], K, -1))
+        pad = pt.zeros((out.shape[0], K, 1))
+        full = pt.concatenate([pad, logits, pad + _PAD_LOGIT], axis=-1)[..., self._index]
+        log_tables = pt.logaddexp(np.log1p(-self.epsilon) + log_softmax(full), self._log_floor)
+        return log_w, pt.switch(self._valid, log_tables, -np.inf)
+
     def log_mixture_graph(self, params: dict, u, onehot_y, v=None):
         """Mixture log-likelihood as a pytensor graph.
 

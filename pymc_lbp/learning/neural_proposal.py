@@ -189,6 +189,15 @@ class NeuralProposal:
         log_w, log_tables = self.net.mixture_from_preactivation(a0[None])
         return log_w[0], log_tables[0]
 
+    def graph_inputs(self) -> list[np.ndarray]:
+        """The arrays a compiled proposal graph takes for the current weights, in the order of
+        :data:`pymc_lbp.kernels.block.WEIGHT_NAMES`: the first layer's pre-activation at
+        all-zero conditioning values and parameters (``b0`` included), the parameters' rows of
+        ``W0``, then ``W1, b1, W2, b2`` (float64)."""
+        _, base, W0p = self._first_layer()
+        w = self.net._w64
+        return [base, W0p, w["W1"], w["b1"], w["W2"], w["b2"]]
+
     def log_prob(self, x_block: np.ndarray, x_cond: np.ndarray, params: np.ndarray) -> np.ndarray:
         """``log q(x_B | x_C, params)`` for rows of block values (the discrete entries, then
         the continuous ones), shape (n,)."""

@@ -743,9 +743,7 @@ class NeuralBlock(DiscreteStep):
     def _run_compiled_sweeps(self, x, logp, n_sweeps: int) -> tuple[np.ndarray, float, float, int]:
         sweep = self.chain_sweep
         if isinstance(self.proposal, NeuralProposal):
-            _, base, W0p = self.proposal._first_layer()
-            w = self.proposal.net._w64
-            weights = [base, W0p, w["W1"], w["b1"], w["W2"], w["b2"]]
+            weights = self.proposal.graph_inputs()
         else:  # exact block updates only: the network inputs are unused
             weights = [np.zeros((1,) * nd) for nd in (1, 2, 2, 1, 2, 1)]
         total_accept, n_accepted = 0.0, 0
