@@ -835,7 +835,7 @@ class NeuralBlock(DiscreteStep):
         )
         sites = np.stack([u.sites for u in units])  # (B, block size)
         old = x[sites]
-        # per block: a component, each entry, the MH coin (block_uniforms' columns)
+        # per block: a component's uniform, one per entry, the MH coin
         u = self.rng.random((len(units), sites.shape[1] + 2)) if uniforms is None else uniforms
         new = draw_blocks(log_w, log_tables, u[:, :-1])
         moved = np.flatnonzero((new != old).any(axis=1))
