@@ -590,7 +590,7 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
     assert sum(not np.array_equal(x, y) for x, y in zip(states[:-1], states[1:], strict=True)) > 20
 
 
-def test_compiled_sweep_option_auto_switch_and_state():
+def test_compiled_sweep_option_auto_switch_and_state(caplog):
     """ "auto" (the default) sweeps in numpy until the step has made KERNEL_AFTER_BLOCK_UPDATES
     block updates, then compiled; the count is part of the sampling state; bad values are
     refused."""
@@ -607,9 +607,11 @@ def test_compiled_sweep_option_auto_switch_and_state():
     step.block_updates = KERNEL_AFTER_BLOCK_UPDATES - 2 * per_draw
     state = step.sampling_state
     point, used = model.initial_point(), []
-    for _ in range(4):
-        used.append(step.uses_compiled_sweep)
-        point, _ = step.step(point)
+    with caplog.at_level("INFO", logger="pymc_lbp"):
+        for _ in range(4):
+            used.append(step.uses_compiled_sweep)
+            point, _ = step.step(point)
     assert used == [False, False, True, True]
+    assert f"compiling the chain sweep after {KERNEL_AFTER_BLOCK_UPDATES} block" in caplog.text
     step.sampling_state = state
     assert step.block_updates == KERNEL_AFTER_BLOCK_UPDATES - 2 * per_draw

@@ -233,7 +233,7 @@ def test_sampling_runs_the_compiled_kernel_tuning_included():
     assert len(np.unique(tuned)) > 3  # the scale adapted inside the compiled tuning draws
 
 
-def test_auto_switches_to_the_compiled_kernel_after_its_steps_and_keeps_the_count():
+def test_auto_switches_to_the_compiled_kernel_after_its_steps_and_keeps_the_count(caplog):
     """With "auto" the draws run the Python loop until the step has made KERNEL_AFTER_STEPS
     steps, then the kernel; the count is part of the sampling state (a restored state replays
     the same draws)."""
@@ -244,10 +244,12 @@ def test_auto_switches_to_the_compiled_kernel_after_its_steps_and_keeps_the_coun
     state = step.sampling_state
     point = model.initial_point()
     used = []
-    for _ in range(6):
-        used.append(step.uses_compiled_kernel)
-        point, _ = step.step(point)
+    with caplog.at_level("INFO", logger="pymc_lbp"):
+        for _ in range(6):
+            used.append(step.uses_compiled_kernel)
+            point, _ = step.step(point)
     assert used == [False, False, False, True, True, True]
+    assert "compiling the path kernel after 20005 steps" in caplog.text  # the pause is said
     assert step.loop_steps == KERNEL_AFTER_STEPS + 5
     step.sampling_state = state
     assert step.loop_steps == KERNEL_AFTER_STEPS - 25

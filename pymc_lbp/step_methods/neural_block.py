@@ -723,6 +723,12 @@ class NeuralBlock(DiscreteStep):
         """The compiled sweep (:class:`pymc_lbp.kernels.block.CompiledChainSweep`), compiled on
         first use."""
         if self._chain_sweep is None:
+            if self.compiled_sweep == "auto":  # a pause mid-run deserves a word
+                _log.info(
+                    "NeuralBlock: compiling the chain sweep after %d block updates "
+                    "(compiled_sweep='auto'; seconds, once)",
+                    self.block_updates,
+                )
             colours = []
             for colour in self.colours:
                 units = [self._units[u] for u in colour]

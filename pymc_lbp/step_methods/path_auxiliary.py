@@ -352,6 +352,13 @@ class PathAuxiliaryLBP(DiscreteStep):
         """The compiled path transition (:class:`pymc_lbp.kernels.path.CompiledPathSteps`),
         compiled on first use."""
         if self._path_kernel is None:
+            if self.compiled_kernel == "auto":  # a pause mid-run deserves a word
+                _log.info(
+                    "%s: compiling the path kernel after %d steps in the Python loop "
+                    "(compiled_kernel='auto'; seconds, once)",
+                    type(self).__name__,
+                    self.loop_steps,
+                )
             self._path_kernel = CompiledPathSteps(
                 self.differences.graph,
                 graph_balancing(self.balancing, self.log_g),
