@@ -248,3 +248,29 @@ def write_results(
     json_path.write_text(json.dumps(payload, indent=2, default=default))
     md_path.write_text(markdown)
     return json_path, md_path
+
+
+def cost_bars(
+    names: list[str], rows: list[dict], keys: list[tuple[str, str]], title: str, path: Path
+) -> None:
+    """Grouped bars, log scale, of the microsecond columns ``keys`` = [(key, label), ...], one
+    group per row (named by ``names``), saved to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9.5, 4))
+    width = 0.8 / len(keys)
+    offset = (len(keys) - 1) / 2
+    for i, (k, label) in enumerate(keys):
+        x = np.arange(len(names)) + (i - offset) * width
+        ax.bar(x, [r[k] for r in rows], width, label=label)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_yscale("log")
+    ax.set_ylabel("microseconds")
+    ax.set_title(title)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import RESULTS, machine_info, markdown_table, write_results  # noqa: E402
+from common import RESULTS, cost_bars, machine_info, markdown_table, write_results  # noqa: E402
 
 from examples.gallery import hidden_markov  # noqa: E402
 from examples.gallery._gallery import evaluate, sample  # noqa: E402
@@ -161,31 +161,15 @@ def sampling(sampler: str, draws: int, tune: int, seed: int, reference) -> dict:
 
 
 def plot(costs: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = [c for c in costs if "kernel_us" in c]
-    names = [c["target"].split(",")[0] for c in rows]
     keys = [
         ("differences_us", "one differences call"),
         ("loop_us", "Python loop, one step"),
         ("kernel_us", "compiled kernel, one step"),
         ("kernel_tune_us", "compiled kernel, one tuning step"),
     ]
-    fig, ax = plt.subplots(figsize=(9.5, 4))
-    width = 0.2
-    for i, (k, label) in enumerate(keys):
-        ax.bar(np.arange(len(names)) + (i - 1.5) * width, [c[k] for c in rows], width, label=label)
-    ax.set_xticks(np.arange(len(names)), names)
-    ax.set_yscale("log")
-    ax.set_ylabel("microseconds")
-    ax.set_title("PathAuxiliaryLBP: cost of one MH step (one core, C backend)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    title = "PathAuxiliaryLBP: cost of one MH step (one core, C backend)"
+    cost_bars([c["target"].split(",")[0] for c in rows], rows, keys, title, path)
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import machine_info, markdown_table, write_results  # noqa: E402
+from common import cost_bars, machine_info, markdown_table, write_results  # noqa: E402
 
 from examples.gallery._gallery import evaluate, pymc_default_steps, sample  # noqa: E402
 from pymc_lbp import LocallyBalanced, SelfBalancing  # noqa: E402
@@ -128,30 +128,13 @@ def sampling(module, sampler: str, draws: int, tune: int, seed: int, reference) 
 
 
 def plot(costs: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = [c["model"] for c in costs]
     keys = [
         ("sb_tune_us", "SelfBalancing, tuning step"),
         ("sb_frozen_us", "SelfBalancing, frozen step"),
         ("lb_us", "LocallyBalanced step"),
         ("pymc_us_per_site", "PyMC default, one site"),
     ]
-    fig, ax = plt.subplots(figsize=(9.5, 4))
-    width = 0.2
-    for i, (k, label) in enumerate(keys):
-        ax.bar(np.arange(len(names)) + (i - 1.5) * width, [c[k] for c in costs], width, label=label)
-    ax.set_xticks(np.arange(len(names)), names)
-    ax.set_yscale("log")
-    ax.set_ylabel("microseconds")
-    ax.set_title("Cost of one step (one core)")
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    cost_bars([c["model"] for c in costs], costs, keys, "Cost of one step (one core)", path)
 
 
 def main() -> None:
