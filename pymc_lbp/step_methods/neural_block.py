@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
@@ -691,10 +692,10 @@ class NeuralBlock(DiscreteStep):
         return clamp_mixture(log_w, log_tables, ~unit.free, z[unit.block_idx])
 
     # ------------------------------------------------------------------ compiled sweep
-    @property
+    @cached_property
     def sweep_compilable(self) -> bool:
         """Whether the sweeps can run compiled: colour classes of chain blocks (neural or exact
-        block updates), scored with the model logp."""
+        block updates), scored with the model logp (fixed at construction; checked once)."""
         if self.colours is None or not isinstance(self.differences, ModelLogp):
             return False
         for colour in self.colours:
