@@ -410,24 +410,28 @@ class MixtureDensityNetwork:
         return mixture_log_prob(log_w, log_tables, y[:, :D], (means, sds), y[:, D:])
 
     # ---------------------------------------------------------------- pytensor graph
+    def _outputs_graph(self, a0, layers: dict):
+        """The network's outputs from the first layer's pre-activation (graph)."""
+        h = _elu_graph(a0)
+        h = _elu_graph(pt.dot(h, layers["W1"]) + layers["b1"])
+        return pt.dot(h, layers["W2"]) + layers["b2"]
+
+    def _tables_graph(self, out):
+        """``(log_w, log_tables)`` from the outputs (graph); a category a variable does not have
+        keeps its floor value here (the training graph multiplies by one-hot values)."""
+        K = self.n_components
+        log_w = pt.special.log_softmax(out[:, :K], axis=-1)
+        logits = out[:, K : self._n_table_outputs].reshape((out.shape[0], K, -1))
+        zeros = pt.zeros((out.shape[0], K, 1))
+        full = pt.concatenate([zeros, logits, zeros + _PAD_LOGIT], axis=-1)[:, :, self._index]
+        log_sm = pt.special.log_softmax(full, axis=-1)
+        return log_w, pt.logaddexp(np.log1p(-self.epsilon) + log_sm, self._log_floor)
+
     def mixture_graph_from_preactivation(self, a0, layers: dict):
         """:meth:`mixture_from_preactivation` as a graph (the same arithmetic): ``(log_w (n, K),
         log_tables (n, K, D, C))`` from the first layer's pre-activation ``a0 (n, hidden)`` and
         tensors of the other layers (``W1, b1, W2, b2``)."""
-        h = _elu_graph(a0)
-        h = _elu_graph(pt.dot(h, layers["W1"]) + layers["b1"])
-        out = pt.dot(h, layers["W2"]) + layers["b2"]
-        K = self.n_components
-
-        def log_softmax(z):
-            shifted = z - pt.max(z, axis=-1, keepdims=True)
-            return shifted - pt.log(pt.sum(pt.exp(shifted), axis=-1, keepdims=True))
-
-        log_w = log_softmax(out[:, :K])
-        logits = out[:, K : self._n_table_outputs].reshape((out.shape[0], K, -1))
-        pad = pt.zeros((out.shape[0], K, 1))
-        full = pt.concatenate([pad, logits, pad + _PAD_LOGIT], axis=-1)[..., self._index]
-        log_tables = pt.logaddexp(np.log1p(-self.epsilon) + log_softmax(full), self._log_floor)
+        log_w, log_tables = self._tables_graph(self._outputs_graph(a0, layers))
         return log_w, pt.switch(self._valid, log_tables, -np.inf)
 
     def log_mixture_graph(self, params: dict, u, onehot_y, v=None):
@@ -448,16 +452,9 @@ class MixtureDensityNetwork:
         tensor, shape (n,)
             ``log q(y | u)``.
         """
-        h = _elu_graph(pt.dot(u, params["W0"]) + params["b0"])
-        h = _elu_graph(pt.dot(h, params["W1"]) + params["b1"])
-        out = pt.dot(h, params["W2"]) + params["b2"]
+        out = self._outputs_graph(pt.dot(u, params["W0"]) + params["b0"], params)
+        log_w, log_tables = self._tables_graph(out)
         K = self.n_components
-        log_w = pt.special.log_softmax(out[:, :K], axis=-1)
-        logits = out[:, K : self._n_table_outputs].reshape((u.shape[0], K, -1))
-        zeros = pt.zeros((u.shape[0], K, 1))
-        full = pt.concatenate([zeros, logits, zeros + _PAD_LOGIT], axis=-1)[:, :, self._index]
-        log_sm = pt.special.log_softmax(full, axis=-1)
-        log_tables = pt.logaddexp(np.log1p(-self.epsilon) + log_sm, self._log_floor)
         picked = pt.sum(log_tables * onehot_y[:, None, :, :], axis=(-1, -2))  # (n, K)
         if self.n_continuous:
             C, start = self.n_continuous, self._n_table_outputs
