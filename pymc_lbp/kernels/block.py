@@ -131,17 +131,24 @@ class ChainColour:
         return 1 if self.states is not None else self.length + 2
 
 
+def every_block_at(x: Variable, sites: np.ndarray, states: np.ndarray) -> Variable:
+    """Rows ``x`` with block ``b``'s sites set to state ``s``, for every block ``b`` (``sites``,
+    ``B x L``) and every row ``s`` of ``states`` (``S x L``): shape ``(B S, n)``, block-major."""
+    B, L = sites.shape
+    S = states.shape[0]
+    rows = np.repeat(np.arange(B * S), L).reshape(B * S, L)
+    cols = np.repeat(sites, S, axis=0)
+    return pt.set_subtensor(pt.tile(x[None, :], (B * S, 1))[rows, cols], np.tile(states, (B, 1)))
+
+
 def exact_colour_graph(x: Variable, logp: Variable, u: Variable, colour: ChainColour, logp_rows):
     """Exact block Gibbs for every block of a class: the logp at all joint states of every
     block (one vectorised evaluation), one inverse-CDF draw per block
     (:meth:`NeuralBlock.colour_update`'s exact branch as a graph)."""
     sites, states = colour.sites, colour.states
-    B, L = sites.shape
+    B = sites.shape[0]
     S = states.shape[0]
-    rows = np.repeat(np.arange(B * S), L).reshape(B * S, L)
-    cols = np.repeat(sites, S, axis=0)
-    Y = pt.set_subtensor(pt.tile(x[None, :], (B * S, 1))[rows, cols], np.tile(states, (B, 1)))
-    lp = logp_rows(Y).reshape((B, S))
+    lp = logp_rows(every_block_at(x, sites, states)).reshape((B, S))
     lp = pt.switch(pt.isnan(lp), -np.inf, lp)
     new = _pick(pt.exp(lp - pt.max(lp, axis=1, keepdims=True)), u[:, 0])
     current = pt.argmax(pt.all(pt.eq(states[None], x[sites][:, None, :]), axis=-1), axis=1)
@@ -176,10 +183,7 @@ def colour_update_graph(
     ref = chain_reference_states(K, L)
     R = ref.shape[0]
     # 1. the logp at every block's reference states
-    rows = np.repeat(np.arange(B * R), L).reshape(B * R, L)
-    cols = np.repeat(sites, R, axis=0)
-    Y = pt.set_subtensor(pt.tile(x[None, :], (B * R, 1))[rows, cols], np.tile(ref, (B, 1)))
-    lp_ref = logp_rows(Y).reshape((B, R))
+    lp_ref = logp_rows(every_block_at(x, sites, ref)).reshape((B, R))
     # 2-3. parameters, network, mixture
     log_w, log_tables = mixture_graph(chain_params_graph(lp_ref, K, L), weights, net)
     # 4. proposals
