@@ -301,10 +301,16 @@ def test_training_is_reproducible_from_a_seed(trained):
         np.testing.assert_array_equal(weights[0][k], weights[1][k])
 
 
-def test_sample_frequencies_match_exact_enumeration(trained):
+@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled-scan"])
+def test_sample_frequencies_match_exact_enumeration(trained, compiled):
+    """Through pm.sample, with the numpy random scan and with the compiled one."""
     network, model, prop, *_ = trained
     with model:
-        step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, compile_kwargs=FAST)
+        step = NeuralBlock(
+            model.free_RVs, blocks=BLOCKS, proposal=prop, compiled_sweep=compiled,
+            compile_kwargs=None if compiled else FAST,
+        )  # fmt: skip
+        assert step.uses_compiled_scan == compiled
         idata = pm.sample(
             draws=2000,
             tune=100,

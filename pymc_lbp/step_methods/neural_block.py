@@ -17,6 +17,7 @@ from pytensor.graph.replace import clone_replace, vectorize_graph
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.kernels.block import ChainColour, CompiledChainSweep
+from pymc_lbp.kernels.random_scan import CompiledRandomScan, ScanFactors, ScanUnits
 from pymc_lbp.learning.neural_proposal import NeuralProposal
 from pymc_lbp.models.uai.model import UAIModelInfo
 from pymc_lbp.motifs.blocks import BlockSet
@@ -33,15 +34,12 @@ from pymc_lbp.proposals.block import (
     block_log_probs,
     blocks_log_probs,
     clamp_mixture,
-    draw_block,
     draw_blocks,
     enumerate_block_states,
     exact_block_log_probs,
     pick_index,
 )
 from pymc_lbp.proposals.common import (
-    draw_categorical,
-    mh_accept,
     mh_accept_probs,
     mh_log_ratio,
     mh_log_ratios,
@@ -193,8 +191,15 @@ class NeuralBlock(DiscreteStep):
         faster per sweep with neural proposals (docs/neural_block.md). ``"auto"``: numpy for
         the step's first :data:`KERNEL_AFTER_BLOCK_UPDATES` (100,000)
         block updates, the compiled sweep after them (a short run never compiles; counted, not
-        timed, so a seed gives the same chain anywhere). Random-scan units (blocks without
-        colour classes, single sites) always run in numpy.
+        timed, so a seed gives the same chain anywhere). The random scan (blocks without
+        colour classes, single sites) follows the same option: ``True`` runs all of a draw's
+        steps in one compiled ``scan`` (:mod:`pymc_lbp.kernels.random_scan`: for motif blocks
+        the network, clamping, proposal, factor-local or model target and MH decision, for
+        exact units the target at every joint state and the draw; compiled at the first draw,
+        2.5-7 s warm with C on the 144-variable grid BN), ``False`` the numpy step
+        (:meth:`scan_step`, the same moves from the same uniforms, tested), ``"auto"`` numpy
+        for the first :data:`KERNEL_AFTER_BLOCK_UPDATES` updates. Chain blocks without colour
+        classes (parameters read from the model at every update) keep the numpy random scan.
     model, rng, initial_point, compile_kwargs, blocked
         As in PyMC's step methods.
 
@@ -336,6 +341,7 @@ class NeuralBlock(DiscreteStep):
         self.compiled_sweep = "auto" if isinstance(compiled_sweep, str) else bool(compiled_sweep)
         self.block_updates = 0
         self._chain_sweep: CompiledChainSweep | None = None
+        self._random_scan: CompiledRandomScan | None = None
         self.blockset = None if isinstance(blocks, str) else blocks
         self.proposal = proposal
         self.blocks_reason = "blocks given" if blocks is not None else "blocks=None: single sites"
@@ -763,13 +769,129 @@ class NeuralBlock(DiscreteStep):
             self._draw_evals += evals
         return x, logp, total_accept, n_accepted
 
+    # ------------------------------------------------------------------ compiled random scan
+    @cached_property
+    def scan_compilable(self) -> bool:
+        """Whether the random-scan steps can run compiled (:mod:`pymc_lbp.kernels.random_scan`):
+        every unit but chain blocks, whose parameters are read from the model at each update
+        (they run as colour-class sweeps)."""
+        return all(u.chain is None for u in self._units)
+
+    @property
+    def uses_compiled_scan(self) -> bool:
+        """Whether the next random-scan steps run compiled (the ``compiled_sweep`` option; with
+        ``"auto"``, once :attr:`block_updates` reaches :data:`KERNEL_AFTER_BLOCK_UPDATES`)."""
+        if self.compiled_sweep is False or not self.scan_compilable:
+            return False
+        return self.compiled_sweep is True or self.block_updates >= KERNEL_AFTER_BLOCK_UPDATES
+
+    def scan_units(self) -> tuple[ScanUnits, ScanFactors | None]:
+        """The units (and factor-local targets) as the padded arrays of the compiled scan;
+        positions index ``z = [x, outside values, 0]``, padding points at the last entry."""
+        units = self._units
+        U, D = len(units), self.scan_width - 3
+        dummy = self.layout.n_sites + len(self._outside)
+        M = max(u.cond_idx.size for u in units)
+        neural = np.array([u.kind == "neural" for u in units])
+        block_idx = np.full((U, D), dummy, dtype=np.int64)
+        free = np.zeros((U, D), dtype=bool)
+        cond_idx = np.full((U, M), dummy, dtype=np.int64)
+        tables: dict[bytes, int] = {}
+        state_list, state_set = [], np.zeros(U, dtype=np.int64)
+        n_states = np.zeros(U, dtype=np.int64)
+        for i, u in enumerate(units):
+            if u.kind == "neural":
+                block_idx[i, : u.block_idx.size] = u.block_idx
+                free[i, : u.free.size] = u.free
+                cond_idx[i, : u.cond_idx.size] = u.cond_idx
+                continue
+            block_idx[i, : u.sites.size] = u.sites
+            free[i, : u.sites.size] = True
+            key = u.states.tobytes() + str(u.states.shape).encode()
+            if key not in tables:
+                tables[key] = len(state_list)
+                state_list.append(u.states)
+            state_set[i], n_states[i] = tables[key], u.states.shape[0]
+        S = max((t.shape[0] for t in state_list), default=1)
+        states = np.zeros((max(len(state_list), 1), S, D), dtype=np.int64)
+        for t, st in enumerate(state_list):
+            states[t, : st.shape[0], : st.shape[1]] = st
+        scan_units = ScanUnits(neural, block_idx, free, cond_idx, states, state_set, n_states)
+        if self._factors is None:
+            return scan_units, None
+        F = max(u.factors.offsets.size for u in units)
+        R = self._factors.scope_pos.shape[1]
+        flat = np.concatenate([self._factors.flat, [0.0]])
+        offsets = np.full((U, F), flat.size - 1, dtype=np.int64)
+        positions = np.zeros((U, F, R), dtype=np.int64)
+        strides = np.zeros((U, F, R), dtype=np.int64)
+        slot = np.full((U, F, R), -1, dtype=np.int64)
+        for i, u in enumerate(units):
+            f = u.factors.offsets.size
+            offsets[i, :f] = u.factors.offsets
+            positions[i, :f] = u.factors.positions
+            strides[i, :f] = u.factors.strides
+            if u.kind != "neural":
+                for d, site in enumerate(u.sites.tolist()):
+                    slot[i, :f][u.factors.positions == site] = d
+        return scan_units, ScanFactors(flat, offsets, positions, strides, slot)
+
+    @property
+    def random_scan(self) -> CompiledRandomScan:
+        """The compiled random scan (:class:`pymc_lbp.kernels.random_scan.CompiledRandomScan`),
+        compiled on first use."""
+        if self._random_scan is None:
+            if self.compiled_sweep == "auto":  # a pause mid-run deserves a word
+                _log.info(
+                    "NeuralBlock: compiling the random scan after %d block updates "
+                    "(compiled_sweep='auto'; seconds, once)",
+                    self.block_updates,
+                )
+            units, factors = self.scan_units()
+            neural = isinstance(self.proposal, NeuralProposal)
+            self._random_scan = CompiledRandomScan(
+                units,
+                factors,
+                self.differences.rows_graph,
+                self.layout.n_sites,
+                len(self._outside),
+                self.proposal.net if neural else None,
+                self.differences._compile_kwargs,
+            )
+        return self._random_scan
+
+    def _scan_network(self) -> list[np.ndarray]:
+        """The network arrays of the compiled scan (:data:`pymc_lbp.kernels.random_scan.
+        NETWORK_NAMES`) for the current weights."""
+        if not isinstance(self.proposal, NeuralProposal):
+            return [np.zeros((1,) * nd) for nd in (2, 3, 2, 1, 2, 1)]
+        R, base, _ = self.proposal._first_layer()
+        prepared = np.zeros((len(self._units), base.size))
+        for i, u in enumerate(self._units):
+            if u.kind == "neural":
+                prepared[i] = self.proposal.prepare(u.params)
+        w = self.proposal.net._w64
+        return [prepared, R, w["W1"], w["b1"], w["W2"], w["b2"]]
+
+    def _run_compiled_scan(self, x, logp, deltas, n_steps: int) -> DrawResult:
+        noise = self.rng.random((n_steps, self.scan_width))  # the rows scan_step would draw
+        x, logp, total_accept, n_accepted, evals, last = self.random_scan(
+            x, logp, self._outside_values, noise, self._scan_network()
+        )
+        self._draw_evals += evals
+        return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, 0, {"block": [last]})
+
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """The draw's block updates: with colour classes (chain blocks, :attr:`colours`) and
         ``n_steps`` a multiple of the number of units, whole sweeps in colour order, each colour
         updated at once (:meth:`colour_update`, or all classes in one compiled call where
-        :attr:`uses_compiled_sweep`); otherwise random-scan steps (:meth:`mh_step`)."""
+        :attr:`uses_compiled_sweep`); otherwise random-scan steps (:meth:`scan_step`, or all of
+        the draw's steps in one compiled call where :attr:`uses_compiled_scan`)."""
         if self.colours is None or n_steps % len(self._units):
+            compiled = self.uses_compiled_scan
             self.block_updates += n_steps
+            if compiled:
+                return self._run_compiled_scan(x, logp, deltas, n_steps)
             return super().run_steps(x, logp, deltas, n_steps)
         n_sweeps = n_steps // len(self._units)
         evals0 = self._draw_evals
@@ -878,14 +1000,32 @@ class NeuralBlock(DiscreteStep):
         self._draw_evals += ref.shape[0]
         return canonical_chain_params(*chain_potentials_from_reference(lp, K, L))
 
+    @property
+    def scan_width(self) -> int:
+        """Uniforms per random-scan step (:meth:`scan_step`): the unit, the component (or the
+        joint state of an exact unit), one per block entry, the MH coin."""
+        return max(u.block_idx.size for u in self._units) + 3
+
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
-        u = int(self.rng.integers(len(self._units)))
-        unit = self._units[u]
-        extra = {"block": u}
+        return self.scan_step(x, logp, deltas, self.rng.random(self.scan_width))
+
+    def scan_step(
+        self, x: np.ndarray, logp: float, deltas: np.ndarray, u: np.ndarray
+    ) -> StepResult:
+        """One random-scan step from the uniforms ``u`` (:attr:`scan_width` of them): the unit
+        ``floor(u[0] * units)``; for an exact unit (or an uncovered site) the joint state by
+        inverse CDF from ``u[1]``; for a motif block the mixture's component from ``u[1]``, free
+        entry ``i`` from ``u[2 + i]`` (clamped entries keep their values), the MH coin
+        ``u[-1]``. The numpy reference of the compiled random scan
+        (:mod:`pymc_lbp.kernels.random_scan`), which takes the same uniforms."""
+        j = min(int(u[0] * len(self._units)), len(self._units) - 1)
+        unit = self._units[j]
+        extra = {"block": j}
         if unit.kind != "neural":
-            return self._exact_step(unit, x, logp, deltas, extra)
-        log_w, log_tables = self.unit_proposal(u, x)
-        new = draw_block(log_w, log_tables, self.rng)
+            return self._exact_step(unit, x, logp, deltas, extra, u[1])
+        log_w, log_tables = self.unit_proposal(j, x)
+        columns = np.concatenate(([1], 2 + np.flatnonzero(unit.free)))
+        new = draw_blocks(log_w[None], log_tables[None], u[None, columns])[0]
         old = x[unit.sites]
         if np.array_equal(new, old):
             return StepResult(x, logp, deltas, 1.0, True, evaluated=False, extra=extra)
@@ -897,21 +1037,20 @@ class NeuralBlock(DiscreteStep):
             logp_y = logp + self._local_delta(unit, x, y)
         self._draw_evals += 1
         log_q_new, log_q_old = block_log_probs(log_w, log_tables, np.stack([new, old]))
-        log_ratio = mh_log_ratio(logp, logp_y, log_q_new, log_q_old)
-        prob, accepted = mh_accept(log_ratio, self.rng)
-        if accepted:
+        prob = float(mh_accept_probs(mh_log_ratio(logp, logp_y, log_q_new, log_q_old)))
+        if u[-1] < prob:
             return StepResult(y, logp_y, deltas, prob, True, extra=extra)
         return StepResult(x, logp, deltas, prob, False, extra=extra)
 
-    def _exact_step(self, unit: _Unit, x, logp, deltas, extra) -> StepResult:
+    def _exact_step(self, unit: _Unit, x, logp, deltas, extra, u: float) -> StepResult:
         Y = np.repeat(x[None, :], unit.states.shape[0], axis=0)
         Y[:, unit.sites] = unit.states
         lp = self._target_states(unit, x, Y)
         self._draw_evals += Y.shape[0]
-        log_p = exact_block_log_probs(lp)
-        if not np.isfinite(log_p).any():  # cannot happen from a feasible x
+        lp = np.where(np.isnan(lp), -np.inf, lp)
+        if not np.isfinite(lp).any():  # cannot happen from a feasible x
             return StepResult(x, logp, deltas, 0.0, False, extra=extra)
-        s = draw_categorical(log_p, self.rng)
+        s = int(pick_index(np.exp(lp - lp.max()), np.asarray(u)))
         if unit.factors is None:
             logp_y = float(lp[s])
         else:
