@@ -18,6 +18,9 @@ path
     carries the path-length adaptation while tuning.
 block
     NeuralBlock's sweep over colour classes of chain blocks, one graph per sweep.
+random_scan
+    NeuralBlock's random-scan steps (motif blocks, exact blocks, single sites), one ``scan``
+    per draw.
 integer_jump
     The informed multiscale jump of integer sites, every integer site of a block in one call.
 loop

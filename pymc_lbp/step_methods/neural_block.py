@@ -125,8 +125,9 @@ LOGP_MODES = ("auto", "factors", "model")
 KERNEL_AFTER_BLOCK_UPDATES = 100_000
 """``compiled_sweep="auto"``: block updates a step makes in numpy before it compiles its sweep.
 A numpy block update of a chain colour class costs 25-70 us and the compiled sweep's compilation
-6-8 s, so the switch comes when numpy has taken about as long as compiling takes (the
-rent-or-buy rule), and a short run never compiles."""
+6-8 s; a numpy random-scan step 40-200 us and the compiled scan's compilation 0.5-3 s warm (16 s
+with an empty compile cache). The switch comes when numpy has taken about as long as compiling
+takes with a cold cache (the rent-or-buy rule), and a short run never compiles."""
 
 
 @dataclass_state
@@ -342,6 +343,7 @@ class NeuralBlock(DiscreteStep):
         self.block_updates = 0
         self._chain_sweep: CompiledChainSweep | None = None
         self._random_scan: CompiledRandomScan | None = None
+        self._scan_arrays: tuple | None = None  # (network version, the scan's network arrays)
         self.blockset = None if isinstance(blocks, str) else blocks
         self.proposal = proposal
         self.blocks_reason = "blocks given" if blocks is not None else "blocks=None: single sites"
@@ -865,13 +867,16 @@ class NeuralBlock(DiscreteStep):
         NETWORK_NAMES`) for the current weights."""
         if not isinstance(self.proposal, NeuralProposal):
             return [np.zeros((1,) * nd) for nd in (2, 3, 2, 1, 2, 1)]
-        R, base, _ = self.proposal._first_layer()
-        prepared = np.zeros((len(self._units), base.size))
-        for i, u in enumerate(self._units):
-            if u.kind == "neural":
-                prepared[i] = self.proposal.prepare(u.params)
-        w = self.proposal.net._w64
-        return [prepared, R, w["W1"], w["b1"], w["W2"], w["b2"]]
+        version = self.proposal.net.version
+        if self._scan_arrays is None or self._scan_arrays[0] != version:  # once per weights
+            R, base, _ = self.proposal._first_layer()
+            prepared = np.zeros((len(self._units), base.size))
+            for i, u in enumerate(self._units):
+                if u.kind == "neural":
+                    prepared[i] = self.proposal.prepare(u.params)
+            w = self.proposal.net._w64
+            self._scan_arrays = (version, [prepared, R, w["W1"], w["b1"], w["W2"], w["b2"]])
+        return self._scan_arrays[1]
 
     def _run_compiled_scan(self, x, logp, deltas, n_steps: int) -> DrawResult:
         noise = self.rng.random((n_steps, self.scan_width))  # the rows scan_step would draw
