@@ -81,7 +81,7 @@ def mixture_graph(params: Variable, weights: dict, net) -> tuple[Variable, Varia
     return net.mixture_graph_from_preactivation(a0, weights)
 
 
-def _pick(weights: Variable, u: Variable) -> Variable:
+def pick_index_graph(weights: Variable, u: Variable) -> Variable:
     """:func:`pymc_lbp.proposals.block.pick_index` as a graph."""
     cdf = pt.cumsum(weights, axis=-1)
     above = pt.gt(cdf, (u * cdf[..., -1])[..., None])
@@ -94,9 +94,11 @@ def _pick(weights: Variable, u: Variable) -> Variable:
 def draw_blocks_graph(log_w: Variable, log_tables: Variable, u: Variable) -> Variable:
     """:func:`pymc_lbp.proposals.block.draw_blocks` as a graph: ``(B, D)`` int64."""
     B = log_tables.shape[0]
-    k = _pick(pt.exp(log_w - pt.max(log_w, axis=1, keepdims=True)), u[:, 0])
+    k = pick_index_graph(pt.exp(log_w - pt.max(log_w, axis=1, keepdims=True)), u[:, 0])
     tab = log_tables[pt.arange(B), k]
-    return pt.cast(_pick(pt.exp(tab - pt.max(tab, axis=-1, keepdims=True)), u[:, 1:]), "int64")
+    return pt.cast(
+        pick_index_graph(pt.exp(tab - pt.max(tab, axis=-1, keepdims=True)), u[:, 1:]), "int64"
+    )
 
 
 def blocks_log_prob_graph(log_w: Variable, log_tables: Variable, values: Variable) -> Variable:
@@ -150,7 +152,7 @@ def exact_colour_graph(x: Variable, logp: Variable, u: Variable, colour: ChainCo
     S = states.shape[0]
     lp = logp_rows(every_block_at(x, sites, states)).reshape((B, S))
     lp = pt.switch(pt.isnan(lp), -np.inf, lp)
-    new = _pick(pt.exp(lp - pt.max(lp, axis=1, keepdims=True)), u[:, 0])
+    new = pick_index_graph(pt.exp(lp - pt.max(lp, axis=1, keepdims=True)), u[:, 0])
     current = pt.argmax(pt.all(pt.eq(states[None], x[sites][:, None, :]), axis=-1), axis=1)
     idx = pt.arange(B)
     x_new = pt.set_subtensor(x[sites], pt.as_tensor_variable(states)[new])

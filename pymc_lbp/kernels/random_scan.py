@@ -39,7 +39,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.kernels.block import _pick
+from pymc_lbp.kernels.block import pick_index_graph
 from pymc_lbp.kernels.loop import needs_static_shapes
 from pymc_lbp.kernels.mh import finite, mh_accept, mh_log_ratio
 from pymc_lbp.kernels.traces import clear_traces
@@ -149,9 +149,9 @@ def neural_update(u, z, logp, j, units: ScanUnits, factors, logp_rows, n_sites, 
     clamped = pt.sum(pt.switch(fr[None, :], 0.0, at_z), axis=1)
     lw_c = lw + clamped
     lw_c = pt.switch(pt.all(fr), lw, lw_c - _logsumexp(lw_c, 0))
-    k = _pick(pt.exp(lw_c - pt.max(lw_c)), u[1])
+    k = pick_index_graph(pt.exp(lw_c - pt.max(lw_c)), u[1])
     tab = lt[k]
-    picked = _pick(pt.exp(tab - pt.max(tab, axis=-1, keepdims=True)), u[2 : 2 + D])
+    picked = pick_index_graph(pt.exp(tab - pt.max(tab, axis=-1, keepdims=True)), u[2 : 2 + D])
     new = pt.switch(fr, pt.cast(picked, "int64"), zb)
     moved = pt.any(pt.neq(new, zb))
 
@@ -195,7 +195,7 @@ def exact_update(u, z, logp, j, units: ScanUnits, factors, logp_rows, n_sites):
         lp = _log_value(vals, factors, j)
     lp = pt.switch(pt.isnan(lp) | ~valid, -np.inf, lp)
     possible = pt.any(finite(lp))
-    s = _pick(pt.exp(lp - pt.max(lp)), u[1])
+    s = pick_index_graph(pt.exp(lp - pt.max(lp)), u[1])
     current = pt.argmax(pt.all(pt.eq(st, z[bidx][None, :]), axis=1) & valid)
     logp_y = lp[s] if factors is None else logp + lp[s] - lp[current]
     x_y = pt.set_subtensor(z[bidx], st[s])[:n_sites]
