@@ -94,6 +94,17 @@ def run_step(
     return Run(target, sampler, repeat, seconds, draws, tune, chains, e, evals, accept, jump)
 
 
+def min_time(fn, n: int, rounds: int) -> float:
+    """Seconds per unit of work: the fastest of ``rounds`` calls of ``fn``, each doing ``n``
+    units (the minimum is the least disturbed by other load)."""
+    best = np.inf
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, (time.perf_counter() - start) / n)
+    return best
+
+
 def timed_sample(model, step, draws: int, seed: int):
     """One chain of ``draws`` draws (no tuning) through ``pm.sample``; returns ``(idata,
     stamps)``, ``stamps[i]`` the seconds from the first step to the end of draw ``i``.

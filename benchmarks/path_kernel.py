@@ -39,7 +39,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from common import RESULTS, cost_bars, machine_info, markdown_table, write_results  # noqa: E402
+from common import (  # noqa: E402
+    RESULTS,
+    cost_bars,
+    machine_info,
+    markdown_table,
+    min_time,
+    write_results,
+)
 
 from examples.gallery import hidden_markov  # noqa: E402
 from examples.gallery._gallery import evaluate, sample  # noqa: E402
@@ -64,15 +71,6 @@ def targets(quick: bool) -> dict:
 
 def discrete_vars(model) -> list:
     return [v for v in model.value_vars if v.type.dtype.startswith(("int", "uint", "bool"))]
-
-
-def _min_time(fn, n: int, rounds: int) -> float:
-    best = np.inf
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, (time.perf_counter() - start) / n)
-    return best
 
 
 def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
@@ -118,14 +116,14 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
         step.run_steps(x, logp, deltas, n_steps)
         step.compiled_kernel = True
 
-    out["differences_us"] = _min_time(lambda: step.differences(x), 1, 20) * 1e6
+    out["differences_us"] = min_time(lambda: step.differences(x), 1, 20) * 1e6
     times = {"loop_us": [], "kernel_us": [], "kernel_tune_us": []}
     for _ in range(rounds):  # interleaved: load changes hit all three alike
-        times["loop_us"].append(_min_time(loop_run, n_steps, 1))
-        times["kernel_us"].append(_min_time(frozen_run, n_steps, 1))
+        times["loop_us"].append(min_time(loop_run, n_steps, 1))
+        times["kernel_us"].append(min_time(frozen_run, n_steps, 1))
         step.tune = True
         step.fixed_path_scale = None
-        times["kernel_tune_us"].append(_min_time(tune_run, n_steps, 1))
+        times["kernel_tune_us"].append(min_time(tune_run, n_steps, 1))
         step.tune = False
         step.fixed_path_scale = 3.0
     for key, vals in times.items():

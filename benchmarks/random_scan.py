@@ -41,6 +41,7 @@ from common import (  # noqa: E402
     cost_bars,
     machine_info,
     markdown_table,
+    min_time,
     timed_sample,
     write_results,
 )
@@ -71,15 +72,6 @@ def make_step(model, network, units: str, mode: str | None, compiled):
     return NeuralBlock(model.free_RVs, blocks=uai_grid_blocks(network), proposal=proposal, **kw)
 
 
-def _min_time(fn, n: int, rounds: int) -> float:
-    best = np.inf
-    for _ in range(rounds):
-        start = time.perf_counter()
-        fn()
-        best = min(best, (time.perf_counter() - start) / n)
-    return best
-
-
 def step_costs(label: str, units: str, n_steps: int, rounds: int) -> dict:
     network, evidence, _ = load(label)
     model = read_uai(network, evidence, seed=0)
@@ -103,7 +95,7 @@ def step_costs(label: str, units: str, n_steps: int, rounds: int) -> dict:
             step, x, logp = steps[mode]
             noise = rng.random((n_steps, step.scan_width))
             args = (x, logp, step._outside_values, noise, step._scan_network())
-            times[f"{mode or 'C'}_us"].append(_min_time(lambda s=step, a=args: s.random_scan(*a),
+            times[f"{mode or 'C'}_us"].append(min_time(lambda s=step, a=args: s.random_scan(*a),
                                                         n_steps, 1))  # fmt: skip
         step, x, logp = steps[None]
         noise = rng.random((n_steps // 4, step.scan_width))
@@ -112,7 +104,7 @@ def step_costs(label: str, units: str, n_steps: int, rounds: int) -> dict:
             for row in noise:
                 step.scan_step(x, logp, np.zeros(0), row)
 
-        times["numpy_us"].append(_min_time(loop, len(noise), 1))
+        times["numpy_us"].append(min_time(loop, len(noise), 1))
     for key, vals in times.items():
         out[key] = float(np.min(vals)) * 1e6
     out["speed_up_C"] = out["numpy_us"] / out["C_us"]

@@ -720,25 +720,34 @@ class NeuralBlock(DiscreteStep):
                 return False
         return True
 
-    @property
-    def uses_compiled_sweep(self) -> bool:
-        """Whether the next sweeps run compiled (the ``compiled_sweep`` option; with
-        ``"auto"``, once :attr:`block_updates` reaches :data:`KERNEL_AFTER_BLOCK_UPDATES`)."""
-        if self.compiled_sweep is False or not self.sweep_compilable:
+    def _compiles_now(self, compilable: bool) -> bool:
+        """The ``compiled_sweep`` option for a path that can compile: ``True`` always,
+        ``"auto"`` once :attr:`block_updates` reaches :data:`KERNEL_AFTER_BLOCK_UPDATES`."""
+        if self.compiled_sweep is False or not compilable:
             return False
         return self.compiled_sweep is True or self.block_updates >= KERNEL_AFTER_BLOCK_UPDATES
+
+    def _announce_compile(self, what: str) -> None:
+        """With ``"auto"`` the compilation comes mid-run: a pause of seconds deserves a word."""
+        if self.compiled_sweep == "auto":
+            _log.info(
+                "NeuralBlock: compiling the %s after %d block updates "
+                "(compiled_sweep='auto'; seconds, once)",
+                what,
+                self.block_updates,
+            )
+
+    @property
+    def uses_compiled_sweep(self) -> bool:
+        """Whether the next sweeps run compiled (:meth:`_compiles_now`)."""
+        return self._compiles_now(self.sweep_compilable)
 
     @property
     def chain_sweep(self) -> CompiledChainSweep:
         """The compiled sweep (:class:`pymc_lbp.kernels.block.CompiledChainSweep`), compiled on
         first use."""
         if self._chain_sweep is None:
-            if self.compiled_sweep == "auto":  # a pause mid-run deserves a word
-                _log.info(
-                    "NeuralBlock: compiling the chain sweep after %d block updates "
-                    "(compiled_sweep='auto'; seconds, once)",
-                    self.block_updates,
-                )
+            self._announce_compile("chain sweep")
             colours = []
             for colour in self.colours:
                 units = [self._units[u] for u in colour]
@@ -782,11 +791,8 @@ class NeuralBlock(DiscreteStep):
 
     @property
     def uses_compiled_scan(self) -> bool:
-        """Whether the next random-scan steps run compiled (the ``compiled_sweep`` option; with
-        ``"auto"``, once :attr:`block_updates` reaches :data:`KERNEL_AFTER_BLOCK_UPDATES`)."""
-        if self.compiled_sweep is False or not self.scan_compilable:
-            return False
-        return self.compiled_sweep is True or self.block_updates >= KERNEL_AFTER_BLOCK_UPDATES
+        """Whether the next random-scan steps run compiled (:meth:`_compiles_now`)."""
+        return self._compiles_now(self.scan_compilable)
 
     def scan_units(self) -> tuple[ScanUnits, ScanFactors | None]:
         """The units (and factor-local targets) as the padded arrays of the compiled scan;
@@ -844,12 +850,7 @@ class NeuralBlock(DiscreteStep):
         """The compiled random scan (:class:`pymc_lbp.kernels.random_scan.CompiledRandomScan`),
         compiled on first use."""
         if self._random_scan is None:
-            if self.compiled_sweep == "auto":  # a pause mid-run deserves a word
-                _log.info(
-                    "NeuralBlock: compiling the random scan after %d block updates "
-                    "(compiled_sweep='auto'; seconds, once)",
-                    self.block_updates,
-                )
+            self._announce_compile("random scan")
             units, factors = self.scan_units()
             neural = isinstance(self.proposal, NeuralProposal)
             self._random_scan = CompiledRandomScan(
@@ -1006,10 +1007,11 @@ class NeuralBlock(DiscreteStep):
         self._draw_evals += ref.shape[0]
         return canonical_chain_params(*chain_potentials_from_reference(lp, K, L))
 
-    @property
+    @cached_property
     def scan_width(self) -> int:
         """Uniforms per random-scan step (:meth:`scan_step`): the unit, the component (or the
-        joint state of an exact unit), one per block entry, the MH coin."""
+        joint state of an exact unit), one per block entry, the MH coin (the units are fixed at
+        construction; read at every step)."""
         return max(u.block_idx.size for u in self._units) + 3
 
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
