@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
+import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
+from pymc.blocking import DictToArrayBijection
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced
 from pymc_lbp.proposals.balancing import resolve_balancing
@@ -65,10 +68,73 @@ def test_bad_differences_option():
 
 
 def test_start_point_with_minus_inf_logp():
-    with pm.Model():
+    """An impossible start is judged at the first draw, where pm.sample gives it (issue #28,
+    item 4): the step builds, the draw refuses with the documented ValueError."""
+    with pm.Model() as model:
         z = pm.Categorical("z", p=[0.5, 0.5, 0.0], initval=2)
-        with pytest.raises(ValueError, match="starting point has log-probability -inf"):
-            LocallyBalanced([z])
+        step = LocallyBalanced([z])
+    q0 = DictToArrayBijection.map({"z": np.array(2)})
+    with model, pytest.raises(ValueError, match="starting point has log-probability -inf"):
+        step.astep(q0)
+
+
+def _no_adjacent_ones():
+    """Five Bernoulli(0.6) sites, no two adjacent ones: the default start (all ones) is
+    impossible."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.6, shape=5)
+        pm.Potential("no_adjacent", pt.switch(pt.any(x[:-1] * x[1:]), -np.inf, 0.0))
+    states = np.array(list(itertools.product([0, 1], repeat=5)))
+    ok = ~np.any(states[:, :-1] * states[:, 1:], axis=1)
+    w = np.where(ok, 0.6 ** states.sum(1) * 0.4 ** (5 - states.sum(1)), 0.0)
+    return model, (w / w.sum()) @ states
+
+
+@pytest.mark.parametrize("cls", [LocallyBalanced, GibbsWithGradients])
+def test_initvals_mend_an_impossible_default_start(cls):
+    """The advice of the start error works: a step built at an impossible default start
+    samples from pm.sample(initvals=...) (before: the step refused at construction, so
+    initvals could not help), and matches the enumerated marginals."""
+    model, exact = _no_adjacent_ones()
+    assert not np.isfinite(model.compile_logp()(model.initial_point()))
+    with model:
+        step = cls([model["x"]])
+        idata = pm.sample(
+            600,
+            tune=100,
+            chains=1,
+            step=[step],
+            initvals={"x": np.zeros(5, dtype=np.int64)},
+            random_seed=3,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+        xs = idata.posterior["x"].values[0]
+        assert not np.any(xs[:, :-1] * xs[:, 1:])
+        ess = az.ess(idata.posterior["x"].astype(float))["x"].values
+        se = np.sqrt(exact * (1 - exact) / ess)
+        assert np.all(np.abs(xs.mean(0) - exact) < 5 * se), (xs.mean(0), exact)
+        # without initvals the first draw says what is wrong and what to do
+        with pytest.raises(ValueError, match="Give a feasible start via pm.sample"):
+            pm.sample(5, tune=5, chains=1, step=[cls([model["x"]])], progressbar=False)
+
+
+def test_categorical_start_out_of_range_names_the_variable():
+    """A categorical start outside 0..K-1 is a ValueError naming the variable and the site,
+    not an IndexError from the neighbour code (issue #28, item 3), whether given to the step or
+    through pm.sample(initvals=...) after register()."""
+    import pymc_lbp
+
+    with pm.Model():
+        c = pm.Categorical("c", p=[0.2, 0.3, 0.5], shape=2)
+        with pytest.raises(ValueError, match=r"c\[0\] = 5, which is not a value of 'c'"):
+            LocallyBalanced([c], initial_point={"c": np.array([5, 0])})
+        pymc_lbp.register()
+        try:
+            with pytest.raises(ValueError, match=r"c\[0\] = 5.*categorical: 0 \.\. 2"):
+                pm.sample(5, tune=5, chains=1, initvals={"c": np.array([5, 0])})
+        finally:
+            pymc_lbp.unregister()
 
 
 def test_minus_inf_neighbours_are_never_visited():

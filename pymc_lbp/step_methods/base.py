@@ -34,7 +34,12 @@ from pymc_lbp.kernels.pairwise import PairwiseSteps, pairwise_steps
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.proposals.balancing import log_sqrt
 from pymc_lbp.proposals.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent, uses_support_gibbs
-from pymc_lbp.target.differences_choice import DifferencesChoice, choose, probe_first_order
+from pymc_lbp.target.differences_choice import (
+    DifferencesChoice,
+    TuningRecheck,
+    choose,
+    probe_first_order,
+)
 from pymc_lbp.target.local_differences import greedy_colouring, site_pieces
 from pymc_lbp.target.neighbours import (
     BINARY,
@@ -185,7 +190,9 @@ class DiscreteStep(ArrayStepShared):
         How neighbour log-probability differences are computed: exact (local terms or one logp
         evaluation per neighbour, batched), first-order from the relaxed logp's gradient (one
         evaluation per step), or "auto": first-order where they are measured to track the exact
-        ones from the start point, exact otherwise (the rule:
+        ones from the start point and, while tuning, again from where the chain is (a step whose
+        first-order proposals stop tracking them switches to exact ones for good), exact
+        otherwise (the rule:
         :mod:`pymc_lbp.target.differences_choice`). The choice is in :attr:`differences_choice`
         (with its reason and measurements), logged (logger ``"pymc_lbp"``, INFO), and recorded in
         the stat ``exact_differences``.
@@ -265,6 +272,8 @@ class DiscreteStep(ArrayStepShared):
         self._check_block_options(self.layout, specs)
         shared = pm.make_shared_replacements(initial_point, vars, model)
         self._x0 = self._state_vector(initial_point)
+        self._check_values(self._x0, "the start point given to the step")
+        self._recheck: TuningRecheck | None = None  # set where "auto" chose first-order ones
         self._site_pieces = None  # the dependency analysis, when the independence check ran it
         self.independent_sites = self._sites_are_independent(model, initial_point, specs, shared)
         jumps_only = self._draws_are_jumps_only()
@@ -453,9 +462,13 @@ class DiscreteStep(ArrayStepShared):
                         stacklevel=4,
                     )
             return grad
-        choice = choose(probe_first_order(grad, self._x0, log_g), layout.n_slots)
+        probe = probe_first_order(grad, self._x0, log_g)
+        choice = choose(probe, layout.n_slots)
         self.differences_choice = choice._replace(reason=choice.reason + piecewise)
         if choice.kind == "gradient":
+            # measured again where the chain is (differences_choice.TuningRecheck)
+            self._recheck = TuningRecheck(grad, log_g, layout.n_slots, measured=probe is not None)
+            self._exact_args = (model, specs, layout, shared, compile_kwargs, bal)
             return grad
         return self._exact_differences(model, specs, layout, shared, compile_kwargs, bal)
 
@@ -639,23 +652,85 @@ class DiscreteStep(ArrayStepShared):
         )
 
     def _check_start(self, initial_point: dict) -> None:
+        """Note whether the construction's start is feasible; the start is judged at the first
+        draw, where ``pm.sample`` gives it (:meth:`_judge_start`), so that
+        ``pm.sample(initvals=...)`` can mend a default start of probability zero."""
         for name, shared in self.shared.items():
             shared.set_value(initial_point[name])
         x = self._state_vector(initial_point)
+        self.differences.refresh_bounds(x)
+        self._judge_at_first_draw = True
+        if not np.isfinite(self.differences.logp(x)):
+            _log.info(
+                "%s on %s: the start point given at construction has probability zero; the "
+                "start pm.sample gives (initvals=...) is judged at the first draw.",
+                type(self).__name__,
+                self.var_names,
+            )
+
+    def _check_values(self, x: np.ndarray, where: str) -> None:
+        """A ``ValueError`` naming the variable when a site holds no value of its own (a
+        categorical value outside ``0 .. K - 1``, a binary one not 0 or 1)."""
+        bad = self.layout.outside_categories(x)
+        if bad.size == 0:
+            return
+        site = int(bad[0])
+        spec = next(s for s in self.specs if s.offset <= site < s.offset + s.size)
+        index = np.unravel_index(site - spec.offset, spec.shape) if spec.shape else ()
+        at = f"{spec.name}[{', '.join(map(str, index))}]" if index else spec.name
+        values = "0 or 1" if spec.kind == "binary" else f"0 .. {spec.n_categories - 1}"
+        raise ValueError(
+            f"{type(self).__name__}: {where} has {at} = {int(x[site])}, which is not a value of "
+            f"{spec.name!r} ({spec.kind}: {values}); {bad.size} site(s) of the block are out of "
+            "range. Give a start inside the support (pm.sample(initvals=...))."
+        )
+
+    def _judge_start(self, x: np.ndarray) -> None:
+        """The first draw's start (what ``pm.sample`` gives, ``initvals`` included): every site
+        within its values and a finite logp, else a ``ValueError`` that says so."""
+        self._check_values(x, "the start point")
         self.differences.refresh_bounds(x)
         logp = self.differences.logp(x)
         if not np.isfinite(logp):
             raise ValueError(
                 f"{type(self).__name__}: the starting point has log-probability {logp} "
-                f"(variables {[s.name for s in self.specs]}). Give a feasible start via "
-                "pm.sample(initvals=...) or the variables' initval."
+                f"(variables {list(self.var_names)}, other variables at their current values). "
+                "Give a feasible start via pm.sample(initvals=...) or the variables' initval."
             )
+        self._judge_at_first_draw = False
+
+    def _recheck_differences(self, x: np.ndarray) -> None:
+        """Measure a first-order choice again from ``x`` (see
+        :class:`~pymc_lbp.target.differences_choice.TuningRecheck`); switch to exact
+        differences for good when the rule says so."""
+        recheck = self._recheck
+        choice = recheck.check(x, self._tune_draws)
+        if choice.kind == "gradient":
+            return
+        self.differences_choice = choice
+        self.differences = self._exact_differences(*self._exact_args)
+        self.differences_kind = self.differences.kind
+        self.differences_reason = choice.reason
+        self._recheck = self._exact_args = None
+        self._differences_changed()
+        _log.info(
+            "%s on %s: switched to exact neighbour differences (%s).",
+            type(self).__name__,
+            self.var_names,
+            choice.reason,
+        )
+
+    def _differences_changed(self) -> None:
+        """Drop what was compiled from the previous differences (subclasses' kernels)."""
 
     # -- the PyMC contract ----------------------------------------------------------------------
     def reset_tuning(self) -> None:
-        """Restore the untuned settings (a step reused for a new chain starts fresh)."""
+        """Restore the untuned settings (a step reused for a new chain starts fresh; its start
+        is judged at its first draw). Exact differences chosen while tuning an earlier chain
+        are kept: they are right everywhere."""
         self.tune = True
         self._reset_tuning_record()
+        self._judge_at_first_draw = True
 
     def stop_tuning(self) -> None:
         """End tuning: adapted settings are frozen from now on.
@@ -722,6 +797,10 @@ class DiscreteStep(ArrayStepShared):
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         x0 = np.asarray(q0.data, dtype=np.int64)
         x = x0.copy()
+        if self._judge_at_first_draw:
+            self._judge_start(x)
+        if self._recheck is not None and self._recheck.due(self._tune_draws, self.tune):
+            self._recheck_differences(x)
         n_steps = self.steps_per_draw
         if n_steps:
             self.differences.refresh_bounds(x)

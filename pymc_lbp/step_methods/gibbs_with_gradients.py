@@ -27,7 +27,8 @@ class GibbsWithGradients(LocallyBalanced):
         first-order ones and run by the numba kernel with no model evaluation per step
         (:mod:`pymc_lbp.target.pairwise`; the step is then :class:`LocallyBalanced` with
         ``g = sqrt``); elsewhere first-order differences where they are measured to track the
-        exact ones from the start point (always on logps multilinear in the block), exact ones
+        exact ones from the start point and again during tuning where the chain is (a step
+        whose first-order proposals stop tracking them switches for good), exact ones
         otherwise (see :mod:`pymc_lbp.target.differences_choice` for the rule); "gradient":
         first-order or a ``NotRelaxableError``; "exact": exact ones (the couplings where they
         apply).

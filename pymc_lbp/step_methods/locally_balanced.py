@@ -43,7 +43,8 @@ class LocallyBalanced(DiscreteStep):
         Exact neighbour differences (one logp evaluation per neighbour, batched, or local
         terms), first-order ones from the relaxed logp (one logp and one gradient evaluation per
         step; see :class:`GibbsWithGradients`), or "auto": first-order where they are measured to
-        track the exact ones from the start point, exact otherwise
+        track the exact ones from the start point and again during tuning where the chain is
+        (switching for good to exact ones where they stop), exact otherwise
         (:mod:`pymc_lbp.target.differences_choice`). On a pairwise binary block (every logp term
         touches at most two of its sites) "auto" and "exact" take the exact differences from its
         couplings, and a draw's steps run in one numba call without model evaluations
@@ -141,6 +142,10 @@ class LocallyBalanced(DiscreteStep):
                 self._compile_kwargs,
             )
         return self._kernel
+
+    def _differences_changed(self) -> None:
+        self._kernel = None
+        self._cache_key = self._cache = None
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """All ``n_steps`` transitions in one call of the compiled kernel

@@ -369,6 +369,10 @@ class PathAuxiliaryLBP(DiscreteStep):
             )
         return self._path_kernel
 
+    def _differences_changed(self) -> None:
+        self._path_kernel = None
+        self._weights_cache = None
+
     @property
     def uses_compiled_kernel(self) -> bool:
         """Whether this draw runs the compiled kernel: the ``compiled_kernel`` option (with

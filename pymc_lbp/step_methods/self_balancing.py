@@ -367,6 +367,9 @@ class SelfBalancing(DiscreteStep):
         self._g_params.set_value(self._adam.params)
         return self._kernel
 
+    def _differences_changed(self) -> None:
+        self._kernel = self._g_params = self._batched_rows = None
+
     @property
     def batched_rows(self) -> BatchedRows:
         """The particles evaluated in one compiled call

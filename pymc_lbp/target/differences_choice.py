@@ -31,6 +31,19 @@ the model has no differentiable extension                exact         (see
 :mod:`pymc_lbp.target.relax`)
 ======================================================  ============  =========================
 
+**Checked again where the chain is.** A start point can hide what first-order differences miss:
+in a spike-and-slab regression written ``dot(X, g * b)`` the logp is quadratic in the indicators
+``g`` (``g_j^2 b_j^2 |X_j|^2``), yet at the start, where ``b`` sits at 0, no difference depends on
+``g`` and first-order differences equal the exact ones at every move. Once NUTS moves ``b`` they
+are useless (acceptance near 0). Nothing about the logp's form is claimed from a probe, so a
+first-order choice is measured again (:class:`TuningRecheck`) during tuning, at the tuning draws
+``1, 2, 4, 8, ...`` (:func:`recheck_due`: after the other steps have moved their variables), by the
+same probe run from the chain's current state with the other variables where they are now, and
+the same rule: a step whose first-order proposals stop tracking the exact ones switches to exact
+differences for good (an INFO log line says when and why; ``step.differences_choice`` then holds
+the new choice). A start of probability zero (measured nothing) is measured at the first draw,
+tuning or not. Exact differences, once chosen, are never replaced: they are right everywhere.
+
 The decision and its reason are logged (logger ``"pymc_lbp"``, INFO), kept as
 ``step.differences_choice`` (a :class:`DifferencesChoice`), ``step.differences_kind`` and
 ``step.differences_reason``, and every draw records the stat ``exact_differences``.
@@ -220,8 +233,8 @@ def choose(probe: Probe | None, n_slots: int) -> DifferencesChoice:
         return DifferencesChoice(
             "gradient",
             f"first-order differences equal the exact ones at all {probe.n_compared} probed "
-            "moves (as they do wherever the logp is multilinear in the block): one logp and one "
-            "gradient evaluation per step",
+            "moves: one logp and one gradient evaluation per step (measured again during "
+            "tuning, where the chain is)",
             *args,
         )
     if n_slots <= SMALL_BLOCK_SLOTS:
@@ -246,6 +259,57 @@ def choose(probe: Probe | None, n_slots: int) -> DifferencesChoice:
     )
 
 
+def recheck_due(tune_draws: int) -> bool:
+    """Whether a first-order choice is measured again before tuning draw ``tune_draws``
+    (counted from 0): at draws ``1, 2, 4, 8, ...``, so about ``log2(tune)`` probes in all, the
+    first after every other step has moved its variables once."""
+    return tune_draws >= 1 and tune_draws & (tune_draws - 1) == 0
+
+
+class TuningRecheck:
+    """A first-order choice of ``differences="auto"``, measured again while the chain runs.
+
+    Parameters
+    ----------
+    gradient : GradientDifferences
+        The step's first-order differences (their compiled call also gives the exact logp at a
+        neighbour, the probe's reference).
+    log_g : callable
+        Balancing function of the probe chain.
+    n_slots : int
+        Moves of the block (the rule's small-block case).
+    measured : bool
+        Whether the construction probe measured anything (False: the start had probability
+        zero, so the first draw is probed whether tuning or not).
+    """
+
+    def __init__(self, gradient, log_g, n_slots: int, *, measured: bool):
+        self.gradient = gradient
+        self.log_g = log_g
+        self.n_slots = int(n_slots)
+        self.measured = bool(measured)
+        self.n_checks = 0
+
+    def due(self, tune_draws: int, tuning: bool) -> bool:
+        """Whether to probe before this draw (``tune_draws`` tuning draws made so far)."""
+        if not self.measured:
+            return True
+        return tuning and recheck_due(tune_draws)
+
+    def check(self, x: np.ndarray, draw: int) -> DifferencesChoice:
+        """Probe from ``x`` (the other variables at their current values) and apply
+        :func:`choose`; the reason says at which draw the choice was made."""
+        probe = probe_first_order(self.gradient, x, self.log_g, seed=PROBE_SEED + draw + 1)
+        self.n_checks += 1
+        where = "at the first draw" if not self.measured else f"at tuning draw {draw}"
+        self.measured = True
+        choice = choose(probe, self.n_slots)
+        return choice._replace(
+            reason=f"{where}, from the chain's current state with the other variables where "
+            f"they are now: {choice.reason}"
+        )
+
+
 __all__ = [
     "MIN_ACCEPTANCE",
     "PROBE_SLOTS",
@@ -254,7 +318,9 @@ __all__ = [
     "SMALL_BLOCK_SLOTS",
     "DifferencesChoice",
     "Probe",
+    "TuningRecheck",
     "choose",
     "compare_at",
     "probe_first_order",
+    "recheck_due",
 ]

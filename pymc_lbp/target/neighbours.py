@@ -217,6 +217,15 @@ class BlockLayout:
         self.lower = np.asarray(lower, dtype=float)
         self.upper = np.asarray(upper, dtype=float)
 
+    def outside_categories(self, x: np.ndarray) -> np.ndarray:
+        """Sites whose value in ``x`` is no value of theirs: a binary site not 0 or 1, a
+        categorical one outside ``0 .. K - 1`` (integer sites' supports may depend on other
+        variables: the logp judges them)."""
+        x = np.asarray(x)
+        binary_bad = (self.site_kind == BINARY) & ((x < 0) | (x > 1))
+        cat_bad = (self.site_kind == CATEGORICAL) & ((x < 0) | (x >= self.site_ncat))
+        return np.flatnonzero(binary_bad | cat_bad)
+
     def candidates(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """New value and validity of every slot's move from state ``x``."""
         xs = x[self.slot_site]
