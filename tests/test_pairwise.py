@@ -420,3 +420,52 @@ def test_order_probability_in_log_space_agrees_and_survives_underflow():
     sites = np.array([0, 1, 2])
     expected = (0.0 - np.logaddexp.reduce(log_w)) + (-900.0 - np.logaddexp(-900.0, -901.0)) + 0.0
     assert log_prob_order_log(log_w, lin, lin.sum(), sites) == pytest.approx(expected, rel=1e-12)
+
+
+def _ring_model(writing: str) -> pm.Model:
+    """A 6-site Ising ring written the ways the docs' table of the pairwise path lists."""
+    ring = np.array([(i, (i + 1) % 6) for i in range(6)])
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", 0.5, shape=6)
+        s = 2 * x - 1
+        if writing == "data_edges":
+            edges = pm.Data("edges", ring)
+            pm.Potential("ring", 0.4 * pt.sum(s[edges[:, 0]] * s[edges[:, 1]]))
+            return model
+        coupling = pm.HalfNormal("beta", 1.0) if writing == "continuous_coupling" else 0.4
+        pm.Potential("ring", coupling * pt.sum(s[ring[:, 0]] * s[ring[:, 1]]))
+        if writing == "masked_observed":
+            y = np.ma.masked_invalid(np.array([0.1, np.nan, 0.3, 1.0, np.nan, -1.0]))
+            pm.Normal("y", s, 1.0, observed=y)
+    return model
+
+
+@pytest.mark.parametrize(
+    "writing, pairwise",
+    [
+        ("constant_edges", True),
+        ("continuous_coupling", True),
+        ("masked_observed", True),
+        ("data_edges", False),
+    ],
+)
+def test_which_writings_take_the_pairwise_path(writing, pairwise):
+    """The table in docs/differences.md ("Which models take it"): constant edge lists,
+    couplings that depend on a variable NUTS samples and masked observations take the pairwise
+    path; an edge list held in ``pm.Data`` does not (the analysis needs constant indices)."""
+    model = _ring_model(writing)
+    with model:
+        step = LocallyBalanced([model["x"]])
+    assert (getattr(step.differences, "method", None) == "pairwise") is pairwise, (
+        step.differences_reason
+    )
+
+
+def test_float32_takes_the_pairwise_path():
+    import pytensor
+
+    with pytensor.config.change_flags(floatX="float32"):
+        model = _ring_model("constant_edges")
+        with model:
+            step = LocallyBalanced([model["x"]])
+    assert step.differences.method == "pairwise"
