@@ -6,12 +6,15 @@ symmetric offsets ``D = {-2^J, ..., -1, +1, ..., +2^J}`` with probability propor
 ``g(pi(y) / pi(x))``, values outside the site's support weighted 0, and the MH correction with
 the reverse offset ``-d``.
 
-Here ``J`` is one exponent for the whole block (the largest any integer site needs), not the
-site's own: an offset larger than ``2^J_site >= width`` always leaves the site's support, so its
-weight is 0 from every state and the proposal is the reference's, offset for offset. Given the
-same two uniforms per site (offset by inverse CDF, then the MH coin), the graph makes the
-reference's decisions. The support comes from the model's bounds at the current state (they may
-depend on other sites of the block, never on the site itself).
+Here ``J`` is one exponent for the whole block (the largest any integer site needs, up to
+:data:`~pymc_lbp.proposals.integer_jumps.LARGEST_SCALE_EXPONENT`; on unbounded supports the step
+grows it while tuning and compiles the jumps again), not the site's own: an offset larger than
+``2^J_site >= width`` always leaves the site's support, so its weight is 0 from every state and
+the proposal is the reference's, offset for offset. Given the same two uniforms per site (offset
+by inverse CDF, then the MH coin), the graph makes the reference's decisions. The support comes
+from the model's bounds at the current state (they may depend on other sites of the block, never
+on the site itself); an offset whose sum would overflow ``int64`` is outside it
+(:func:`shifted`, as the reference's :func:`pymc_lbp.proposals.integer_jumps.shifted`).
 
 :func:`support_gibbs` is the graph of :func:`pymc_lbp.proposals.integer_jumps.support_gibbs`: a
 site with a small fixed support drawn from its full conditional over the support (one uniform, the
@@ -69,11 +72,29 @@ class JumpInfo(NamedTuple):
     distance: Variable  # |y - x| if accepted, else 0
 
 
+_INT64 = np.iinfo(np.int64)
+
+
+def shifted(value: Variable, d: Variable) -> tuple[Variable, Variable]:
+    """``value + d`` without ``int64`` overflow, as a graph (broadcasting).
+
+    Returns
+    -------
+    values : int64 tensor
+        ``value + d`` where it is an ``int64``, ``value`` elsewhere.
+    representable : bool tensor
+        Where ``value + d`` is an ``int64``; elsewhere the offset leaves every support.
+    """
+    up, down = pt.maximum(d, 0), pt.minimum(d, 0)  # each side tested without overflowing itself
+    representable = pt.le(value, _INT64.max - up) & pt.ge(value, _INT64.min - down)
+    return value + pt.switch(representable, d, 0), representable
+
+
 def _log_weights(x, logp_x, site, d, site_logp, lower, upper, log_g):
     """``(values, logp(x), balanced log-weights)`` of the offsets ``d`` from ``x`` (``logp_x``
     None: evaluated with the rows)."""
-    values = x[site] + d
-    inside = pt.ge(values, lower) & pt.le(values, upper)
+    values, representable = shifted(x[site], d)
+    inside = representable & pt.ge(values, lower) & pt.le(values, upper)
     logp, rows = site_logp(x, pt.alloc(site, d.shape[0]), pt.switch(inside, values, x[site]))
     logp_x = pt.cast(logp, "float64") if logp_x is None else logp_x
     delta = pt.cast(rows, "float64") - logp_x
@@ -235,8 +256,8 @@ def integer_jumps_at_once(
     here = x[idx][:, None]
 
     def neighbourhood(centre, logp_ref):
-        values = centre + d[None, :]
-        inside = pt.ge(values, lower) & pt.le(values, upper)
+        values, representable = shifted(centre, d[None, :])
+        inside = representable & pt.ge(values, lower) & pt.le(values, upper)
         rows = _class_rows(x, logp_x, sites, pt.switch(inside, values, here), site_logp, class_rows)
         return values, rows, _row_log_weights(rows, inside, logp_ref, log_g)
 
@@ -331,7 +352,8 @@ class CompiledJumps:
         Positions of the jumping integer sites in the block vector, in the order they jump.
     exponent : int
         ``J`` of the offsets, at least the largest the jumping sites' supports need
-        (:func:`pymc_lbp.proposals.integer_jumps.scale_exponent`).
+        (:func:`pymc_lbp.proposals.integer_jumps.scale_exponent`), at most
+        :data:`~pymc_lbp.proposals.integer_jumps.LARGEST_SCALE_EXPONENT`.
     site_logp : callable
         ``(x, sites, values) -> (logp(x), rows)`` graphs (the batched exact evaluation, e.g.
         :meth:`pymc_lbp.target.neighbours.ExactDifferences.site_logp_graph`).
@@ -535,4 +557,4 @@ class CompiledJumps:
         return JumpsResult(np.array(x_out), float(logp), float(acc), int(dist), int(n_acc))
 
 
-__all__ = ["CompiledJumps", "JumpInfo", "JumpsResult", "integer_jump", "support_gibbs"]
+__all__ = ["CompiledJumps", "JumpInfo", "JumpsResult", "integer_jump", "shifted", "support_gibbs"]

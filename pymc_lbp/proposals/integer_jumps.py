@@ -13,15 +13,28 @@ exact target ratios from one batched logp call), accepted with
     min{1, pi(y) g(pi(x) / pi(y)) Z(x) / (pi(x) g(pi(y) / pi(x)) Z(y))}
 
 (the reverse offset is ``-d``, in ``D`` because ``D`` is symmetric). Values outside the support
-have target probability 0 and weight 0, in both directions. ``J`` is ``ceil(log2(width))`` for a
-support of finite width (the largest jump spans it), and :data:`MAX_SCALE_EXPONENT` otherwise
-(jumps up to 1024); it depends only on the site's support, which the move does not change, so
-forward and reverse neighbourhoods match and the move leaves ``pi`` invariant. Composed with the
-single-site steps (each pi-invariant), the draw's kernel is exact.
+have target probability 0 and weight 0, in both directions, and so have values that ``int64``
+cannot hold: an offset whose sum would overflow is outside the support (:func:`shifted`), never
+wrapped around into it.
 
-Cost: two batched logp evaluations of ``2 (J + 1)`` rows per integer site per draw. The
-offsets near the posterior's scale dominate the proposal (``g`` of a ratio far in a tail is tiny),
-so jumps of the posterior's width are proposed without any tuning.
+**The scale J.** On a support of finite width ``J = ceil(log2(width))`` (:func:`scale_exponent`):
+the largest jump spans the support, up to :data:`LARGEST_SCALE_EXPONENT` (62, the largest power of
+two an ``int64`` offset holds). On an unbounded support (Poisson, NegativeBinomial, Geometric, ...)
+no fixed ``J`` fits every posterior, so the step chooses it in two stages
+(:meth:`pymc_lbp.step_methods.base.DiscreteStep._jump_integer_sites`): it starts each chain from
+:func:`start_exponent`, at least :data:`MAX_SCALE_EXPONENT` (jumps up to 1024) and enough bits for
+the start's magnitude, and while tuning it grows ``J`` (:func:`grown_exponent`: doubled, at most
+62) whenever an accepted jump used the largest offset ``2^J``, the sign that larger moves are
+wanted. After tuning ``J`` is frozen. Within a frozen kernel ``J`` is one constant, not a function
+of the state, and the support does not depend on the site's own value, so forward and reverse
+neighbourhoods match and the move leaves ``pi`` invariant; tuning only chooses which of these
+pi-invariant kernels the chain keeps. Composed with the single-site steps (each pi-invariant),
+the draw's kernel is exact.
+
+Cost: two batched logp evaluations of ``2 (J + 1)`` rows per integer site per draw, linear in
+``J``, so a generous ``J`` is cheap. The offsets near the posterior's scale dominate the proposal
+(``g`` of a ratio far in a tail is tiny), so jumps of the posterior's width are proposed without
+tuning them, once ``J`` reaches that width.
 
 **Small fixed supports.** A site whose support is fixed (depends on no variable) and holds at most
 :data:`SUPPORT_GIBBS_MAX_VALUES` values is instead drawn from its exact full conditional over the
@@ -43,7 +56,14 @@ from pymc_lbp.proposals.balancing import LogBalancing, balanced_log_weights
 from pymc_lbp.proposals.common import draw_from_cdf, mh_accept, mh_log_ratio, prepare_weights
 
 MAX_SCALE_EXPONENT = 10
-"""Largest jump ``2^J`` on unbounded supports (1024)."""
+"""Smallest starting ``J`` on an unbounded support (jumps up to 1024 before tuning grows them;
+:func:`start_exponent`)."""
+
+LARGEST_SCALE_EXPONENT = 62
+"""Largest ``J`` anywhere: ``2^62`` is the largest power of two below ``2^63``, so every offset is
+an ``int64``; supports wider than ``2^62`` are crossed in two or more jumps."""
+
+_INT64 = np.iinfo(np.int64)
 
 SUPPORT_GIBBS_MAX_VALUES = 2048
 """Sites with a fixed support of at most this many values are drawn from their full conditional
@@ -63,17 +83,100 @@ class Jump(NamedTuple):
 
 
 def scale_exponent(lower: float, upper: float) -> int:
-    """``J`` for a support ``[lower, upper]``: ``ceil(log2(width))``, at least 1, at most
-    :data:`MAX_SCALE_EXPONENT`."""
+    """``J`` for a support ``[lower, upper]``.
+
+    Parameters
+    ----------
+    lower, upper : float
+        The support's bounds (infinite where unbounded).
+
+    Returns
+    -------
+    int
+        ``ceil(log2(width))`` on a finite support (the largest jump ``2^J`` spans it), at least 1
+        and at most :data:`LARGEST_SCALE_EXPONENT`; :data:`MAX_SCALE_EXPONENT` on an unbounded
+        one (where the step starts from :func:`start_exponent` and grows ``J`` while tuning).
+    """
     width = float(upper) - float(lower)
     if not math.isfinite(width):
         return MAX_SCALE_EXPONENT
-    return int(min(max(math.ceil(math.log2(max(width, 2.0))), 1), MAX_SCALE_EXPONENT))
+    return int(min(max(math.ceil(math.log2(max(width, 2.0))), 1), LARGEST_SCALE_EXPONENT))
+
+
+def start_exponent(value: int, lower: float, upper: float) -> int:
+    """``J`` a chain starts from on a support that is unbounded or may change.
+
+    Parameters
+    ----------
+    value : int
+        The site's value at the chain's start.
+    lower, upper : float
+        The site's support at the start (infinite where unbounded).
+
+    Returns
+    -------
+    int
+        The largest of :data:`MAX_SCALE_EXPONENT`, :func:`scale_exponent` of a finite support, and
+        the bits of the start's magnitude plus one, ``ceil(log2(m + 1)) + 1`` with ``m`` the
+        distance from the support's finite bound (from 0 when both are infinite): a count near
+        ``m`` typically spreads over a scale up to ``m`` (a Poisson's ``sqrt(m)``, a negative
+        binomial's ``m``), so a chain started in its posterior needs no growth to reach across
+        it. At most :data:`LARGEST_SCALE_EXPONENT`.
+    """
+    exponent = MAX_SCALE_EXPONENT
+    if math.isfinite(float(upper) - float(lower)):
+        exponent = max(exponent, scale_exponent(lower, upper))
+    origin = lower if math.isfinite(lower) else upper if math.isfinite(upper) else 0
+    magnitude = abs(int(value) - int(origin))
+    exponent = max(exponent, magnitude.bit_length() + 1)
+    return int(min(exponent, LARGEST_SCALE_EXPONENT))
+
+
+def grown_exponent(exponent: int) -> int:
+    """The next ``J`` when a tuning jump used the largest offset ``2^J``: ``2 J``, at most
+    :data:`LARGEST_SCALE_EXPONENT`.
+
+    Doubling ``J`` squares the reach ``2^J`` (1024, then about 10^6, 10^12, 2^62) while the cost
+    of a jump, linear in ``J``, only doubles: a chain started far from its posterior gets there
+    within a few tuning draws.
+    """
+    return int(min(2 * int(exponent), LARGEST_SCALE_EXPONENT))
+
+
+def shifted(value: int, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``value + d`` without ``int64`` overflow.
+
+    Parameters
+    ----------
+    value : int
+        The site's current value.
+    d : int64 array
+        Offsets.
+
+    Returns
+    -------
+    values : int64 array
+        ``value + d`` where it is an ``int64``, ``value`` elsewhere.
+    representable : bool array
+        Where ``value + d`` is an ``int64``; elsewhere the offset leaves every support.
+    """
+    d = np.asarray(d, dtype=np.int64)
+    value = np.int64(value)
+    up, down = np.maximum(d, 0), np.minimum(d, 0)  # each side tested without overflowing itself
+    representable = (value <= _INT64.max - up) & (value >= _INT64.min - down)
+    return value + np.where(representable, d, 0), representable
 
 
 def offsets(exponent: int) -> np.ndarray:
-    """The symmetric offsets ``-2^J .. -1, +1 .. +2^J``, increasing (``D[-k-1] = -D[k]``)."""
-    up = 2 ** np.arange(exponent + 1, dtype=np.int64)
+    """The symmetric offsets ``-2^J .. -1, +1 .. +2^J``, increasing (``D[-k-1] = -D[k]``).
+
+    ``J`` from 0 to :data:`LARGEST_SCALE_EXPONENT` (a larger one has no ``int64`` offset).
+    """
+    if not 0 <= int(exponent) <= LARGEST_SCALE_EXPONENT:
+        raise ValueError(
+            f"jump exponent {exponent} outside 0 .. {LARGEST_SCALE_EXPONENT} (int64 offsets)"
+        )
+    up = 2 ** np.arange(int(exponent) + 1, dtype=np.int64)
     return np.concatenate([-up[::-1], up])
 
 
@@ -87,12 +190,13 @@ def neighbourhood_log_weights(
 ) -> tuple[float, np.ndarray]:
     """``(logp(x), log g(pi(x + d_k) / pi(x)))`` over the offsets (``-inf``: probability 0).
 
-    Offsets that leave the site's ``support`` are not evaluated (the row holds ``x`` itself).
-    The batched logp checks each row's parameters separately (a row with an impossible
-    parameter, such as a HyperGeometric population below its sample size, is ``-inf`` alone).
+    Offsets that leave the site's ``support``, or ``int64`` (:func:`shifted`), are not evaluated
+    (the row holds ``x`` itself). The batched logp checks each row's parameters separately (a row
+    with an impossible parameter, such as a HyperGeometric population below its sample size, is
+    ``-inf`` alone).
     """
-    values = x[site] + d
-    inside = (values >= support[0]) & (values <= support[1])
+    values, representable = shifted(x[site], d)
+    inside = representable & (values >= support[0]) & (values <= support[1])
     sites = np.full(d.shape[0], site, dtype=np.int64)
     logp_x, logp_nb = site_logp(x, sites, np.where(inside, values, x[site]).astype(np.int64))
     logp_x = float(logp_x)
@@ -121,7 +225,7 @@ def jump(
     _, cdf, log_z = prep
     k = draw_from_cdf(cdf, rng)
     y = x.copy()
-    y[site] = x[site] + d[k]
+    y[site] = x[site] + d[k]  # an offset of positive weight stays inside int64
     logp_y, log_w_y = neighbourhood_log_weights(site_logp, y, site, d, log_g, support)
     prep_y = prepare_weights(log_w_y)
     log_q_rev = -np.inf if prep_y is None else log_w_y[d.shape[0] - 1 - k] - prep_y[2]
@@ -164,13 +268,17 @@ def uses_support_gibbs(lower: float, upper: float) -> bool:
 
 
 __all__ = [
+    "LARGEST_SCALE_EXPONENT",
     "MAX_SCALE_EXPONENT",
     "SUPPORT_GIBBS_MAX_VALUES",
     "Jump",
+    "grown_exponent",
     "jump",
     "neighbourhood_log_weights",
     "offsets",
     "scale_exponent",
+    "shifted",
+    "start_exponent",
     "support_gibbs",
     "uses_support_gibbs",
 ]

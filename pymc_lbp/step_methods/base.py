@@ -33,7 +33,14 @@ from pymc_lbp.kernels.integer_jump import CompiledJumps
 from pymc_lbp.kernels.pairwise import PairwiseSteps, pairwise_steps
 from pymc_lbp.kernels.single_site import graph_balancing
 from pymc_lbp.proposals.balancing import log_sqrt
-from pymc_lbp.proposals.integer_jumps import MAX_SCALE_EXPONENT, scale_exponent, uses_support_gibbs
+from pymc_lbp.proposals.integer_jumps import (
+    LARGEST_SCALE_EXPONENT,
+    MAX_SCALE_EXPONENT,
+    grown_exponent,
+    scale_exponent,
+    start_exponent,
+    uses_support_gibbs,
+)
 from pymc_lbp.target.differences_choice import (
     DifferencesChoice,
     TuningRecheck,
@@ -543,17 +550,28 @@ class DiscreteStep(ArrayStepShared):
         return shared_terms.nnz == lay.n_sites  # only the diagonal: no two sites share a term
 
     def _block_jump_exponent(self) -> int:
-        """``J`` of the jump offsets: the largest :func:`scale_exponent` of the jumping sites'
-        supports when those supports are fixed, else :data:`MAX_SCALE_EXPONENT` (a support that
-        follows other variables may widen; offsets beyond a site's support weigh 0 either way,
-        see :mod:`pymc_lbp.kernels.integer_jump`)."""
-        if not self._jump_target.bounds_are_constant():
-            return MAX_SCALE_EXPONENT
+        """``J`` of the jump offsets at the start (supports refreshed at the start point).
+
+        When the jumping sites' supports are fixed and finite, the largest
+        :func:`scale_exponent` of them (the largest jump spans every support), fixed for good.
+        Otherwise (an unbounded support, or one that follows other variables and may widen) the
+        chain's starting exponent (:meth:`_jump_exponent_at`: at least
+        :data:`MAX_SCALE_EXPONENT`, enough for the start's magnitude), which tuning may grow
+        (:meth:`_tune_jump_exponent`). Offsets beyond a site's support weigh 0 either way, see
+        :mod:`pymc_lbp.kernels.integer_jump`. Sets :attr:`_jump_exponent_grows`.
+        """
         lay = self.layout
-        return max(
-            (scale_exponent(lay.lower[site], lay.upper[site]) for site in self._jump_sites),
-            default=1,
+        fixed = self._jump_target.bounds_are_constant() and all(
+            math.isfinite(float(lay.upper[site]) - float(lay.lower[site]))
+            for site in self._jump_sites
         )
+        self._jump_exponent_grows = not fixed
+        if fixed:
+            return max(
+                (scale_exponent(lay.lower[site], lay.upper[site]) for site in self._jump_sites),
+                default=1,
+            )
+        return self._jump_exponent_at(self._x0)
 
     @property
     def _site_logp(self):
@@ -571,12 +589,17 @@ class DiscreteStep(ArrayStepShared):
         return self._jumps
 
     def _compile_jumps(self) -> CompiledJumps:
+        """The compiled jumps at the current :attr:`_jump_exponent` (kept per exponent: chains
+        that tune ``J`` again from their start reuse them)."""
+        cached = self.__dict__.setdefault("_jumps_by_exponent", {})
+        if self._jump_exponent in cached:
+            return cached[self._jump_exponent]
         name, fn = self._balancing()
         log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
         target = self._jump_target
         jump_classes, gibbs_classes, pieces = self._move_classes
         lower, upper = self._site_supports(self._gibbs_sites)
-        return CompiledJumps(
+        jumps = CompiledJumps(
             self._jump_sites,
             self._jump_exponent,
             target.site_logp_graph,
@@ -591,6 +614,8 @@ class DiscreteStep(ArrayStepShared):
             class_rows=None if pieces is None else pieces.class_rows,
             n_sites=self.layout.n_sites,
         )
+        cached[self._jump_exponent] = jumps
+        return jumps
 
     def _independent_classes(self, model) -> tuple[list | None, list | None, object]:
         """Colour classes of the jumping and of the support-Gibbs sites: sites that share no
@@ -624,12 +649,86 @@ class DiscreteStep(ArrayStepShared):
         """One move per integer site in one compiled call (:attr:`jumps`; the numpy references
         are :func:`pymc_lbp.proposals.integer_jumps.jump` and
         :func:`~pymc_lbp.proposals.integer_jumps.support_gibbs`); returns the state, its logp, the
-        stats, the jumps accepted and the logp evaluations made."""
+        stats, the jumps accepted and the logp evaluations made.
+
+        While tuning, the jumps' exponent ``J`` adapts where the supports do not fix it
+        (:meth:`_tune_jump_exponent`); after tuning it is frozen, so the kernel is one fixed
+        pi-invariant kernel.
+        """
+        if self.tune and self._jump_exponent_grows and self._tune_draws == 0:
+            self._restart_jump_exponent(x)  # a chain's first tuning draw: J from its start
         jumps = self.jumps
         res = jumps(x, self.rng.random((self._integer_sites.size, 2)))
+        if self.tune and self._jump_exponent_grows:
+            self._tune_jump_exponent(x, res.x)
         n = self._integer_sites.size
         stats = {"integer_accept": res.sum_accept / n, "integer_jump": res.sum_distance / n}
         return res.x, res.logp, stats, res.n_accepted, jumps.logp_evals_per_call
+
+    def _jump_exponent_at(self, x: np.ndarray) -> int:
+        """``J`` a chain started at ``x`` starts from, on a block whose supports do not fix it:
+        the largest :func:`~pymc_lbp.proposals.integer_jumps.start_exponent` of the jumping sites
+        at ``x`` (at least :data:`MAX_SCALE_EXPONENT`, enough bits for the start's magnitude,
+        a finite support spanned)."""
+        if not self._jump_target.bounds_are_constant():
+            self._jump_target.refresh_bounds(x)  # the supports at this start
+        lay = self.layout
+        return max(
+            (start_exponent(x[s], lay.lower[s], lay.upper[s]) for s in self._jump_sites),
+            default=MAX_SCALE_EXPONENT,
+        )
+
+    def _restart_jump_exponent(self, x: np.ndarray) -> None:
+        """Start tuning ``J`` afresh from the chain's start ``x`` (its first tuning draw): every
+        chain tunes its own, as a copy of the untuned step does under ``pm.sample(cores > 1)``,
+        whether the chains run in sequence or in parallel."""
+        exponent = self._jump_exponent_at(x)
+        if exponent != self._jump_exponent:
+            _log.debug(
+                "%s on %s: integer jumps start at J = %d (offsets up to +-2^%d).",
+                type(self).__name__,
+                self.var_names,
+                exponent,
+                exponent,
+            )
+            self._set_jump_exponent(exponent)
+
+    def _tune_jump_exponent(self, x: np.ndarray, y: np.ndarray) -> None:
+        """Grow ``J`` after a tuning draw ``x -> y`` in which a jumping site's accepted jump used
+        the largest offset ``2^J`` (:func:`~pymc_lbp.proposals.integer_jumps.grown_exponent`:
+        doubled, at most 62); the jumps are compiled again at the next draw.
+
+        A jump to the edge of the offsets says larger moves are wanted: a chain started far
+        from its posterior, or a posterior wider than ``2^J``. Only the tuning draws adapt ``J``
+        (tune-then-freeze), and it is a property of the step, not of the state, so each frozen
+        kernel has the same offsets forward and in reverse.
+        """
+        exponent = int(self._jump_exponent)
+        sites = self._jump_sites
+        if exponent >= LARGEST_SCALE_EXPONENT or sites.size == 0:
+            return
+        # each jumping site jumps once per call: its change is its accepted offset (int64-safe)
+        moved = np.abs(np.asarray(y, dtype=np.int64)[sites] - np.asarray(x, dtype=np.int64)[sites])
+        if not np.any(moved == 2**exponent):
+            return
+        grown = grown_exponent(exponent)
+        _log.info(
+            "%s on %s: a tuning jump used the largest offset 2^%d; integer jumps now reach "
+            "+-2^%d (J %d -> %d, compiled again for the next draw).",
+            type(self).__name__,
+            self.var_names,
+            exponent,
+            grown,
+            exponent,
+            grown,
+        )
+        self._set_jump_exponent(grown)
+
+    def _set_jump_exponent(self, exponent: int) -> None:
+        """Make ``exponent`` the jumps' ``J``; their compiled call follows lazily (:attr:`jumps`,
+        from the cache of :meth:`_compile_jumps` when this ``J`` was compiled before)."""
+        self._jump_exponent = int(exponent)
+        self._jumps = None
 
     def _exact_differences(self, model, specs, layout, shared, compile_kwargs, bal):
         exact = ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)
