@@ -5,9 +5,20 @@ with one of the samplers in :data:`SAMPLERS` through ``pm.sample`` (PyMC's progr
 the per-variable marginal frequencies in the UAI ``MAR`` format and prints a short ArviZ-based
 summary. With ``--exact`` it writes the exact marginals (bucket-tree elimination) instead.
 
+Every chain starts from its own feasible state drawn at random
+(:func:`~pymc_lbp.models.uai.random_feasible_states`: exact posterior samples where the network
+is small enough, otherwise forward sampling or greedy repair per chain). After sampling the
+chains are compared (:func:`chain_disagreement`): where zero factors split the states into
+regions the sampler never leaves, chains that started in different regions disagree, and a
+``warning: ...`` line on stderr names the variables (with ``--strict`` the exit code is 7). The
+default sampler, ``block_gibbs``, resamples clusters of variables from their exact conditional
+(:func:`~pymc_lbp.models.uai.uai_clusters`: every deterministic factor inside one block), so
+its moves cross that determinism.
+
 Every input is checked before any work (reading, compiling, sampling): the network and evidence
-files must be readable files, the output must be writable (not a directory, its directory must
-exist, a probe open must succeed), the sampler must apply to the network, and with
+files must be readable files, the output must be writable (not a directory, not a name ending
+with a path separator, its directory must exist, a probe open must succeed), the sampler must
+apply to the network, ``--strict`` needs two chains or more, and with
 ``--kind BAYES`` every CPT row must sum to 1 (:meth:`UAINetwork.normalised_cpts`, the same check
 for the exact and the sampled paths).
 
@@ -24,6 +35,7 @@ Exit codes (:data:`EXIT_CODES`):
 4      a file is malformed (UAIFormatError: the message names file, line, token)
 5      the evidence is impossible (probability zero)
 6      ``--exact`` is infeasible: the elimination table would be too large
+7      ``--strict``: the chains disagree, the marginals are not certified
 =====  ======================================================================
 
 Every error is printed as one line ``pymc_lbp: error: ...`` on stderr, without a traceback.
@@ -35,6 +47,7 @@ import argparse
 import contextlib
 import logging
 import math
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -47,6 +60,7 @@ __all__ = [
     "SAMPLER_HELP",
     "SamplerNotApplicableError",
     "build_parser",
+    "chain_disagreement",
     "check_sampler",
     "default_steps_per_draw",
     "grid_blocks",
@@ -62,6 +76,7 @@ EXIT_FILE = 3
 EXIT_FORMAT = 4
 EXIT_IMPOSSIBLE = 5
 EXIT_INFEASIBLE = 6
+EXIT_DISAGREE = 7
 
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success",
@@ -71,7 +86,20 @@ EXIT_CODES: dict[int, str] = {
     EXIT_FORMAT: "a file is malformed (the message names the file, line and token)",
     EXIT_IMPOSSIBLE: "the evidence is impossible (probability zero)",
     EXIT_INFEASIBLE: "--exact is infeasible (the elimination table would be too large)",
+    EXIT_DISAGREE: "chains disagree: the marginals are not certified (--strict)",
 }
+
+#: Joint states of a ``block_gibbs`` block (:func:`~pymc_lbp.models.uai.uai_clusters`; its
+#: ``DEFAULT_MAX_STATES``, written out here so that importing the CLI stays light).
+BLOCK_GIBBS_MAX_STATES = 1024
+#: ``block_gibbs`` refuses a network with a deterministic factor of more joint states (a block
+#: holds it whole, and an exact update enumerates every joint state of its block).
+BLOCK_GIBBS_MAX_EXACT = 65536
+
+#: :func:`chain_disagreement`: R-hat of a value's indicator above which the chains disagree.
+DISAGREEMENT_RHAT = 1.05
+#: :func:`chain_disagreement`: a chain never visits a value another chain spends this share in.
+DISAGREEMENT_SHARE = 0.5
 
 #: A sampler factory: ``factory(value_vars, steps_per_draw) -> step or list of steps``, called
 #: inside the model context (a :func:`~pymc_lbp.models.uai.read_uai` model) with the model's free
@@ -136,6 +164,35 @@ def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
     )
 
 
+def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
+    """NeuralBlock with ``proposal="exact"`` on the network's clusters
+    (:func:`~pymc_lbp.models.uai.uai_clusters`: every deterministic factor inside one block,
+    min-fill blocks of up to :data:`BLOCK_GIBBS_MAX_STATES` joint states): exact block Gibbs,
+    whose moves cross determinism; ``steps_per_draw=None``: one update per block on average."""
+    import pymc as pm
+
+    from pymc_lbp.models.uai.clusters import uai_clusters
+    from pymc_lbp.motifs.blocks import uai_exact_blocks
+    from pymc_lbp.step_methods.neural_block import NeuralBlock
+
+    model = pm.modelcontext(None)
+    info = getattr(model, "uai_info", None)
+    if info is None:
+        raise SamplerNotApplicableError("block_gibbs needs a model built by read_uai")
+    clusters = uai_clusters(info.network, info.evidence, max_states=BLOCK_GIBBS_MAX_STATES)
+    cards = info.network.cards
+    largest = max(math.prod(int(cards[v]) for v in block) for block in clusters)
+    return NeuralBlock(
+        vars,
+        blocks=uai_exact_blocks(info.network, clusters),
+        proposal="exact",
+        steps_per_draw=steps_per_draw,
+        differences="auto",
+        max_exact_states=max(largest, BLOCK_GIBBS_MAX_STATES),
+        compiled_sweep="auto",
+    )
+
+
 def _pymc_gibbs(vars: list, steps_per_draw: int | None) -> list:
     """PyMC's own choice for these variables (what ``pm.sample()`` assigns with no ``step``):
     BinaryGibbsMetropolis for the Bernoulli ones, CategoricalGibbsMetropolis for the others; one
@@ -194,6 +251,7 @@ def grid_blocks(network: Any) -> Any:
 #: The samplers of ``--sampler`` (and of ``benchmarks/uai_marginals.py``): name -> factory.
 #: Adding one is one line here and one in :data:`SAMPLER_HELP`.
 SAMPLERS: dict[str, SamplerFactory] = {
+    "block_gibbs": _block_gibbs,
     "gibbs_with_gradients": _gibbs_with_gradients,
     "locally_balanced": _locally_balanced,
     "path_auxiliary": _path_auxiliary,
@@ -201,10 +259,11 @@ SAMPLERS: dict[str, SamplerFactory] = {
     "neural_block": _neural_block,
     "pymc_gibbs": _pymc_gibbs,
 }
-DEFAULT_SAMPLER = "gibbs_with_gradients"
+DEFAULT_SAMPLER = "block_gibbs"
 
 #: One line per sampler for ``--help``.
 SAMPLER_HELP: dict[str, str] = {
+    "block_gibbs": "NeuralBlock, exact block Gibbs on clusters that keep zero factors whole",
     "gibbs_with_gradients": "GibbsWithGradients: gradient-informed single-site MH",
     "locally_balanced": "LocallyBalanced: sqrt balancing, exact neighbour differences",
     "path_auxiliary": "PathAuxiliaryLBP: several sites per step, path length tuned",
@@ -216,6 +275,7 @@ SAMPLER_HELP: dict[str, str] = {
 #: Default ``--steps-per-draw`` of each sampler: ``"half"`` = half the number of free variables
 #: (:func:`default_steps_per_draw`), ``"sweep"`` = the sampler's own sweep (None is passed).
 DEFAULT_STEPS_PER_DRAW: dict[str, str] = {
+    "block_gibbs": "sweep",
     "gibbs_with_gradients": "half",
     "locally_balanced": "half",
     "path_auxiliary": "half",
@@ -225,15 +285,28 @@ DEFAULT_STEPS_PER_DRAW: dict[str, str] = {
 }
 
 
-def check_sampler(name: str, network: Any) -> None:
+def check_sampler(name: str, network: Any, evidence: dict[int, int] | None = None) -> None:
     """Raise :class:`SamplerNotApplicableError` if sampler ``name`` cannot sample ``network``.
 
-    Called before the model is built, so that an inapplicable choice costs nothing.
+    Called before the model is built, so that an inapplicable choice costs nothing:
+    ``neural_block`` needs a binary grid BN, ``block_gibbs`` deterministic factors (with the
+    ``evidence`` substituted) of at most :data:`BLOCK_GIBBS_MAX_EXACT` joint states.
     """
     if name not in SAMPLERS:
         raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}")
     if name == "neural_block":
         grid_blocks(network)
+    if name == "block_gibbs":
+        from pymc_lbp.models.uai.clusters import deterministic_scopes
+
+        for scope in deterministic_scopes(network, evidence):
+            size = math.prod(int(network.cards[v]) for v in scope)
+            if size > BLOCK_GIBBS_MAX_EXACT:
+                raise SamplerNotApplicableError(
+                    f"{network.name}: the deterministic factor on {scope} has {size} joint "
+                    f"states, more than the {BLOCK_GIBBS_MAX_EXACT} an exact block update may "
+                    "enumerate; choose another --sampler"
+                )
 
 
 class CLIError(Exception):
@@ -347,7 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         help="MH steps per recorded draw (default: half the number of free variables; "
-        "neural_block: one sweep of its blocks; ignored by pymc_gibbs, whose draw is one sweep)",
+        "block_gibbs and neural_block: one sweep of their blocks; ignored by pymc_gibbs, whose "
+        "draw is one sweep)",
     )
     mar.add_argument(
         "--kind",
@@ -367,6 +441,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         default=None,
         help="--exact: largest elimination table allowed, in entries (default 2^27, ~1 GiB)",
+    )
+    mar.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit with code 7 when the chains disagree (the marginals are not certified); "
+        "needs --chains 2 or more",
     )
     mar.add_argument(
         "--quiet", action="store_true", help="no progress bar and no PyMC log messages"
@@ -412,10 +492,11 @@ def _check_readable(path: str, what: str) -> Path:
 def check_output(path: str) -> Path:
     """Check, before any work, that the MAR file ``path`` can be written.
 
-    Refuses an existing directory, a missing parent directory, a parent that is not a directory,
-    and any path a probe open (append mode, so an existing file is left as it is; a file the
-    probe creates is removed again) refuses: no permission, a read-only file system, a name too
-    long, ...
+    Refuses a path that ends with a path separator (``newdir/`` names a directory, although
+    ``Path`` would drop the separator and write a file ``newdir``), an existing directory, a
+    missing parent directory, a parent that is not a directory, and any path a probe open
+    (append mode, so an existing file is left as it is; a file the probe creates is removed
+    again) refuses: no permission, a read-only file system, a name too long, ...
 
     Raises
     ------
@@ -432,6 +513,11 @@ def check_output(path: str) -> Path:
 
 
 def _probe_output(p: Path, path: str) -> None:
+    separators = tuple(sep for sep in (os.sep, os.altsep, "/") if sep)
+    if path.endswith(separators):
+        raise CLIError(
+            f"output {path}: ends with a path separator (a directory, not a file name)", EXIT_FILE
+        )
     if p.is_dir():
         raise CLIError(f"output {path}: is a directory", EXIT_FILE)
     parent = p.parent
@@ -537,9 +623,11 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
         target = _effective_network(network, kind)
     except ValueError as exc:  # not CPT-structured, or CPT rows that do not sum to 1
         raise CLIError(f"--kind {args.kind}: {exc}", EXIT_USAGE) from exc
+    if args.strict and not args.exact and args.chains < 2:
+        raise CLIError("--strict compares chains: it needs --chains 2 or more", EXIT_USAGE)
     if not args.exact:
         try:
-            check_sampler(args.sampler, network)
+            check_sampler(args.sampler, network, evidence)
         except SamplerNotApplicableError as exc:
             raise CLIError(f"--sampler {args.sampler}: {exc}", EXIT_USAGE) from exc
     if evidence_path is None:
@@ -547,7 +635,7 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
     try:
         if args.exact:
             return _exact(args, target, evidence, output, out)
-        return _sample(args, network, kind, evidence, output, out)
+        return _sample(args, network, target, kind, evidence, output, out, err)
     except ImpossibleEvidenceError as exc:
         where = f"{evidence_path}: " if evidence_path is not None else ""
         raise CLIError(f"impossible evidence: {where}{exc}", EXIT_IMPOSSIBLE) from exc
@@ -569,27 +657,139 @@ def _exact(args: argparse.Namespace, network: Any, evidence: dict, output: Path,
     return EXIT_OK
 
 
+def _describe_starts(starts: Any, sources: list[str]) -> str:
+    """The start line's ``start: ...`` text: how the chains' states were found."""
+    distinct = len({tuple(row) for row in starts.tolist()})
+    if len(sources) == 1:
+        return sources[0]
+    if len(set(sources)) == 1:
+        how = f"{sources[0]} per chain"
+    else:
+        how = ", ".join(f"chain {c}: {src}" for c, src in enumerate(sources))
+    return f"{how} ({distinct} distinct of {len(sources)})"
+
+
+def chain_disagreement(
+    idata: Any,
+    model: Any = None,
+    *,
+    rhat_threshold: float = DISAGREEMENT_RHAT,
+    share: float = DISAGREEMENT_SHARE,
+) -> dict[int, str]:
+    """The network variables on which the chains disagree beyond sampling noise.
+
+    For every free variable and value, the indicator series ``x_i == k`` of every chain is
+    compared: the chains disagree on the variable when, for some value, ArviZ's R-hat of the
+    indicator (``method="identity"``: the classic Gelman-Rubin statistic of whole chains, which
+    compares the chains' frequencies with the noise within them; the split and rank-normalised
+    variants also react to trends within a chain) exceeds ``rhat_threshold`` or is undefined
+    while the value is visited (chains that each stay at one value, different ones), or when
+    one chain never visits a value that another chain spends at least ``share`` of its draws
+    in. Chains that started in different regions of a network split by zero factors, under a
+    sampler that never leaves its region, disagree in this way.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        With a posterior group of two or more chains (one chain: nothing to compare, ``{}``).
+    model : pymc.Model, optional
+        A model built by :func:`~pymc_lbp.models.uai.read_uai` (default: the one on the context
+        stack).
+    rhat_threshold : float
+    share : float
+
+    Returns
+    -------
+    dict of int to str
+        Network variable index -> what shows the disagreement (the worst value's R-hat and the
+        range of its per-chain frequencies), in increasing variable order.
+    """
+    import warnings
+
+    import arviz as az
+    import numpy as np
+    import xarray as xr
+
+    from pymc_lbp.models.uai import uai_variable_map
+
+    info = uai_variable_map(model)
+    found: dict[int, tuple[float, str]] = {}
+    for name in info.free_names:
+        values = np.asarray(idata.posterior[name])  # (chain, draw, members)
+        if values.shape[0] < 2:
+            return {}
+        members = info.members[name]
+        card = int(info.network.cards[members[0]])
+        for k in range(1 if card == 2 else 0, card):  # a binary variable: its value 1 suffices
+            ind = (values == k).astype(np.float64)
+            freq = ind.mean(axis=1)  # (chain, members)
+            varies = ind.min(axis=(0, 1)) < ind.max(axis=(0, 1))
+            with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+                warnings.simplefilter("ignore", RuntimeWarning)
+                data = xr.Dataset({"ind": (("chain", "draw", "member"), ind)})
+                rhat = np.asarray(az.rhat(data, method="identity")["ind"], dtype=np.float64)
+            never = (freq.min(axis=0) == 0) & (freq.max(axis=0) >= share)
+            bad = varies & (~np.isfinite(rhat) | (rhat > rhat_threshold) | never)
+            for i in np.flatnonzero(bad).tolist():
+                v = int(members[i])
+                r = float(rhat[i])
+                how = f"R-hat {r:.2f}" if np.isfinite(r) else "every chain stays at one value"
+                lo, hi = freq[:, i].min(), freq[:, i].max()
+                text = f"x{v}={k}: {how}, chain frequencies {lo:.2f}-{hi:.2f}"
+                score = r if np.isfinite(r) else np.inf
+                if v not in found or score > found[v][0]:
+                    found[v] = (score, text)
+    return {v: found[v][1] for v in sorted(found)}
+
+
+def _disagreement_warning(
+    disagree: dict[int, str], n_chains: int, n_free: int, sampler: str
+) -> str:
+    """The one ``warning: ...`` line: the variables (the first five), what to try."""
+    shown = "; ".join(list(disagree.values())[:5])
+    more = f"; and {len(disagree) - 5} more" if len(disagree) > 5 else ""
+    advice = "more draws" if sampler == "block_gibbs" else "--sampler block_gibbs or more draws"
+    return (
+        f"warning: the {n_chains} chains disagree on {len(disagree)} of {n_free} free "
+        f"variables ({shown}{more}): started in distinct random feasible states, they either "
+        "did not mix between the regions they started in or have not converged yet, so the MAR "
+        f"file may be wrong; try {advice}"
+    )
+
+
 def _sample(
     args: argparse.Namespace,
     network: Any,
+    target: Any,
     kind: str | None,
     evidence: dict,
     output: Path,
     out: Any,
+    err: Any,
 ) -> int:
     import numpy as np
     import pymc as pm
 
-    from pymc_lbp.models.uai import read_uai, uai_marginals, uai_variable_map, write_mar
+    from pymc_lbp.models.uai import (
+        random_feasible_states,
+        read_uai,
+        uai_marginals,
+        uai_point_from_state,
+        uai_variable_map,
+        write_mar,
+    )
 
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
-    model = read_uai(network, evidence, kind=kind, seed=seed)
+    # one random feasible start per chain (the target's own CPTs with --kind BAYES)
+    starts, sources = random_feasible_states(target, evidence, args.chains, rng=seed)
+    model = read_uai(network, evidence, kind=kind, start=starts[0], seed=seed)
     info = uai_variable_map(model)
     n_free = int(sum(info.members[n].size for n in info.free_names))
     if n_free == 0:
         write_mar(output, uai_marginals({}, model))
         print(f"{network.name}: every variable is fixed; wrote the deltas -> {output}", file=out)
         return EXIT_OK
+    initvals = [uai_point_from_state(state, model) for state in starts]
     steps_per_draw = steps_per_draw_for(args.sampler, n_free, args.steps_per_draw)
     with model, _quiet_pymc(args.quiet):
         try:
@@ -604,6 +804,7 @@ def _sample(
                 chains=args.chains,
                 cores=args.cores,
                 step=steps,
+                initvals=initvals,
                 random_seed=seed,
                 progressbar=not args.quiet,
                 compute_convergence_checks=False,
@@ -618,12 +819,21 @@ def _sample(
         spd = ", ".join(str(s.steps_per_draw) for s in steps if hasattr(s, "steps_per_draw"))
     print(
         f"{network.name}: {args.sampler}, steps_per_draw={spd}, seed={seed}, "
-        f"start: {info.start_source}",
+        f"start: {_describe_starts(starts, sources)}",
         file=out,
     )
     for line in _summary(idata, model, seconds):
         print(line, file=out)
     print(f"marginals -> {output}", file=out)
+    disagree = chain_disagreement(idata, model)
+    if disagree:
+        print(_disagreement_warning(disagree, args.chains, n_free, args.sampler), file=err)
+        if args.strict:
+            raise CLIError(
+                f"--strict: the chains disagree on {len(disagree)} variable(s): the marginals "
+                f"in {output} are not certified",
+                EXIT_DISAGREE,
+            )
     return EXIT_OK
 
 

@@ -52,7 +52,7 @@ def sample_spy(monkeypatch):
     """Record the models built and the InferenceData returned inside the command line."""
     import pymc as pm
 
-    seen: dict[str, list] = {"models": [], "idata": []}
+    seen: dict[str, list] = {"models": [], "idata": [], "kwargs": []}
     real_read_uai, real_sample = uai.read_uai, pm.sample
 
     def read_uai(*args, **kwargs):
@@ -60,6 +60,7 @@ def sample_spy(monkeypatch):
         return seen["models"][-1]
 
     def sample(*args, **kwargs):
+        seen["kwargs"].append(kwargs)
         seen["idata"].append(real_sample(*args, **kwargs))
         return seen["idata"][-1]
 
@@ -168,6 +169,12 @@ UNUSABLE_OUTPUTS = {
     "missing directory": (lambda tmp: tmp / "no" / "o.MAR", "does not exist"),
     "parent is a file": (lambda tmp: tmp / "file.txt" / "o.MAR", "is not a directory"),
     "name too long": (lambda tmp: tmp / ("x" * 300 + ".MAR"), "cannot be written"),
+    # a str keeps the separator a Path would drop (a file "newdir" used to be written)
+    "trailing separator": (lambda tmp: f"{tmp / 'newdir'}{os.sep}", "ends with a path separator"),
+    "trailing separator, missing parent": (
+        lambda tmp: f"{tmp / 'no' / 'newdir'}{os.sep}",
+        "ends with a path separator",
+    ),
 }
 
 
@@ -182,6 +189,7 @@ def test_unusable_output_is_refused_before_any_work(uai_dir, tmp_path, no_work, 
     assert code == 3, err
     assert err.startswith(f"pymc_lbp: error: output {target}: ") and reason in err
     assert err.count("\n") == 1 and out == ""
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.txt"]  # nothing written
 
 
 def test_output_probe_leaves_no_file_and_keeps_an_existing_one(tmp_path):
@@ -274,7 +282,7 @@ SINGLE_SITE = [
 
 def test_cli_offers_every_sampler_that_applies_to_uai_networks():
     """Issue #11.7: the CLI offered 3 of the samplers."""
-    assert set(SAMPLERS) == {*SINGLE_SITE, "neural_block"}
+    assert set(SAMPLERS) == {*SINGLE_SITE, "neural_block", "block_gibbs"}
 
 
 @pytest.mark.parametrize("sampler", SINGLE_SITE)
@@ -320,6 +328,160 @@ def test_neural_block_refuses_networks_that_are_not_grid_bns(uai_dir, tmp_path, 
     assert code == 2 and out == ""
     assert err.startswith("pymc_lbp: error: --sampler neural_block: the shipped grid-bn proposal")
     assert "DBN_11.small.uai: not a grid Bayesian network" in err and err.count("\n") == 1
+
+
+# ------------------------------------------------- zero factors that split the state space
+XOR_ARGS = ("--chains", "4", "--draws", "300", "--tune", "50", "--seed", "5", "--quiet")
+
+
+@pytest.fixture
+def xor_uai(tmp_path):
+    """x0 != x1 (table 0 1 1 0) and a factor on (x0, x2) with a zero entry: single-site moves
+    never leave the region {x0=0, x1=1} (probability 2.15/3.15 = 0.683) or {x0=1, x1=0} (0.317)
+    they start in. Returns the file and the exact marginals."""
+    network = UAINetwork(
+        "MARKOV",
+        [2, 2, 2],
+        [(0, 1), (0, 2)],
+        [np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([[1.5, 0.65], [0.0, 1.0]])],
+    )
+    path = tmp_path / "xor.uai"
+    write_network(path, network)
+    exact = exact_marginals(network)
+    np.testing.assert_allclose(exact[0], [2.15 / 3.15, 1 / 3.15])
+    return path, exact
+
+
+def _chain_values(idata, variable: int) -> np.ndarray:
+    """Per chain, the fraction of draws with ``x_variable = 1`` (the network is all binary)."""
+    return np.asarray(idata.posterior["x_card2"])[..., variable].mean(axis=1)
+
+
+def test_default_sampler_crosses_zero_factors_and_matches_exact(tmp_path, xor_uai, sample_spy):
+    """Regression: every sampler wrote 0/1 marginals for x0 and x1 (exact 0.683/0.317) with
+    R-hat 1.00. The default, block_gibbs, resamples the one cluster {x0, x1, x2} exactly."""
+    path, exact = xor_uai
+    target = tmp_path / "out.MAR"
+    code, out, err = run("mar", str(path), "-o", str(target), *XOR_ARGS)
+    assert code == 0, err
+    # one block holds every variable, so every draw is an independent exact sample: the
+    # frequencies are proportions of n = 4 x 300 draws, within 5 standard errors
+    n = 4 * 300
+    for got, want in zip(read_mar(target), exact, strict=True):
+        tol = 5 * np.sqrt(want * (1 - want) / n)
+        assert np.all(np.abs(got - want) <= tol), (got, want, tol)
+    (idata,) = sample_spy["idata"]
+    assert (_chain_values(idata, 0) > 0).all() and (_chain_values(idata, 0) < 1).all()
+    assert "xor.uai: block_gibbs, steps_per_draw=1," in out and err == ""  # one block, no warning
+
+
+@pytest.mark.parametrize("sampler", ["locally_balanced", "path_auxiliary", "pymc_gibbs"])
+def test_chains_that_never_leave_their_region_warn(tmp_path, xor_uai, sample_spy, sampler):
+    """Regression: the chains start in different regions (random feasible starts), a single-site
+    sampler keeps each in its own, and the comparison of the chains says so on stderr."""
+    path, _ = xor_uai
+    target = tmp_path / "out.MAR"
+    code, out, err = run("mar", str(path), "-o", str(target), "--sampler", sampler, *XOR_ARGS)
+    assert code == 0, err
+    (idata,) = sample_spy["idata"]
+    assert set(_chain_values(idata, 0).tolist()) == {0.0, 1.0}  # stuck, in both regions
+    assert err.startswith("warning: the 4 chains disagree on ") and err.count("\n") == 1
+    assert "x0=1: every chain stays at one value" in err and "x1=1: " in err
+    assert "did not mix between the regions they started in" in err
+    assert "MAR file may be wrong; try --sampler block_gibbs or more draws" in err
+    assert target.exists() and "marginals ->" in out
+
+
+def test_chain_disagreement_compares_the_chains_not_trends_within_them(xor_uai):
+    import arviz as az
+
+    from pymc_lbp.cli import chain_disagreement
+
+    model = uai.read_uai(read_network(xor_uai[0]))
+
+    def check(values, **kwargs):
+        return chain_disagreement(az.from_dict(posterior={"x_card2": values}), model, **kwargs)
+
+    rng = np.random.default_rng(0)
+    assert check((rng.random((4, 400, 3)) < 0.4).astype(np.int64)) == {}  # independent draws
+    trend = np.zeros((4, 400, 3), dtype=np.int64)
+    trend[:, 200:] = 1  # every chain the same: 0 then 1 (split R-hat would see the trend)
+    assert check(trend) == {}
+    stuck = np.zeros((4, 400, 3), dtype=np.int64)
+    stuck[2:, :, 0] = 1  # chains 2 and 3 at x0 = 1, the others at x0 = 0
+    stuck[..., 2] = rng.random((4, 400)) < 0.5
+    found = check(stuck)
+    assert list(found) == [0] and found[0].startswith("x0=1: every chain stays at one value")
+    never = (rng.random((4, 400, 3)) < 0.6).astype(np.int64)
+    never[0, :, 2] = 0  # chain 0 never visits x2 = 1, the others spend 60 % there
+    found = check(never, rhat_threshold=np.inf)  # the share rule alone
+    assert list(found) == [2] and "chain frequencies 0.00-0.6" in found[2]
+    assert check(never[:1]) == {}  # one chain: nothing to compare
+
+
+def test_strict_makes_disagreeing_chains_exit_7(tmp_path, xor_uai):
+    path, _ = xor_uai
+    target = tmp_path / "out.MAR"
+    argv = ["mar", str(path), "-o", str(target), "--sampler", "locally_balanced", "--strict"]
+    code, _, err = run(*argv, *XOR_ARGS)
+    assert code == 7 and EXIT_CODES[7].startswith("chains disagree")
+    warning, error = err.splitlines()
+    assert warning.startswith("warning: the 4 chains disagree")
+    assert error.startswith("pymc_lbp: error: --strict: the chains disagree on 3 variable(s)")
+    assert "not certified" in error and target.exists()
+    code, _, err = run(*argv[:-3], "--strict", *XOR_ARGS)  # the default sampler: certified
+    assert code == 0 and err == ""
+
+
+def test_strict_needs_two_chains(uai_dir, tmp_path, no_sampling):
+    argv = ["mar", str(uai_dir / SMALL), "-o", str(tmp_path / "o.MAR"), "--strict"]
+    code, out, err = run(*argv, "--chains", "1")
+    assert code == 2 and out == "" and "--strict compares chains" in err
+
+
+def test_block_gibbs_refuses_deterministic_factors_too_large_to_enumerate(
+    tmp_path, xor_uai, no_sampling, monkeypatch
+):
+    from pymc_lbp import cli
+
+    monkeypatch.setattr(cli, "BLOCK_GIBBS_MAX_EXACT", 3)  # the XOR factors have 4 joint states
+    path, _ = xor_uai
+    code, out, err = run("mar", str(path), "-o", str(tmp_path / "o.MAR"))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("pymc_lbp: error: --sampler block_gibbs: xor.uai: the deterministic ")
+    assert "factor on (0, 1) has 4 joint states, more than the 3" in err
+    evid = tmp_path / "x0.evid"
+    evid.write_text("1 0 0\n")  # x0 = 0: no deterministic factor is left among the free ones
+    with pytest.raises(AssertionError, match="work started"):  # past the check, to pm.sample
+        run("mar", str(path), "--evidence", str(evid), "-o", str(tmp_path / "o.MAR"))
+
+
+def test_chains_start_from_distinct_random_feasible_states(tmp_path, xor_uai, sample_spy):
+    """Regression: every chain started from the one state read_uai found."""
+    path, _ = xor_uai
+    code, out, _ = run("mar", str(path), "-o", str(tmp_path / "o.MAR"), *XOR_ARGS)
+    assert code == 0
+    assert "start: exact posterior sample per chain (3 distinct of 4)" in out
+    (kwargs,), (model,) = sample_spy["kwargs"], sample_spy["models"]
+    starts = [uai.uai_state_from_point(point, model) for point in kwargs["initvals"]]
+    assert len(starts) == 4 and len({tuple(s) for s in starts}) == 3  # all the feasible states
+    assert np.isfinite(model.uai_info.network.log_factor_product(np.array(starts))).all()
+    # another seed, other starts (the three states in another order)
+    sample_spy["kwargs"].clear()
+    argv = ["mar", str(path), "-o", str(tmp_path / "o.MAR"), *XOR_ARGS[:-3], "--seed", "6"]
+    assert run(*argv, "--quiet")[0] == 0
+    again = [uai.uai_state_from_point(p, model) for p in sample_spy["kwargs"][0]["initvals"]]
+    assert [tuple(s) for s in again] != [tuple(s) for s in starts]
+
+
+def test_block_gibbs_matches_exact_without_determinism(uai_dir, tmp_path, sample_spy):
+    target = tmp_path / "out.MAR"
+    argv = ["mar", str(uai_dir / SMALL), "-o", str(target), "--sampler", "block_gibbs"]
+    code, out, err = run(*argv, "--draws", "300", "--tune", "20", "--seed", "2", "--quiet")
+    assert code == 0 and err == "", err
+    assert "block_gibbs, steps_per_draw=1," in out  # DBN_11.small: one cluster of 4 variables
+    (model,), (idata,) = sample_spy["models"], sample_spy["idata"]
+    _check_against_exact(target, idata, model, exact_marginals(read_network(uai_dir / SMALL)))
 
 
 HEAVY_PACKAGES = ("pymc", "pytensor", "arviz", "scipy")

@@ -6,7 +6,8 @@ superset) whose values the proposal sees, and a vector of local parameters (e.g.
 the block). :class:`MotifSpec` fixes the shape of a motif (the cardinalities of ``B`` and ``C``
 and the number of parameters), which is what a trained proposal network is specific to.
 :class:`BlockSet` holds the concrete blocks of one model, each a :class:`MotifBlock` of variable
-indices, in one of two index spaces:
+indices, in one of two index spaces (a block set without a motif, ``motif=None``, holds blocks of
+any sizes and cardinalities, for exact block Gibbs only: :func:`uai_exact_blocks`):
 
 ``"uai"``
     Network variable indices of a model built by :func:`pymc_lbp.models.read_uai` (resolved with
@@ -54,6 +55,7 @@ __all__ = [
     "motif_samples_from_states",
     "prior_motif_samples",
     "uai_blocks",
+    "uai_exact_blocks",
     "uai_grid_blocks",
 ]
 
@@ -240,7 +242,10 @@ class BlockSet:
 
     Parameters
     ----------
-    motif : MotifSpec
+    motif : MotifSpec or None
+        ``None``: the blocks have no common shape (any sizes and cardinalities, no conditioning
+        variables, no parameters); no proposal network can take them, so they are for exact
+        block Gibbs only (``NeuralBlock(..., proposal="exact")``; see :func:`uai_exact_blocks`).
     blocks : sequence of MotifBlock
         Every block must match the motif's sizes.
     index : {"uai", "flat"}
@@ -253,7 +258,7 @@ class BlockSet:
         log-potentials, :mod:`pymc_lbp.motifs.chain`; the blocks then hold no parameters).
     """
 
-    motif: MotifSpec
+    motif: MotifSpec | None
     blocks: tuple[MotifBlock, ...]
     index: str = "flat"
     variables: tuple[str, ...] = ()
@@ -269,6 +274,16 @@ class BlockSet:
         if self.params_from not in PARAMS_FROM:
             raise ValueError(f"params_from must be one of {PARAMS_FROM}, got {self.params_from!r}")
         m = self.motif
+        if m is None:
+            if self.params_from != "fixed":
+                raise ValueError("a block set without a motif takes its parameters from nowhere")
+            for b in self.blocks:
+                if b.cond.size or b.params.size:
+                    raise ValueError(
+                        f"block {b.label!r}: a block set without a motif (exact block Gibbs "
+                        "only) has no conditioning variables and no parameters"
+                    )
+            return
         n_params = m.n_params if self.params_from == "fixed" else 0
         for b in self.blocks:
             if b.block.size != m.block_size or b.cond.size != m.cond_size:
@@ -386,6 +401,42 @@ def uai_blocks(
         cond = np.concatenate([bl, np.full(width - bl.size, -1, dtype=np.int64)])
         out.append(MotifBlock(b, cond, label=f"uai {b.tolist()}"))
     return BlockSet(motif, tuple(out), index="uai")
+
+
+def uai_exact_blocks(
+    network, blocks: Sequence[Sequence[int]], *, label: str = "cluster"
+) -> BlockSet:
+    """Blocks of a UAI network of any sizes and cardinalities, for exact block Gibbs.
+
+    A block set without a motif (``motif=None``): each block is resampled from its exact
+    conditional by ``NeuralBlock(vars, blocks=..., proposal="exact")``; no proposal network
+    can take such blocks. Blocks may overlap; evidence variables in a block are clamped.
+
+    Parameters
+    ----------
+    network : UAINetwork or path
+    blocks : sequence of sequences of int
+        Network variable indices of each block (e.g. from
+        :func:`pymc_lbp.models.uai.clusters.uai_clusters`).
+    label : str
+        Prefix of the block labels (``"cluster 0 [3, 4, 7]"``).
+
+    Returns
+    -------
+    BlockSet
+        Index space ``"uai"``, ``motif=None``.
+    """
+    network = _as_network(network)
+    out = []
+    for k, b in enumerate(blocks):
+        block = np.asarray(list(b), dtype=np.int64)
+        if block.size and (block.min() < 0 or block.max() >= network.n_vars):
+            raise ValueError(
+                f"block {k} holds {block.tolist()}, outside the network's variables "
+                f"0..{network.n_vars - 1}"
+            )
+        out.append(MotifBlock(block, np.zeros(0, np.int64), label=f"{label} {k} {block.tolist()}"))
+    return BlockSet(None, tuple(out), index="uai")
 
 
 def lattice_blocks(
@@ -884,6 +935,10 @@ def motif_samples_from_states(
             return np.full(n, fixed, dtype=np.int64)
         raise ValueError(f"the samples have no variable {name!r} (needed for entry {i})")
 
+    if blockset.motif is None:
+        raise ValueError(
+            "a block set without a motif (exact block Gibbs only) has no motif samples"
+        )
     xb, xc, pr = [], [], []
     for b in blockset:
         xb.append(np.stack([column(int(i), 0) for i in b.block], axis=1))
@@ -930,7 +985,7 @@ def blockset_summary(blockset: BlockSet) -> str:
     """One-line JSON description of a block set (for logs)."""
     return json.dumps(
         {
-            "motif": blockset.motif.name,
+            "motif": None if blockset.motif is None else blockset.motif.name,
             "blocks": len(blockset),
             "index": blockset.index,
             "covered": int(blockset.covered().size),

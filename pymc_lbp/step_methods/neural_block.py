@@ -157,7 +157,10 @@ class NeuralBlock(DiscreteStep):
         variables.
     blocks : BlockSet, None or "auto", default "auto"
         The motif blocks (e.g. :func:`pymc_lbp.models.uai_grid_blocks`,
-        :func:`pymc_lbp.motifs.blocks.lattice_blocks`, :func:`pymc_lbp.motifs.chain.chain_blocks`).
+        :func:`pymc_lbp.motifs.blocks.lattice_blocks`, :func:`pymc_lbp.motifs.chain.chain_blocks`),
+        or, for ``proposal="exact"`` only, a block set without a motif whose blocks have any
+        sizes and cardinalities (:func:`pymc_lbp.motifs.blocks.uai_exact_blocks`, e.g. on the
+        clusters of :func:`pymc_lbp.models.uai.clusters.uai_clusters`).
         ``"auto"``: found in the model graph with the proposal (:mod:`pymc_lbp.motifs.finding`:
         a UAI grid BN gets the grid-BN blocks and the shipped ``grid-bn`` proposal, a chain
         variable (an HMM's states) chain blocks with the shipped chain proposal for its number
@@ -310,6 +313,11 @@ class NeuralBlock(DiscreteStep):
                 f"blocks must be a BlockSet (e.g. from uai_grid_blocks), got {type(blocks)}"
             )
         if isinstance(blocks, BlockSet) and len(blocks):
+            if blocks.motif is None and not (isinstance(proposal, str) and proposal == "exact"):
+                raise ValueError(
+                    "blocks without a motif (any sizes and cardinalities, e.g. from "
+                    "uai_exact_blocks) are for exact block Gibbs only: pass proposal='exact'"
+                )
             if isinstance(proposal, str):
                 if proposal != "exact":
                     raise ValueError(
@@ -327,7 +335,7 @@ class NeuralBlock(DiscreteStep):
                     f"{p.cond_size} conditioning variables, {p.n_params} parameters); the blocks "
                     f"are motif {m.name!r} ({m.block_size}, {m.cond_size}, {m.n_params})"
                 )
-            if blocks.motif.n_continuous:
+            if blocks.motif is not None and blocks.motif.n_continuous:
                 raise ValueError(
                     f"motif {blocks.motif.name!r} has {blocks.motif.n_continuous} continuous "
                     "entries; NeuralBlock samples discrete blocks only. A flag and the "
@@ -446,12 +454,15 @@ class NeuralBlock(DiscreteStep):
         if bs is not None and len(bs):
             motif = bs.motif
             for b in bs:
-                bpos, free = [], []
+                bpos, free, bcards = [], [], []
                 for j, i in enumerate(b.block.tolist()):
                     z, mine, card = locate(i)
-                    self._check_card(card, motif.block_cards[j], "proposed", i, b.label, motif)
+                    if motif is not None:  # a block set without a motif: blocks of any shape
+                        self._check_card(card, motif.block_cards[j], "proposed", i, b.label, motif)
+                        card = motif.block_cards[j]
                     bpos.append(z)
                     free.append(mine)
+                    bcards.append(card)
                 cpos = []
                 for j, (i, pad) in enumerate(zip(b.cond.tolist(), b.pad.tolist(), strict=True)):
                     if i < 0:
@@ -472,7 +483,7 @@ class NeuralBlock(DiscreteStep):
                 kind = "exact" if self.proposal == "exact" else "neural"
                 states = None
                 if kind == "exact":
-                    states = self._states_for(np.asarray(motif.block_cards)[free], b.label)
+                    states = self._states_for(np.asarray(bcards)[free], b.label)
                 chain = None
                 if bs.params_from == CHAIN_PARAMS_FROM:
                     chain = chain_shape(motif)
@@ -1100,6 +1111,10 @@ class NeuralBlock(DiscreteStep):
         model = pm.modelcontext(model)
         if self.blockset is None or not len(self.blockset):
             raise ValueError("this step has no motif blocks (blocks=None or none found)")
+        if self.blockset.motif is None:
+            raise ValueError(
+                "blocks without a motif (exact block Gibbs only) have no motif examples"
+            )
         post = idata.posterior
         n_total = post.sizes["chain"] * post.sizes["draw"]
         keep = np.arange(n_total)

@@ -1,5 +1,6 @@
 """UAI networks: reading and writing the file family, exact inference, PyMC models."""
 
+from pymc_lbp.models.uai.clusters import deterministic_scopes, uai_clusters
 from pymc_lbp.models.uai.errors import (
     ImpossibleEvidenceError,
     TreewidthTooLargeError,
@@ -43,6 +44,7 @@ from pymc_lbp.models.uai.start import (
     find_feasible_state,
     forward_sample,
     greedy_repair,
+    random_feasible_states,
 )
 
 __all__ = [
@@ -56,6 +58,7 @@ __all__ = [
     "VariableLocation",
     "elimination_plan",
     "check_evidence_locally",
+    "deterministic_scopes",
     "exact_inference",
     "exact_marginals",
     "find_feasible_state",
@@ -64,6 +67,7 @@ __all__ = [
     "grid_bn",
     "log_partition",
     "parse_network",
+    "random_feasible_states",
     "read_evidence",
     "read_map",
     "read_mar",
@@ -71,6 +75,7 @@ __all__ = [
     "read_pr",
     "read_uai",
     "sample_exact",
+    "uai_clusters",
     "uai_marginals",
     "uai_point_from_state",
     "uai_state_from_point",

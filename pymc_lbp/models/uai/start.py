@@ -10,6 +10,13 @@ impossible. :func:`find_feasible_state` tries, in this order:
 3. greedy repair from random states: a min-conflicts walk over the zero factors (WalkSAT-like);
 4. when the induced width allows, exact elimination: P(evidence) = 0 is then reported as such,
    otherwise an exact posterior sample is returned.
+
+:func:`random_feasible_states` draws one distinct feasible state per chain at random, so that
+chains start in different regions of a network whose zero factors split its states into regions
+a sampler may never leave: exact posterior samples when the induced width allows, otherwise, per
+chain from its own random stream, a likelihood-weighted forward sample (CPT-structured networks)
+or greedy repair from a uniformly random state, and :func:`find_feasible_state` as the last
+resort.
 """
 
 from __future__ import annotations
@@ -24,7 +31,13 @@ from pymc_lbp.models.uai.exact import elimination_plan, exact_inference, sample_
 from pymc_lbp.models.uai.io import read_map
 from pymc_lbp.models.uai.network import UAINetwork, zero_factor
 
-__all__ = ["check_evidence_locally", "find_feasible_state", "forward_sample", "greedy_repair"]
+__all__ = [
+    "check_evidence_locally",
+    "find_feasible_state",
+    "forward_sample",
+    "greedy_repair",
+    "random_feasible_states",
+]
 
 
 def _normalised_cpts(network: UAINetwork) -> list[np.ndarray]:
@@ -297,3 +310,124 @@ def find_feasible_state(
         "Pass a feasible start state to proceed.",
         definitive=False,
     )
+
+
+def _is_cpt_structured(network: UAINetwork) -> bool:
+    try:
+        network.cpt_children()
+    except ValueError:
+        return False
+    return True
+
+
+def _weighted_forward_state(
+    network: UAINetwork, evidence: dict[int, int], rng: np.random.Generator, batch: int = 256
+) -> np.ndarray | None:
+    """One forward sample, drawn among a batch with probability proportional to its evidence
+    likelihood (sampling-importance-resampling); None if no sample of the batch is feasible."""
+    states, log_w = forward_sample(network, batch, evidence=evidence, rng=rng)
+    log_w = np.where(np.isfinite(network.log_factor_product(states)), log_w, -np.inf)
+    if not np.isfinite(log_w).any():
+        return None
+    w = np.exp(log_w - log_w.max())
+    return states[int(rng.choice(batch, p=w / w.sum()))]
+
+
+def random_feasible_states(
+    network: UAINetwork,
+    evidence: Mapping[int, int] | None = None,
+    size: int = 1,
+    *,
+    rng: np.random.Generator | int | None = None,
+    max_exact_table_size: int = 2**22,
+) -> tuple[np.ndarray, list[str]]:
+    """``size`` feasible full states drawn at random: one start per chain.
+
+    Chains that start from one state cannot show that a sampler never leaves the region of
+    states around it (zero factors can wall regions in); chains from independent random starts
+    can (their marginals disagree). The states are distinct where the network has enough of
+    them: a state another chain already has is drawn again (up to 16 draws per chain). When the
+    largest elimination table has at most ``max_exact_table_size`` entries the states are exact
+    posterior samples (:func:`~pymc_lbp.models.uai.exact.sample_exact`, the first distinct ones
+    of ``16 size`` draws). Otherwise each state comes from its own random stream
+    (``rng.spawn``), by the first of these that succeeds:
+
+    1. CPT-structured networks: a forward sample with the evidence clamped, chosen from a batch
+       with probability proportional to its likelihood weight (up to 8 batches);
+    2. greedy repair (:func:`greedy_repair`) from a uniformly random state;
+    3. :func:`find_feasible_state` (a ``.MAP`` file, exact sampling, ...), which may give several
+       chains the same state.
+
+    Parameters
+    ----------
+    network : UAINetwork
+    evidence : mapping of int to int, optional
+    size : int
+        Number of states (chains).
+    rng : numpy.random.Generator, int or None
+    max_exact_table_size : int
+        Largest elimination table for exact posterior samples.
+
+    Returns
+    -------
+    states : numpy.ndarray of int, shape (size, n)
+    sources : list of str
+        How each state was found (``"exact posterior sample"``, ``"forward sampling"``,
+        ``"greedy repair"``, or :func:`find_feasible_state`'s source).
+
+    Raises
+    ------
+    ImpossibleEvidenceError
+        As :func:`find_feasible_state`.
+    """
+    rng = np.random.default_rng(rng)
+    evidence = dict(evidence or {})
+    check_evidence_locally(network, evidence)
+    plan = elimination_plan(network, evidence)
+    if plan.max_table_size <= max_exact_table_size:  # draws of the target itself
+        batch = sample_exact(
+            network, evidence, _DISTINCT_TRIES * size, rng=rng, max_table_size=None
+        )
+        return batch[_distinct_first(batch, size)], ["exact posterior sample"] * size
+    bayesian = _is_cpt_structured(network)
+    states = np.zeros((size, network.n_vars), dtype=np.int64)
+    sources = []
+    for c, r in enumerate(rng.spawn(size)):
+        for _ in range(_DISTINCT_TRIES):  # a state another chain has already: draw again
+            state, source = _random_feasible_state(network, evidence, r, bayesian)
+            if not (states[:c] == state).all(axis=1).any():
+                break
+        states[c] = state
+        sources.append(source)
+    return states, sources
+
+
+_DISTINCT_TRIES = 16
+""":func:`random_feasible_states` draws up to this many states per chain to find distinct ones."""
+
+
+def _distinct_first(batch: np.ndarray, size: int) -> np.ndarray:
+    """Indices of ``size`` rows of ``batch``: the distinct rows in order of first appearance,
+    then (when there are fewer distinct rows than ``size``) repeats in order."""
+    _, first = np.unique(batch, axis=0, return_index=True)
+    distinct = np.sort(first)[:size]
+    if distinct.size == size:
+        return distinct
+    rest = np.setdiff1d(np.arange(batch.shape[0]), distinct)[: size - distinct.size]
+    return np.concatenate([distinct, rest])
+
+
+def _random_feasible_state(
+    network: UAINetwork, evidence: dict[int, int], rng: np.random.Generator, bayesian: bool
+) -> tuple[np.ndarray, str]:
+    """One feasible state by forward sampling (CPT-structured networks), greedy repair from a
+    random state, or :func:`find_feasible_state`, and how it was found."""
+    if bayesian:
+        for _ in range(8):
+            state = _weighted_forward_state(network, evidence, rng)
+            if state is not None:
+                return state, "forward sampling"
+    state = greedy_repair(network, evidence, rng=rng)
+    if state is not None:
+        return state, "greedy repair"
+    return find_feasible_state(network, evidence, rng=rng)

@@ -1,0 +1,178 @@
+"""Clusters of a UAI network for exact block Gibbs: blocks that cross its determinism.
+
+A single-site sampler cannot leave a region of states walled in by zero factors: on a factor
+``x0 != x1`` (table ``0 1 1 0``) changing either variable alone gives probability zero, so a chain
+keeps the values it started with. Resampling both variables together from their exact conditional
+moves between ``(0, 1)`` and ``(1, 0)`` in one step. :func:`uai_clusters` chooses such blocks from
+the network's structure:
+
+1. **Deterministic factors** (a zero entry among the free variables, after the evidence is
+   substituted) are kept whole: each one's free scope lies inside one block.
+2. **Blocks follow a min-fill elimination order** (:func:`~pymc_lbp.models.uai.exact.
+   elimination_plan`). Eliminating variable ``v`` forms the cluster of ``v`` and its neighbours at
+   that time; every factor's scope lies inside the cluster of its first-eliminated variable. A
+   cluster within the budget is a block as it is; a larger one is cut down to ``v``, the
+   deterministic scopes that first meet at ``v`` and as many of the cluster's other variables
+   (in elimination order) as the budget allows.
+3. **Blocks grow up the bucket tree**: every step's block is merged into its parent step's block
+   while the union stays within ``max_states`` joint states (a child cluster minus its variable
+   lies inside its parent's cluster, so a merge usually adds one variable). Blocks contained in
+   another block are dropped.
+
+Every free variable is in some block, evidence variables (and variables of cardinality 1, which
+:func:`~pymc_lbp.models.uai.read_uai` fixes) in none. A deterministic scope whose joint states
+alone exceed ``max_states`` becomes a block of its own, larger than the budget (its table is in
+the file already, so enumerating it costs about as much as reading it). Blocks may overlap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from pymc_lbp.models.uai.exact import EvidenceLike, elimination_plan
+from pymc_lbp.models.uai.io import read_evidence
+from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
+
+__all__ = ["DEFAULT_MAX_STATES", "deterministic_scopes", "uai_clusters"]
+
+DEFAULT_MAX_STATES = 1024
+"""Joint states a block may have by default (10 binary variables): an exact update evaluates
+the target at every one of them. Measured with ``NeuralBlock``'s exact updates on 50-12-5 (143
+free variables): a draw (one update per block on average) took 38 ms with 1024 and 275 ms with
+4096, and at equal wall time the marginal errors were level (0.11)."""
+
+
+def _fixed_values(network: UAINetwork, evidence: Mapping[int, int]) -> dict[int, int]:
+    """The evidence plus the variables of cardinality 1 (at 0): what the model does not sample."""
+    fixed = {v: 0 for v in range(network.n_vars) if network.cards[v] == 1}
+    fixed.update(evidence)
+    return fixed
+
+
+def deterministic_scopes(
+    network: UAINetwork, evidence: EvidenceLike = None
+) -> list[tuple[int, ...]]:
+    """The free scopes of the factors that have a zero entry once the evidence is substituted.
+
+    Parameters
+    ----------
+    network : UAINetwork
+    evidence : path, mapping or None
+        Evidence variables (and variables of cardinality 1) are substituted and left out of
+        the scopes.
+
+    Returns
+    -------
+    list of tuple of int
+        Sorted variable indices, one entry per distinct scope of two or more free variables
+        (a zero factor on one free variable constrains nothing a block has to respect).
+    """
+    evidence = read_evidence(evidence, network)
+    factors, _ = reduce_factors(network, _fixed_values(network, evidence))
+    scopes = {
+        tuple(sorted(scope))
+        for scope, log_table in factors
+        if len(scope) > 1 and np.isneginf(log_table).any()
+    }
+    return sorted(scopes)
+
+
+def uai_clusters(
+    network: UAINetwork,
+    evidence: EvidenceLike = None,
+    *,
+    max_states: int = DEFAULT_MAX_STATES,
+) -> list[tuple[int, ...]]:
+    """Blocks of a UAI network for exact block Gibbs (see the module docstring).
+
+    Parameters
+    ----------
+    network : UAINetwork
+    evidence : path, mapping or None
+        Evidence variables are in no block.
+    max_states : int
+        Largest number of joint states of a block (the product of its cardinalities), except a
+        deterministic scope that alone is larger (it gets a block of its own).
+
+    Returns
+    -------
+    list of tuple of int
+        The blocks: sorted network variable indices each, ordered by their first variable in
+        the elimination order. Every free variable is in at least one block and every
+        deterministic factor's free scope (:func:`deterministic_scopes`) inside one; empty when
+        no variable is free.
+
+    Raises
+    ------
+    ValueError
+        ``max_states`` below 1.
+    """
+    if isinstance(max_states, bool) or int(max_states) != max_states or max_states < 1:
+        raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
+    evidence = read_evidence(evidence, network)
+    fixed = _fixed_values(network, evidence)
+    cards = network.cards.tolist()
+    plan = elimination_plan(network, fixed, heuristic="min-fill")
+    if not plan.order:
+        return []
+    step = {v: s for s, v in enumerate(plan.order)}
+
+    def states(block: set[int] | tuple[int, ...]) -> int:
+        return math.prod(cards[v] for v in block)
+
+    # every deterministic scope first meets at the step of its first-eliminated variable, whose
+    # cluster holds all of it
+    meets: list[list[tuple[int, ...]]] = [[] for _ in plan.order]
+    for scope in deterministic_scopes(network, evidence):
+        meets[min(step[v] for v in scope)].append(scope)
+
+    blocks: list[set[int]] = []
+    extra: list[set[int]] = []  # deterministic scopes that did not fit their step's block
+    for s, cluster in enumerate(plan.clusters):
+        if states(cluster) <= max_states:
+            blocks.append(set(cluster))
+            continue
+        block = {cluster[0]}
+        for scope in sorted(meets[s], key=states):
+            if states(block | set(scope)) <= max_states:
+                block |= set(scope)
+            else:
+                extra.append(set(scope))
+        for v in cluster[1:]:  # the others in elimination order, while the budget allows
+            if v not in block and states(block) * cards[v] <= max_states:
+                block.add(v)
+        blocks.append(block)
+
+    # grow up the bucket tree: a step's block joins its parent's while within the budget
+    root = list(range(len(blocks)))
+
+    def find(s: int) -> int:
+        while root[s] != s:
+            root[s] = root[root[s]]
+            s = root[s]
+        return s
+
+    for s, parent in enumerate(plan.parent):
+        if parent < 0:
+            continue
+        a, b = find(s), find(parent)
+        if a != b and states(blocks[a] | blocks[b]) <= max_states:
+            blocks[b] |= blocks[a]
+            root[a] = b
+    merged = [blocks[s] for s in range(len(blocks)) if find(s) == s] + extra
+
+    # drop duplicates and blocks inside another block (largest first, so a subset finds them)
+    merged.sort(key=lambda b: (-len(b), sorted(step[v] for v in b)))
+    kept: list[set[int]] = []
+    for block in merged:
+        if not any(block <= other for other in kept):
+            kept.append(block)
+    kept.sort(key=lambda b: min(step[v] for v in b))
+    out = [tuple(sorted(b)) for b in kept]
+    covered = set().union(*kept)
+    if covered != set(plan.order):  # by construction; a broken invariant must not pass silently
+        raise AssertionError(f"clusters miss variables {sorted(set(plan.order) - covered)}")
+    return out
