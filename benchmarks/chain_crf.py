@@ -58,7 +58,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import RESULTS, load_info, machine_info, timed_sample  # noqa: E402
 
 from pymc_lbp import LocallyBalanced, NeuralBlock, PathAuxiliaryLBP  # noqa: E402
-from pymc_lbp.motifs.chain import chain_blocks  # noqa: E402
+from pymc_lbp.samplers.block.motifs.chain import chain_blocks  # noqa: E402
 
 SAMPLERS = (
     "neural",

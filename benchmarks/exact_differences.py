@@ -1,4 +1,4 @@
-"""Cost of exact neighbour differences: local (pymc_lbp.target.local_differences) vs batched.
+"""Cost of exact neighbour differences: local (pymc_lbp.logp.local_differences) vs batched.
 
 Per call of ``(logp, deltas) = differences(x)`` at a random state, against one evaluation of the
 compiled model logp (measured in alternating blocks; the ratio is the median of per-block
@@ -26,8 +26,8 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 
+from pymc_lbp.logp.neighbours import BlockLayout, ExactDifferences, describe_block
 from pymc_lbp.models import potts_model, segmentation_model
-from pymc_lbp.target.neighbours import BlockLayout, ExactDifferences, describe_block
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 

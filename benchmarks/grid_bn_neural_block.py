@@ -18,7 +18,7 @@ recorded over wall time. Samplers:
 ``pymc-gibbs``
     PyMC's ``BinaryGibbsMetropolis`` (its default for Bernoulli variables); one draw = one sweep.
 
-All our samplers use the same factor-local target differences (:mod:`pymc_lbp.target.local_logp`);
+All our samplers use the same factor-local target differences (:mod:`pymc_lbp.logp.local_logp`);
 PyMC's step evaluates the compiled model logp per site. Wall time counts from the start of
 sampling (step construction and compilation are reported separately); there is no burn-in
 cut, so the curves include the approach to stationarity from the feasible start state that
@@ -52,8 +52,9 @@ from common import timed_sample  # noqa: E402
 
 import pymc_lbp
 from pymc_lbp import NeuralBlock
-from pymc_lbp.models import exact_marginals, read_mar, read_network, read_uai, uai_grid_blocks
+from pymc_lbp.models import exact_marginals, read_mar, read_network, read_uai
 from pymc_lbp.models.uai import grid_bn, read_evidence, uai_state_from_point
+from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"

@@ -148,7 +148,10 @@ def summarise(name, res, starts, *, tune, site_updates_per_draw, m_star, band):
         "learned_params": res["learned"],
     }
     if name == "lsb1" and res["learned"]:
-        from pymc_lbp.learning.learned_balancing import BASE_FUNCTIONS, MixtureBalancing
+        from pymc_lbp.samplers.self_balancing.parametrizations import (
+            BASE_FUNCTIONS,
+            MixtureBalancing,
+        )
 
         w = np.mean([MixtureBalancing().weights(np.array(p)) for p in res["learned"].values()], 0)
         row["learned_weights"] = dict(zip(BASE_FUNCTIONS, w.round(3).tolist(), strict=True))
@@ -166,7 +169,7 @@ def summarise(name, res, starts, *, tune, site_updates_per_draw, m_star, band):
 
 
 def learned_function(name, params):
-    from pymc_lbp.learning.learned_balancing import make_parametrization
+    from pymc_lbp.samplers.self_balancing.parametrizations import make_parametrization
 
     par = make_parametrization(name)
     return lambda d: par.log_g(d, np.asarray(params))
@@ -178,7 +181,7 @@ def plot(results, path_burnin, path_functions, args):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from pymc_lbp.proposals.balancing import BALANCING_FUNCTIONS
+    from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS
 
     cases = list(results)
     fig, axes = plt.subplots(2, len(cases), figsize=(4.2 * len(cases), 7), squeeze=False)

@@ -157,7 +157,10 @@ def main(argv=None) -> None:
             "learned_params": learned,
         }  # fmt: skip
         if name == "lsb1" and learned:
-            from pymc_lbp.learning.learned_balancing import BASE_FUNCTIONS, MixtureBalancing
+            from pymc_lbp.samplers.self_balancing.parametrizations import (
+                BASE_FUNCTIONS,
+                MixtureBalancing,
+            )
 
             w = np.mean([MixtureBalancing().weights(np.array(p)) for p in learned.values()], 0)
             row["learned_weights"] = dict(zip(BASE_FUNCTIONS, w.round(3).tolist(), strict=True))

@@ -2,9 +2,9 @@
 against PyMC's default step.
 
 Off pairwise binary blocks (which run the numba kernel), a draw of ``PathAuxiliaryLBP``, tuning
-included, is either one call of a compiled pytensor ``scan`` (``pymc_lbp/kernels/path.py``) or a
-Python loop of the numpy reference steps; by default the loop for the step's first 20,000 steps,
-then the kernel. In one run on one core:
+included, is either one call of a compiled pytensor ``scan`` (``pymc_lbp/samplers/path/graph.py``)
+or a Python loop of the numpy reference steps; by default the loop for the step's first 20,000
+steps, then the kernel. In one run on one core:
 
 1. **Per MH step** (microseconds, min over interleaved rounds): one compiled differences call,
    a step of the Python loop, a frozen step of the compiled kernel and a tuning step of it (the

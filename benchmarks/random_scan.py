@@ -2,8 +2,8 @@
 
 On UAI grid Bayesian networks (the shipped UAI'08 grids, evidence from their ``.evid`` files;
 factor-local targets), a draw of ``NeuralBlock``'s random scan is either one call of a compiled
-pytensor ``scan`` (``pymc_lbp/kernels/random_scan.py``) or a Python loop of the numpy reference
-steps (``NeuralBlock.scan_step``). In one run on one core:
+pytensor ``scan`` (``pymc_lbp/samplers/block/random_scan_graph.py``) or a Python loop of the numpy
+reference steps (``NeuralBlock.scan_step``). In one run on one core:
 
 1. **Per MH step** (microseconds, min over interleaved rounds): a numpy step, a step of the scan
    compiled with C (the default) and with NUMBA, and each compilation, for the three kinds of
@@ -48,8 +48,9 @@ from common import (  # noqa: E402
 
 import pymc_lbp  # noqa: E402
 from pymc_lbp import NeuralBlock  # noqa: E402
-from pymc_lbp.models import read_mar, read_network, read_uai, uai_grid_blocks  # noqa: E402
+from pymc_lbp.models import read_mar, read_network, read_uai  # noqa: E402
 from pymc_lbp.models.uai import read_evidence, uai_state_from_point  # noqa: E402
+from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks  # noqa: E402
 
 GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
 UNITS = ("neural", "exact", "sites")

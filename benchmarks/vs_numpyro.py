@@ -98,8 +98,8 @@ PYMC_LBP_OPTIONS: dict[str, dict] = {
         target_accept=0.574,
         balancing="sqrt",
         # exact differences: on these pairwise binary lattices, the couplings and the numba
-        # kernel of pymc_lbp.target.pairwise (runs before 2026-11-25 used "gradient": 47-109 us a
-        # step)
+        # kernel of pymc_lbp.samplers.pairwise.couplings (runs before 2026-11-25 used "gradient":
+        # 47-109 us a step)
         differences="exact",
         initial_path_length=1.0,
         steps_per_draw=10,

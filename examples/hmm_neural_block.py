@@ -32,7 +32,7 @@ import pymc as pm  # noqa: E402
 import pytensor.tensor as pt  # noqa: E402
 
 import pymc_lbp  # noqa: E402
-from pymc_lbp.motifs.chain import chain_blocks  # noqa: E402
+from pymc_lbp.samplers.block.motifs.chain import chain_blocks  # noqa: E402
 
 T, K = 150, 3
 LEVELS = np.array([-1.5, 0.0, 1.5])

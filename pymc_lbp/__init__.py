@@ -15,9 +15,15 @@ import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
-    from pymc_lbp.learning.neural_proposal import NeuralProposal, ProposalFileError, load_proposal
-    from pymc_lbp.proposals.balancing import BALANCING_FUNCTIONS
+    from pymc_lbp.logp.relax import NotRelaxableError
     from pymc_lbp.registry import register, registered, unregister
+    from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS
+    from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
+    from pymc_lbp.samplers.block.neural_proposal import (
+        NeuralProposal,
+        ProposalFileError,
+        load_proposal,
+    )
     from pymc_lbp.step_methods import (
         DiscreteStep,
         GibbsWithGradients,
@@ -27,27 +33,27 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     )
     from pymc_lbp.step_methods.neural_block import NeuralBlock
     from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
-    from pymc_lbp.target.relax import NotRelaxableError
 
 __version__ = "0.1.0"
 
 #: Public name -> the module that defines it (imported on first access).
 _LAZY: dict[str, str] = {
-    "BALANCING_FUNCTIONS": "pymc_lbp.proposals.balancing",
+    "BALANCING_FUNCTIONS": "pymc_lbp.samplers.balancing",
     "DiscreteStep": "pymc_lbp.step_methods",
     "GibbsWithGradients": "pymc_lbp.step_methods",
     "LocallyBalanced": "pymc_lbp.step_methods",
     "NeuralBlock": "pymc_lbp.step_methods.neural_block",
     "NeuralMixedBlock": "pymc_lbp.step_methods.neural_mixed_block",
-    "NeuralProposal": "pymc_lbp.learning.neural_proposal",
-    "NotRelaxableError": "pymc_lbp.target.relax",
+    "NeuralProposal": "pymc_lbp.samplers.block.neural_proposal",
+    "NotRelaxableError": "pymc_lbp.logp.relax",
     "PathAuxiliaryLBP": "pymc_lbp.step_methods",
-    "ProposalFileError": "pymc_lbp.learning.neural_proposal",
+    "ProposalFileError": "pymc_lbp.samplers.block.neural_proposal",
     "SelfBalancing": "pymc_lbp.step_methods",
-    "load_proposal": "pymc_lbp.learning.neural_proposal",
+    "load_proposal": "pymc_lbp.samplers.block.neural_proposal",
     "register": "pymc_lbp.registry",
     "registered": "pymc_lbp.registry",
     "unregister": "pymc_lbp.registry",
+    "uai_grid_blocks": "pymc_lbp.samplers.block.motifs.blocks",
 }
 
 __all__ = [
@@ -65,6 +71,7 @@ __all__ = [
     "load_proposal",
     "register",
     "registered",
+    "uai_grid_blocks",
     "unregister",
 ]
 

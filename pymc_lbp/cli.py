@@ -151,7 +151,7 @@ def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
     ``steps_per_draw=None``: one sweep over its update units (blocks and uncovered sites)."""
     import pymc as pm
 
-    from pymc_lbp.learning.neural_proposal import load_proposal
+    from pymc_lbp.samplers.block.neural_proposal import load_proposal
     from pymc_lbp.step_methods.neural_block import NeuralBlock
 
     model = pm.modelcontext(None)
@@ -172,7 +172,7 @@ def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
     import pymc as pm
 
     from pymc_lbp.models.uai.clusters import uai_clusters
-    from pymc_lbp.motifs.blocks import uai_exact_blocks
+    from pymc_lbp.samplers.block.motifs.blocks import uai_exact_blocks
     from pymc_lbp.step_methods.neural_block import NeuralBlock
 
     model = pm.modelcontext(None)
@@ -237,7 +237,7 @@ def grid_blocks(network: Any) -> Any:
         The network is not a binary N x N grid Bayesian network with N >= 3 (the motif of the
         shipped ``grid-bn`` proposal).
     """
-    from pymc_lbp.motifs.blocks import uai_grid_blocks
+    from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
 
     try:
         return uai_grid_blocks(network)

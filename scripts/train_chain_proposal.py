@@ -1,13 +1,13 @@
 """Train a general chain-motif proposal shipped as ``load_proposal("chain-k{K}-b{L}")``.
 
-The motif (:mod:`pymc_lbp.motifs.chain`): ``L`` consecutive ``K``-category states of a chain
-(an HMM's hidden states, a chain CRF's tags) given the rest of the model, described by the
+The motif (:mod:`pymc_lbp.samplers.block.motifs.chain`): ``L`` consecutive ``K``-category states of
+a chain (an HMM's hidden states, a chain CRF's tags) given the rest of the model, described by the
 block's canonical unary and pairwise log-potentials (the Markov blanket absorbed). Training data
-are drawn afresh for every minibatch by :func:`pymc_lbp.motifs.chain.chain_motif_samples`
-(random sticky or dense transitions, shared or per position, emission scales from 0.1 to 10,
-chain ends w.p. 1/4; exact block samples by enumeration). The network is a mixture density
-network (two ELU layers of 4 x max(in, out) units, K components), trained by maximum likelihood
-with Adam.
+are drawn afresh for every minibatch by
+:func:`pymc_lbp.samplers.block.motifs.chain.chain_motif_samples` (random sticky or dense
+transitions, shared or per position, emission scales from 0.1 to 10, chain ends w.p. 1/4; exact
+block samples by enumeration). The network is a mixture density network (two ELU layers of 4 x
+max(in, out) units, K components), trained by maximum likelihood with Adam.
 
 Evaluation (written into the file's metadata and printed): the mean KL divergence
 E KL(p(B | rest) || q(B | rest)) on held-out motif samples (exact conditionals by enumeration of
@@ -30,13 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
-from pymc_lbp.motifs.chain import (
+from pymc_lbp.samplers.block.motifs.chain import (
     chain_block_states,
     chain_motif,
     chain_motif_log_conditional,
     chain_motif_samples,
 )
+from pymc_lbp.samplers.block.neural_proposal import LIBRARY, NeuralProposal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proposal_training import train_and_save  # noqa: E402

@@ -1,10 +1,10 @@
 """Train the general flag-value proposal shipped as ``load_proposal("flag-value-g32")``.
 
-The motif (:mod:`pymc_lbp.motifs.flag_value`): a binary flag and the continuous value it
-switches on (a mixture component's active flag and its mean), described by the block's log
+The motif (:mod:`pymc_lbp.samplers.block.motifs.flag_value`): a binary flag and the continuous value
+it switches on (a mixture component's active flag and its mean), described by the block's log
 conditional density on a grid of 32 standardised values per flag. Training data are drawn afresh
-for every minibatch by :func:`pymc_lbp.motifs.flag_value.flag_value_samples` (random profiles:
-a broad Gaussian for the flag off, one to three bumps for the flag on, a random log-odds
+for every minibatch by :func:`pymc_lbp.samplers.block.motifs.flag_value.flag_value_samples` (random
+profiles: a broad Gaussian for the flag off, one to three bumps for the flag on, a random log-odds
 offset; exact draws from the piecewise-linear target they describe). The network is a mixture
 density network (two ELU layers of 4 x max(in, out) units, 8 components, each a flag table and
 a Gaussian for the value), trained by maximum likelihood with Adam.
@@ -28,12 +28,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
-from pymc_lbp.motifs.flag_value import (
+from pymc_lbp.samplers.block.motifs.flag_value import (
     flag_value_log_density,
     flag_value_motif,
     flag_value_samples,
 )
+from pymc_lbp.samplers.block.neural_proposal import LIBRARY, NeuralProposal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proposal_training import train_and_save  # noqa: E402

@@ -2,11 +2,12 @@
 
 The motif (Wang et al. 2018): a 3 x 3 block of a binary grid Bayesian network, conditioned on
 the 14 nodes around it, with the 60 CPT entries of the block's nodes and of its children as
-local parameters (see :data:`pymc_lbp.motifs.blocks.GRID_BN_MOTIF`). Training data are drawn afresh
-for every minibatch by :func:`pymc_lbp.motifs.blocks.grid_bn_motif_samples`: every CPT row is [0, 1]
-w.p. 1/40, [1, 0] w.p. 1/40, Dirichlet(1/2, 1/2) otherwise; a quarter of the motifs lie on each
-grid border. The network is a mixture density network (two ELU layers of 4 x max(in, out)
-units, K components), trained by maximum likelihood with Adam.
+local parameters (see :data:`pymc_lbp.samplers.block.motifs.blocks.GRID_BN_MOTIF`). Training data
+are drawn afresh for every minibatch by
+:func:`pymc_lbp.samplers.block.motifs.blocks.grid_bn_motif_samples`: every CPT row is [0, 1] w.p.
+1/40, [1, 0] w.p. 1/40, Dirichlet(1/2, 1/2) otherwise; a quarter of the motifs lie on each grid
+border. The network is a mixture density network (two ELU layers of 4 x max(in, out) units, K
+components), trained by maximum likelihood with Adam.
 
 Evaluation (written into the file's metadata and printed): the mean KL divergence
 E_C KL(p(B | C) || q(B | C)) on held-out motif samples (exact conditionals by enumeration of the
@@ -27,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_lbp.learning.neural_proposal import LIBRARY, NeuralProposal
-from pymc_lbp.motifs.blocks import (
+from pymc_lbp.samplers.block.motifs.blocks import (
     GRID_BN_MOTIF,
     grid_bn_blocks,
     grid_bn_motif_log_conditional,
     grid_bn_motif_samples,
 )
+from pymc_lbp.samplers.block.neural_proposal import LIBRARY, NeuralProposal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from proposal_training import ROOT, train_and_save  # noqa: E402

@@ -23,7 +23,7 @@ from pymc_lbp.models.uai import (
     write_evidence,
     write_network,
 )
-from tests.frequencies import marginal_z_scores
+from tests.helpers.frequencies import marginal_z_scores
 
 SMALL = "uai2014_mar/DBN_11.small.uai"
 

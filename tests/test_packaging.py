@@ -66,7 +66,7 @@ def test_install_has_no_build_warnings(tmp_path: Path, editable: bool) -> None:
             "-c",
             "import importlib.util, pathlib; s = importlib.util.find_spec('pymc_lbp'); "
             "d = pathlib.Path(s.origin).parent; "
-            "print((d / 'proposals_library' / 'grid-bn.npz').is_file())",
+            "print((d / 'samplers' / 'block' / 'library' / 'grid-bn.npz').is_file())",
         ],
         capture_output=True,
         text=True,
@@ -74,3 +74,70 @@ def test_install_has_no_build_warnings(tmp_path: Path, editable: bool) -> None:
         check=False,
     )
     assert check.stdout.strip() == "True", check.stdout + check.stderr
+
+
+def _folder(module: str) -> str | None:
+    """The folder a ``pymc_lbp`` module belongs to: ``samplers/<algorithm>`` for the samplers'
+    folders, else the first package level (a top-level module is its own)."""
+    parts = module.split(".")
+    if parts[0] != "pymc_lbp" or len(parts) < 2:
+        return None
+    if (
+        parts[1] == "samplers"
+        and len(parts) > 2
+        and (ROOT / "pymc_lbp" / "samplers" / parts[2]).is_dir()
+    ):
+        return f"samplers.{parts[2]}"
+    return parts[1]
+
+
+def test_no_import_cycles_between_folders():
+    """docs/architecture.md: imports go one way between folders (no cycle of any length),
+    counting imports inside functions too; a module ``__getattr__`` that keeps a moved public
+    name working for one release (with a FutureWarning) is the one exception."""
+    import ast
+
+    def imports(tree: ast.AST):
+        for node in ast.iter_child_nodes(tree):
+            if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+                continue  # the deprecation shims of moved names
+            yield node
+            yield from imports(node)
+
+    graph: dict[str, set[str]] = {}
+    for path in (ROOT / "pymc_lbp").rglob("*.py"):
+        module = "pymc_lbp." + ".".join(path.relative_to(ROOT / "pymc_lbp").with_suffix("").parts)
+        src = _folder(module)
+        for node in imports(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pymc_lbp."):
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("pymc_lbp.")]
+            else:
+                continue
+            for target in targets:
+                dst = _folder(target)
+                if dst and src and dst != src and src not in ("__init__", "__main__"):
+                    graph.setdefault(src, set()).add(dst)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    cycles = sorted(f for f in graph if reaches(f, f, {f}))
+    assert cycles == [], f"folders in an import cycle: {cycles}; graph: {graph}"
+
+
+def test_moved_public_name_warns_for_one_release():
+    """``pymc_lbp.models.uai_grid_blocks`` moved to ``pymc_lbp.uai_grid_blocks`` (issue #26):
+    the old name still works, with a FutureWarning; unknown names are still errors."""
+    import pymc_lbp
+    import pymc_lbp.models
+
+    with pytest.warns(FutureWarning, match="pymc_lbp.uai_grid_blocks"):
+        old = pymc_lbp.models.uai_grid_blocks
+    assert old is pymc_lbp.uai_grid_blocks
+    with pytest.raises(AttributeError):
+        pymc_lbp.models.no_such_name  # noqa: B018

@@ -27,7 +27,6 @@ from pymc_lbp.models.uai import (
     uai_variable_map,
     write_mar,
 )
-from pymc_lbp.motifs.blocks import uai_grid_blocks
 
 __all__ = [
     "LSB_CASES",
@@ -49,9 +48,25 @@ __all__ = [
     "read_uai",
     "segmentation_field",
     "segmentation_model",
-    "uai_grid_blocks",
     "uai_marginals",
     "uai_state_from_point",
     "uai_variable_map",
     "write_mar",
 ]
+
+
+def __getattr__(name: str):
+    """Old home of ``uai_grid_blocks`` (until 2026-11-26): it builds NeuralBlock's blocks, so it
+    lives with them now (``pymc_lbp.uai_grid_blocks``); kept here one release with a warning."""
+    if name == "uai_grid_blocks":
+        import warnings
+
+        from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
+
+        warnings.warn(
+            "pymc_lbp.models.uai_grid_blocks moved: import it as pymc_lbp.uai_grid_blocks",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return uai_grid_blocks
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -29,26 +29,14 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-from pymc_lbp.kernels.integer_jump import CompiledJumps
-from pymc_lbp.kernels.pairwise import PairwiseSteps, pairwise_steps
-from pymc_lbp.kernels.single_site import graph_balancing
-from pymc_lbp.proposals.balancing import log_sqrt
-from pymc_lbp.proposals.integer_jumps import (
-    LARGEST_SCALE_EXPONENT,
-    MAX_SCALE_EXPONENT,
-    grown_exponent,
-    scale_exponent,
-    start_exponent,
-    uses_support_gibbs,
-)
-from pymc_lbp.target.differences_choice import (
+from pymc_lbp.logp.differences_choice import (
     DifferencesChoice,
     TuningRecheck,
     choose,
     probe_first_order,
 )
-from pymc_lbp.target.local_differences import greedy_colouring, site_pieces
-from pymc_lbp.target.neighbours import (
+from pymc_lbp.logp.local_differences import greedy_colouring, site_pieces
+from pymc_lbp.logp.neighbours import (
     BINARY,
     INTEGER,
     BlockLayout,
@@ -58,8 +46,20 @@ from pymc_lbp.target.neighbours import (
     describe_block,
     integer_support,
 )
-from pymc_lbp.target.pairwise import PairwiseDifferences, pairwise_differences
-from pymc_lbp.target.relax import NotRelaxableError
+from pymc_lbp.logp.relax import NotRelaxableError
+from pymc_lbp.samplers.balancing import log_sqrt
+from pymc_lbp.samplers.integer.graph import CompiledJumps
+from pymc_lbp.samplers.integer.reference import (
+    LARGEST_SCALE_EXPONENT,
+    MAX_SCALE_EXPONENT,
+    grown_exponent,
+    scale_exponent,
+    start_exponent,
+    uses_support_gibbs,
+)
+from pymc_lbp.samplers.pairwise.couplings import PairwiseDifferences, pairwise_differences
+from pymc_lbp.samplers.pairwise.kernel import PairwiseSteps, pairwise_steps
+from pymc_lbp.samplers.single_site.graph import graph_balancing
 
 DIFFERENCES = ("exact", "gradient", "auto")
 
@@ -200,7 +200,7 @@ class DiscreteStep(ArrayStepShared):
         ones from the start point and, while tuning, again from where the chain is (a step whose
         first-order proposals stop tracking them switches to exact ones for good), exact
         otherwise (the rule:
-        :mod:`pymc_lbp.target.differences_choice`). The choice is in :attr:`differences_choice`
+        :mod:`pymc_lbp.logp.differences_choice`). The choice is in :attr:`differences_choice`
         (with its reason and measurements), logged (logger ``"pymc_lbp"``, INFO), and recorded in
         the stat ``exact_differences``.
     model : pymc.Model, optional
@@ -231,14 +231,14 @@ class DiscreteStep(ArrayStepShared):
     target_accept: float | None = None
     integer_jumps: ClassVar[bool] = True
     """Whether each draw gives every integer site one informed jump
-    (:mod:`pymc_lbp.proposals.integer_jumps`)."""
+    (:mod:`pymc_lbp.samplers.integer.reference`)."""
     independent_sites_at_once: ClassVar[bool] = True
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
     pairwise_kernel: ClassVar[bool] = False
-    """Whether the step runs :mod:`pymc_lbp.kernels.pairwise` on pairwise binary blocks (then
-    ``differences="auto"`` and ``"exact"`` take the couplings of
-    :mod:`pymc_lbp.target.pairwise`)."""
+    """Whether the step runs :mod:`pymc_lbp.samplers.pairwise.kernel` on pairwise binary blocks
+    (then ``differences="auto"`` and ``"exact"`` take the couplings of
+    :mod:`pymc_lbp.samplers.pairwise.couplings`)."""
     learned_balancing: ClassVar[bool] = False
     """Whether the balancing function is learned (SelfBalancing; passed to the pairwise kernel by
     :meth:`pairwise_balancing`) rather than one of the built-in ones."""
@@ -398,7 +398,7 @@ class DiscreteStep(ArrayStepShared):
     def swept_sites(self) -> int:
         """Sites a default draw's single-site steps sweep: every site without a move of its own.
         Integer sites get theirs, an informed jump each draw
-        (:mod:`pymc_lbp.proposals.integer_jumps`), so a block of integer sites only makes no
+        (:mod:`pymc_lbp.samplers.integer.reference`), so a block of integer sites only makes no
         single-site steps by default: its draw is one jump per site."""
         return self.layout.n_sites - self._integer_sites.size
 
@@ -423,7 +423,7 @@ class DiscreteStep(ArrayStepShared):
 
     def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs) -> Differences:
         """Build the differences asked for; ``"auto"`` measures first (see
-        :mod:`pymc_lbp.target.differences_choice`) and sets :attr:`differences_choice`."""
+        :mod:`pymc_lbp.logp.differences_choice`) and sets :attr:`differences_choice`."""
         bal = self._balancing()
         log_g = bal[1] if callable(bal[1]) else log_sqrt
         name = f"{type(self).__name__} on {[s.name for s in specs]}"
@@ -488,7 +488,7 @@ class DiscreteStep(ArrayStepShared):
 
     def _support_gibbs_sites(self, model, initial_point: dict) -> np.ndarray:
         """Integer sites drawn from their full conditional over their support
-        (:func:`pymc_lbp.proposals.integer_jumps.support_gibbs`) instead of jumping: those with a
+        (:func:`pymc_lbp.samplers.integer.reference.support_gibbs`) instead of jumping: those with a
         fixed support of at most :data:`SUPPORT_GIBBS_MAX_VALUES` values, when the block's supports
         are all fixed and the batched evaluation of the support stays below
         :data:`SUPPORT_GIBBS_MAX_ELEMENTS` (rows times the model's size)."""
@@ -519,15 +519,15 @@ class DiscreteStep(ArrayStepShared):
     def _sites_are_independent(self, model, initial_point: dict, specs, shared: dict) -> bool:
         """Whether the block's sites are conditionally independent given the rest of the model:
         no term of the logp touches two of them (the dependency analysis of
-        :mod:`pymc_lbp.target.local_differences`), as the inclusion indicators of a spike-and-slab
+        :mod:`pymc_lbp.logp.local_differences`), as the inclusion indicators of a spike-and-slab
         prior or per-unit latent classes. Then informed proposals have nothing to balance (a
         site's move changes no other site's conditional), and a draw gives every site one draw
         from its full conditional over its support, all sites in one compiled call (the
-        support Gibbs of :mod:`pymc_lbp.proposals.integer_jumps`), and ``steps_per_draw`` defaults
-        to 0. False when ``steps_per_draw`` is given (the sampler's own steps, as asked), when the
-        analysis cannot tell, for a block of one site, where a site's support is not fixed or is
-        larger than :data:`~pymc_lbp.proposals.integer_jumps.SUPPORT_GIBBS_MAX_VALUES`, or where
-        evaluating the supports would cost more than :data:`SUPPORT_GIBBS_MAX_ELEMENTS`."""
+        support Gibbs of :mod:`pymc_lbp.samplers.integer.reference`), and ``steps_per_draw``
+        defaults to 0. False when ``steps_per_draw`` is given (the sampler's own steps, as asked),
+        when the analysis cannot tell, for a block of one site, where a site's support is not fixed
+        or is larger than :data:`~pymc_lbp.samplers.integer.reference.SUPPORT_GIBBS_MAX_VALUES`, or
+        where evaluating the supports would cost more than :data:`SUPPORT_GIBBS_MAX_ELEMENTS`."""
         lay = self.layout
         if not self.independent_sites_at_once or lay.n_sites < 2 or self._steps_per_draw:
             return False
@@ -558,7 +558,7 @@ class DiscreteStep(ArrayStepShared):
         chain's starting exponent (:meth:`_jump_exponent_at`: at least
         :data:`MAX_SCALE_EXPONENT`, enough for the start's magnitude), which tuning may grow
         (:meth:`_tune_jump_exponent`). Offsets beyond a site's support weigh 0 either way, see
-        :mod:`pymc_lbp.kernels.integer_jump`. Sets :attr:`_jump_exponent_grows`.
+        :mod:`pymc_lbp.samplers.integer.graph`. Sets :attr:`_jump_exponent_grows`.
         """
         lay = self.layout
         fixed = self._jump_target.bounds_are_constant() and all(
@@ -582,7 +582,7 @@ class DiscreteStep(ArrayStepShared):
 
     @property
     def jumps(self) -> CompiledJumps:
-        """The compiled integer jumps (:class:`pymc_lbp.kernels.integer_jump.CompiledJumps`),
+        """The compiled integer jumps (:class:`pymc_lbp.samplers.integer.graph.CompiledJumps`),
         compiled on first use."""
         if self._jumps is None:
             self._jumps = self._compile_jumps()
@@ -619,9 +619,9 @@ class DiscreteStep(ArrayStepShared):
 
     def _independent_classes(self, model) -> tuple[list | None, list | None, object]:
         """Colour classes of the jumping and of the support-Gibbs sites: sites that share no
-        term of the logp (the dependency analysis of :mod:`pymc_lbp.target.local_differences`) move
+        term of the logp (the dependency analysis of :mod:`pymc_lbp.logp.local_differences`) move
         at once, their one-site changes evaluated from the logp's elements
-        (:meth:`~pymc_lbp.target.local_differences.SitePieces.class_rows`). None for a group whose
+        (:meth:`~pymc_lbp.logp.local_differences.SitePieces.class_rows`). None for a group whose
         sites all interact; all None when the graph cannot be analysed or a term couples sites the
         analysis cannot name."""
         groups = (self._jump_sites, self._gibbs_sites)
@@ -647,9 +647,9 @@ class DiscreteStep(ArrayStepShared):
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
         """One move per integer site in one compiled call (:attr:`jumps`; the numpy references
-        are :func:`pymc_lbp.proposals.integer_jumps.jump` and
-        :func:`~pymc_lbp.proposals.integer_jumps.support_gibbs`); returns the state, its logp, the
-        stats, the jumps accepted and the logp evaluations made.
+        are :func:`pymc_lbp.samplers.integer.reference.jump` and
+        :func:`~pymc_lbp.samplers.integer.reference.support_gibbs`); returns the state, its logp,
+        the stats, the jumps accepted and the logp evaluations made.
 
         While tuning, the jumps' exponent ``J`` adapts where the supports do not fix it
         (:meth:`_tune_jump_exponent`); after tuning it is frozen, so the kernel is one fixed
@@ -667,7 +667,7 @@ class DiscreteStep(ArrayStepShared):
 
     def _jump_exponent_at(self, x: np.ndarray) -> int:
         """``J`` a chain started at ``x`` starts from, on a block whose supports do not fix it:
-        the largest :func:`~pymc_lbp.proposals.integer_jumps.start_exponent` of the jumping sites
+        the largest :func:`~pymc_lbp.samplers.integer.reference.start_exponent` of the jumping sites
         at ``x`` (at least :data:`MAX_SCALE_EXPONENT`, enough bits for the start's magnitude,
         a finite support spanned)."""
         if not self._jump_target.bounds_are_constant():
@@ -695,7 +695,7 @@ class DiscreteStep(ArrayStepShared):
 
     def _tune_jump_exponent(self, x: np.ndarray, y: np.ndarray) -> None:
         """Grow ``J`` after a tuning draw ``x -> y`` in which a jumping site's accepted jump used
-        the largest offset ``2^J`` (:func:`~pymc_lbp.proposals.integer_jumps.grown_exponent`:
+        the largest offset ``2^J`` (:func:`~pymc_lbp.samplers.integer.reference.grown_exponent`:
         doubled, at most 62); the jumps are compiled again at the next draw.
 
         A jump to the edge of the offsets says larger moves are wanted: a chain started far
@@ -800,7 +800,7 @@ class DiscreteStep(ArrayStepShared):
 
     def _recheck_differences(self, x: np.ndarray) -> None:
         """Measure a first-order choice again from ``x`` (see
-        :class:`~pymc_lbp.target.differences_choice.TuningRecheck`); switch to exact
+        :class:`~pymc_lbp.logp.differences_choice.TuningRecheck`); switch to exact
         differences for good when the rule says so."""
         recheck = self._recheck
         choice = recheck.check(x, self._tune_draws)
@@ -970,7 +970,7 @@ class DiscreteStep(ArrayStepShared):
         return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, grads, extras)
 
     def pairwise_ready(self) -> bool:
-        """Whether this draw runs :mod:`pymc_lbp.kernels.pairwise`: the differences are a
+        """Whether this draw runs :mod:`pymc_lbp.samplers.pairwise.kernel`: the differences are a
         pairwise binary block's couplings and they are finite at the current values of the
         other variables (checked by the draw's first evaluation)."""
         d = self.differences
@@ -979,8 +979,9 @@ class DiscreteStep(ArrayStepShared):
     def run_pairwise(
         self, x: np.ndarray, logp: float, n_steps: int, **options
     ) -> tuple[DrawResult, PairwiseSteps]:
-        """The draw's transitions in one call of :func:`pymc_lbp.kernels.pairwise.pairwise_steps`
-        (``options``: its keyword arguments), drawing from ``self.rng``."""
+        """The draw's transitions in one call of
+        :func:`pymc_lbp.samplers.pairwise.kernel.pairwise_steps` (``options``: its keyword
+        arguments), drawing from ``self.rng``."""
         d = self.differences
         x = x.copy()
         h = d.field(x)
@@ -993,8 +994,8 @@ class DiscreteStep(ArrayStepShared):
         return draw, res
 
     def pairwise_balancing(self) -> tuple[str, np.ndarray | None]:
-        """The balancing function as :func:`pymc_lbp.kernels.pairwise.pairwise_steps` takes it:
-        a built-in name (the step's ``balancing``), or a learned one and its parameters."""
+        """The balancing function as :func:`pymc_lbp.samplers.pairwise.kernel.pairwise_steps` takes
+        it: a built-in name (the step's ``balancing``), or a learned one and its parameters."""
         return self.balancing, None
 
     def draw_from_kernel(self, res, extras: dict[str, list] | None = None) -> DrawResult:

@@ -11,7 +11,7 @@ class GibbsWithGradients(LocallyBalanced):
     The same single-site locally balanced proposal as :class:`LocallyBalanced` with the sqrt
     balancing function (the paper's temperature 2), but the neighbour differences are the
     first-order estimates from the gradient of a differentiable extension of the logp
-    (:mod:`pymc_lbp.target.relax`): binary ``(1 - 2 x_i) df~/dx_i``, categorical
+    (:mod:`pymc_lbp.logp.relax`): binary ``(1 - 2 x_i) df~/dx_i``, categorical
     ``df~/dx_{i,c} - df~/dx_{i,x_i}``. Each step costs one logp and one gradient evaluation at
     the proposed state instead of one logp evaluation per neighbour. The MH correction uses the
     exact logp, so the chain targets the model exactly; on logps that are multilinear in the block
@@ -25,11 +25,11 @@ class GibbsWithGradients(LocallyBalanced):
         "auto": on a pairwise binary block (every logp term touches at most two of its sites:
         Ising lattices however written) the exact differences from its couplings, cheaper than
         first-order ones and run by the numba kernel with no model evaluation per step
-        (:mod:`pymc_lbp.target.pairwise`; the step is then :class:`LocallyBalanced` with
+        (:mod:`pymc_lbp.samplers.pairwise.couplings`; the step is then :class:`LocallyBalanced` with
         ``g = sqrt``); elsewhere first-order differences where they are measured to track the
         exact ones from the start point and again during tuning where the chain is (a step
         whose first-order proposals stop tracking them switches for good), exact ones
-        otherwise (see :mod:`pymc_lbp.target.differences_choice` for the rule); "gradient":
+        otherwise (see :mod:`pymc_lbp.logp.differences_choice` for the rule); "gradient":
         first-order or a ``NotRelaxableError``; "exact": exact ones (the couplings where they
         apply).
         The choice and its reason are in :attr:`differences_choice` and the stat
@@ -45,7 +45,7 @@ class GibbsWithGradients(LocallyBalanced):
 
     Raises
     ------
-    pymc_lbp.target.relax.NotRelaxableError
+    pymc_lbp.logp.relax.NotRelaxableError
         With ``differences="gradient"``, when the model's logp has no differentiable extension.
 
     Notes

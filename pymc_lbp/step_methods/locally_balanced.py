@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.kernels import compile_single_site_steps
-from pymc_lbp.kernels import pairwise as pairwise_kernel
-from pymc_lbp.kernels.single_site import graph_balancing
-from pymc_lbp.proposals.balancing import LogBalancing, balanced_log_weights, resolve_balancing
-from pymc_lbp.proposals.common import (
+from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights, resolve_balancing
+from pymc_lbp.samplers.common import (
     draw_from_cdf,
     mh_accept,
     mh_log_ratio,
     prepare_weights,
 )
+from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
+from pymc_lbp.samplers.single_site.graph import graph_balancing
+from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
 
 
@@ -26,16 +26,16 @@ class LocallyBalanced(DiscreteStep):
     ``min{1, pi(y) Q(s'|y) / (pi(x) Q(s|x))}``, ``s'`` the move back.
 
     The ``steps_per_draw`` transitions of a draw run inside one compiled call
-    (:func:`pymc_lbp.kernels.single_site_kernel` in a pytensor ``scan``, compiled with the
-    backend of ``compile_kwargs``: C by default, ``{"mode": "NUMBA"}``); each step consumes two
-    uniforms from ``self.rng``. :meth:`mh_step` is the numpy reference of one transition.
+    (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel` in a pytensor ``scan``, compiled
+    with the backend of ``compile_kwargs``: C by default, ``{"mode": "NUMBA"}``); each step consumes
+    two uniforms from ``self.rng``. :meth:`mh_step` is the numpy reference of one transition.
 
     Parameters
     ----------
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
-        The balancing function ``g`` (see :mod:`pymc_lbp.proposals.balancing`); a callable maps
+        The balancing function ``g`` (see :mod:`pymc_lbp.samplers.balancing`); a callable maps
         log-ratios
         ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor tensors
         (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
@@ -45,10 +45,10 @@ class LocallyBalanced(DiscreteStep):
         step; see :class:`GibbsWithGradients`), or "auto": first-order where they are measured to
         track the exact ones from the start point and again during tuning where the chain is
         (switching for good to exact ones where they stop), exact otherwise
-        (:mod:`pymc_lbp.target.differences_choice`). On a pairwise binary block (every logp term
+        (:mod:`pymc_lbp.logp.differences_choice`). On a pairwise binary block (every logp term
         touches at most two of its sites) "auto" and "exact" take the exact differences from its
         couplings, and a draw's steps run in one numba call without model evaluations
-        (:mod:`pymc_lbp.target.pairwise`, :mod:`pymc_lbp.kernels.pairwise`).
+        (:mod:`pymc_lbp.samplers.pairwise.couplings`, :mod:`pymc_lbp.samplers.pairwise.kernel`).
         The choice and its reason are in :attr:`differences_choice`, logged, and in the stat
         ``exact_differences``.
     steps_per_draw : int, optional
@@ -89,7 +89,8 @@ class LocallyBalanced(DiscreteStep):
                            ``step.differences_choice`` for why
     integer_accept float64 blocks with integer or conditionally independent sites only: mean
                            acceptance of the draw's own moves of those sites, one per site
-                           (:mod:`pymc_lbp.proposals.integer_jumps`; 1 for full-conditional draws)
+                           (:mod:`pymc_lbp.samplers.integer.reference`; 1 for full-conditional
+                           draws)
     integer_jump   float64 blocks with integer sites only: mean absolute accepted jump
     ============== ======= ==================================================================
     """
@@ -131,9 +132,9 @@ class LocallyBalanced(DiscreteStep):
 
     @property
     def kernel(self):
-        """The compiled transition (:func:`pymc_lbp.kernels.compile_steps`), compiled on first
-        use: a step built and never sampled (checked, inspected, replaced) costs no kernel
-        compilation, and ``pm.sample(cores>1)`` ships the step without it."""
+        """The compiled transition (:func:`pymc_lbp.samplers.single_site.loop.compile_steps`),
+        compiled on first use: a step built and never sampled (checked, inspected, replaced) costs
+        no kernel compilation, and ``pm.sample(cores>1)`` ships the step without it."""
         if self._kernel is None:
             self._kernel = compile_single_site_steps(
                 self.differences,
@@ -149,9 +150,9 @@ class LocallyBalanced(DiscreteStep):
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """All ``n_steps`` transitions in one call of the compiled kernel
-        (:func:`pymc_lbp.kernels.single_site_kernel`), two uniforms per step from ``self.rng``;
-        on a pairwise binary block, of :mod:`pymc_lbp.kernels.pairwise` (no model evaluation
-        per step)."""
+        (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel`), two uniforms per step from
+        ``self.rng``; on a pairwise binary block, of :mod:`pymc_lbp.samplers.pairwise.kernel` (no
+        model evaluation per step)."""
         if self.pairwise_ready():
             return self.run_pairwise(x, logp, n_steps, share=1.0)[0]
         return self.draw_from_kernel(self.kernel(x, logp, deltas, self.rng.random((n_steps, 2))))

@@ -16,20 +16,29 @@ from pymc.step_methods.state import dataclass_state
 from pytensor.graph.replace import clone_replace, vectorize_graph
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.kernels.block import ChainColour, CompiledChainSweep
-from pymc_lbp.kernels.random_scan import CompiledRandomScan, ScanFactors, ScanUnits
-from pymc_lbp.learning.neural_proposal import NeuralProposal
+from pymc_lbp.logp.differences_choice import DifferencesChoice
+from pymc_lbp.logp.local_differences import site_adjacency
+from pymc_lbp.logp.local_logp import FactorLogp, FactorSubset
+from pymc_lbp.logp.neighbours import (
+    BINARY,
+    CATEGORICAL,
+    Differences,
+    checks_per_row,
+    unblock_gathers,
+)
 from pymc_lbp.models.uai.model import UAIModelInfo
-from pymc_lbp.motifs.blocks import BlockSet
-from pymc_lbp.motifs.chain import (
+from pymc_lbp.samplers.block.motifs.blocks import BlockSet
+from pymc_lbp.samplers.block.motifs.chain import (
     CHAIN_PARAMS_FROM,
     canonical_chain_params,
     chain_potentials_from_reference,
     chain_reference_states,
     chain_shape,
 )
-from pymc_lbp.motifs.finding import block_dependencies, chain_order, default_blocks
-from pymc_lbp.proposals.block import (
+from pymc_lbp.samplers.block.motifs.finding import block_dependencies, chain_order, default_blocks
+from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
+from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan, ScanFactors, ScanUnits
+from pymc_lbp.samplers.block.reference import (
     block_log_prob,
     block_log_probs,
     blocks_log_probs,
@@ -39,22 +48,13 @@ from pymc_lbp.proposals.block import (
     exact_block_log_probs,
     pick_index,
 )
-from pymc_lbp.proposals.common import (
+from pymc_lbp.samplers.block.sweep_graph import ChainColour, CompiledChainSweep
+from pymc_lbp.samplers.common import (
     mh_accept_probs,
     mh_log_ratio,
     mh_log_ratios,
 )
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
-from pymc_lbp.target.differences_choice import DifferencesChoice
-from pymc_lbp.target.local_differences import site_adjacency
-from pymc_lbp.target.local_logp import FactorLogp, FactorSubset
-from pymc_lbp.target.neighbours import (
-    BINARY,
-    CATEGORICAL,
-    Differences,
-    checks_per_row,
-    unblock_gathers,
-)
 
 _NO_DELTAS = np.zeros(0)
 _log = logging.getLogger("pymc_lbp")
@@ -156,17 +156,18 @@ class NeuralBlock(DiscreteStep):
         Binary (Bernoulli) and categorical discrete variables. Default: all the model's free
         variables.
     blocks : BlockSet, None or "auto", default "auto"
-        The motif blocks (e.g. :func:`pymc_lbp.models.uai_grid_blocks`,
-        :func:`pymc_lbp.motifs.blocks.lattice_blocks`, :func:`pymc_lbp.motifs.chain.chain_blocks`),
-        or, for ``proposal="exact"`` only, a block set without a motif whose blocks have any
-        sizes and cardinalities (:func:`pymc_lbp.motifs.blocks.uai_exact_blocks`, e.g. on the
-        clusters of :func:`pymc_lbp.models.uai.clusters.uai_clusters`).
-        ``"auto"``: found in the model graph with the proposal (:mod:`pymc_lbp.motifs.finding`:
-        a UAI grid BN gets the grid-BN blocks and the shipped ``grid-bn`` proposal, a chain
-        variable (an HMM's states) chain blocks with the shipped chain proposal for its number
-        of categories or exact block Gibbs, anything else single-site Gibbs; the choice and its
-        reason are in :attr:`blocks_reason` and logged). ``None``: no blocks, every site gets
-        single-site Gibbs updates.
+        The motif blocks (e.g. :func:`pymc_lbp.samplers.block.motifs.blocks.uai_grid_blocks`,
+        :func:`pymc_lbp.samplers.block.motifs.blocks.lattice_blocks`,
+        :func:`pymc_lbp.samplers.block.motifs.chain.chain_blocks`), or, for ``proposal="exact"``
+        only, a block set without a motif whose blocks have any sizes and cardinalities
+        (:func:`pymc_lbp.samplers.block.motifs.blocks.uai_exact_blocks`, e.g. on the clusters of
+        :func:`pymc_lbp.models.uai.clusters.uai_clusters`). ``"auto"``: found in the model graph
+        with the proposal (:mod:`pymc_lbp.samplers.block.motifs.finding`: a UAI grid BN gets the
+        grid-BN blocks and the shipped ``grid-bn`` proposal, a chain variable (an HMM's states)
+        chain blocks with the shipped chain proposal for its number of categories or exact block
+        Gibbs, anything else single-site Gibbs; the choice and its reason are in
+        :attr:`blocks_reason` and logged). ``None``: no blocks, every site gets single-site Gibbs
+        updates.
     proposal : NeuralProposal or "exact"
         A proposal for the blocks' motif (same shapes; see :func:`pymc_lbp.load_proposal`), or
         ``"exact"`` for exact block Gibbs on the same blocks. Chosen by ``blocks="auto"``
@@ -179,15 +180,15 @@ class NeuralBlock(DiscreteStep):
         ``"model"`` evaluates the compiled model logp
         (one call per proposal, batched over the states of exact updates); ``"factors"`` sums
         the log factors that meet the moved sites (models from :func:`read_uai` only, see
-        :mod:`pymc_lbp.target.local_logp`; checked against the model logp at construction);
+        :mod:`pymc_lbp.logp.local_logp`; checked against the model logp at construction);
         ``"auto"`` takes ``"factors"`` for unmodified ``read_uai`` models and ``"model"`` otherwise.
     max_exact_states : int, default 65536
         Largest number of joint block states an exact update may enumerate.
     compiled_sweep : {"auto", True, False}, default "auto"
         Where a colour-class sweep of chain blocks runs (see :attr:`colours`). ``True``: in one
-        compiled call per sweep (:mod:`pymc_lbp.kernels.block`: for neural blocks reference
-        logps, parameters, network, proposals, their logps and the MH decisions, for exact ones
-        the logp at every joint state and the draws, every class in one graph; the network
+        compiled call per sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`: for neural blocks
+        reference logps, parameters, network, proposals, their logps and the MH decisions, for exact
+        ones the logp at every joint state and the draws, every class in one graph; the network
         weights are inputs, so retraining needs no recompilation), compiled at the first draw
         (6-8 s warm with C on 12- and 80-state HMMs, 15-40 s with an empty compile cache).
         ``False``: numpy around batched compiled logp calls (:meth:`colour_update`). The two
@@ -197,8 +198,8 @@ class NeuralBlock(DiscreteStep):
         block updates, the compiled sweep after them (a short run never compiles; counted, not
         timed, so a seed gives the same chain anywhere). The random scan (blocks without
         colour classes, single sites) follows the same option: ``True`` runs all of a draw's
-        steps in one compiled ``scan`` (:mod:`pymc_lbp.kernels.random_scan`: for motif blocks
-        the network, clamping, proposal, factor-local or model target and MH decision, for
+        steps in one compiled ``scan`` (:mod:`pymc_lbp.samplers.block.random_scan_graph`: for motif
+        blocks the network, clamping, proposal, factor-local or model target and MH decision, for
         exact units the target at every joint state and the draw; compiled at the first draw,
         0.5-3 s warm with C on the UAI'08 grid BNs, 16 s with an empty compile cache; 2-5x
         faster per motif-block step, 10x per site under NUMBA), ``False`` the numpy step
@@ -254,11 +255,11 @@ class NeuralBlock(DiscreteStep):
     ``grad_evals`` (int)
         Always 0.
 
-    A proposal's tables include a uniform floor ``epsilon`` (see :mod:`pymc_lbp.learning.mdn`), so
-    the current block state always has positive reverse probability, also under deterministic
-    conditionals. Chain blocks (``params_from="chain"``) read their parameters from the model at
-    every update (:meth:`chain_params`: one batched logp call at the block's reference states),
-    counted in ``logp_evals``. Not auto-assigned by ``pm.sample``.
+    A proposal's tables include a uniform floor ``epsilon`` (see
+    :mod:`pymc_lbp.samplers.block.mdn`), so the current block state always has positive reverse
+    probability, also under deterministic conditionals. Chain blocks (``params_from="chain"``) read
+    their parameters from the model at every update (:meth:`chain_params`: one batched logp call at
+    the block's reference states), counted in ``logp_evals``. Not auto-assigned by ``pm.sample``.
     """
 
     name = "neural_block"
@@ -340,7 +341,7 @@ class NeuralBlock(DiscreteStep):
                     f"motif {blocks.motif.name!r} has {blocks.motif.n_continuous} continuous "
                     "entries; NeuralBlock samples discrete blocks only. A flag and the "
                     "continuous value it switches on are sampled by NeuralMixedBlock (motif "
-                    "flag-value-g32, pymc_lbp.motifs.flag_value)"
+                    "flag-value-g32, pymc_lbp.samplers.block.motifs.flag_value)"
                 )
         if differences not in LOGP_MODES:
             raise ValueError(f"differences must be one of {LOGP_MODES}, got {differences!r}")
@@ -536,7 +537,7 @@ class NeuralBlock(DiscreteStep):
 
     def _dependencies(self, model) -> list | None:
         """The model terms' dependencies on the block (one analysis for motif finding and the
-        colour classes; :func:`pymc_lbp.motifs.finding.block_dependencies`)."""
+        colour classes; :func:`pymc_lbp.samplers.block.motifs.finding.block_dependencies`)."""
         if self._deps is None:
             self._deps = block_dependencies(model, self.differences, self.specs, self._x0)
         return self._deps
@@ -545,8 +546,8 @@ class NeuralBlock(DiscreteStep):
         """Colour classes of chain blocks that may be updated at once, or None.
 
         Only for chain blocks of a variable the model graph confirms to be a chain
-        (:func:`pymc_lbp.motifs.finding.chain_order`), with every site in some block and the
-        model logp (not factor tables) as target: two blocks get different colours when they
+        (:func:`pymc_lbp.samplers.block.motifs.finding.chain_order`), with every site in some block
+        and the model logp (not factor tables) as target: two blocks get different colours when they
         share a site or a term touches a site of each (the dependency analysis), so no term
         touches two blocks of one colour and their updates given the rest are independent.
         """
@@ -755,8 +756,8 @@ class NeuralBlock(DiscreteStep):
 
     @property
     def chain_sweep(self) -> CompiledChainSweep:
-        """The compiled sweep (:class:`pymc_lbp.kernels.block.CompiledChainSweep`), compiled on
-        first use."""
+        """The compiled sweep (:class:`pymc_lbp.samplers.block.sweep_graph.CompiledChainSweep`),
+        compiled on first use."""
         if self._chain_sweep is None:
             self._announce_compile("chain sweep")
             colours = []
@@ -795,9 +796,9 @@ class NeuralBlock(DiscreteStep):
     # ------------------------------------------------------------------ compiled random scan
     @cached_property
     def scan_compilable(self) -> bool:
-        """Whether the random-scan steps can run compiled (:mod:`pymc_lbp.kernels.random_scan`):
-        every unit but chain blocks, whose parameters are read from the model at each update
-        (they run as colour-class sweeps)."""
+        """Whether the random-scan steps can run compiled
+        (:mod:`pymc_lbp.samplers.block.random_scan_graph`): every unit but chain blocks, whose
+        parameters are read from the model at each update (they run as colour-class sweeps)."""
         return all(u.chain is None for u in self._units)
 
     @property
@@ -858,8 +859,9 @@ class NeuralBlock(DiscreteStep):
 
     @property
     def random_scan(self) -> CompiledRandomScan:
-        """The compiled random scan (:class:`pymc_lbp.kernels.random_scan.CompiledRandomScan`),
-        compiled on first use."""
+        """The compiled random scan
+        (:class:`pymc_lbp.samplers.block.random_scan_graph.CompiledRandomScan`), compiled on first
+        use."""
         if self._random_scan is None:
             self._announce_compile("random scan")
             units, factors = self.scan_units()
@@ -876,8 +878,9 @@ class NeuralBlock(DiscreteStep):
         return self._random_scan
 
     def _scan_network(self) -> list[np.ndarray]:
-        """The network arrays of the compiled scan (:data:`pymc_lbp.kernels.random_scan.
-        NETWORK_NAMES`) for the current weights."""
+        """The network arrays of the compiled scan
+        (:data:`pymc_lbp.samplers.block.random_scan_graph. NETWORK_NAMES`) for the current
+        weights."""
         if not isinstance(self.proposal, NeuralProposal):
             return [np.zeros((1,) * nd) for nd in (2, 3, 2, 1, 2, 1)]
         version = self.proposal.net.version
@@ -957,7 +960,7 @@ class NeuralBlock(DiscreteStep):
         ``uniforms`` (drawn from ``self.rng`` when not given): for neural blocks shape
         ``(blocks, block size + 2)``, per block the component's uniform, one per entry, and the
         MH coin; for exact blocks ``(blocks, 1)``, the joint state's (inverse CDF). The
-        compiled sweep (:mod:`pymc_lbp.kernels.block`) takes the same.
+        compiled sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`) takes the same.
         """
         units = [self._units[u] for u in colour]
         x = x.copy()
@@ -1007,9 +1010,9 @@ class NeuralBlock(DiscreteStep):
 
     def chain_params(self, unit: _Unit, x: np.ndarray) -> np.ndarray:
         """The chain motif's parameters of ``unit`` at ``x``: the model logp at the block's
-        reference states (:func:`pymc_lbp.motifs.chain.chain_reference_states`, one batched
-        call) turned into canonical log-potentials. They depend on the rest of the state only,
-        never on the block's own values."""
+        reference states (:func:`pymc_lbp.samplers.block.motifs.chain.chain_reference_states`, one
+        batched call) turned into canonical log-potentials. They depend on the rest of the state
+        only, never on the block's own values."""
         K, L = unit.chain
         ref = chain_reference_states(K, L)
         Y = np.repeat(x[None, :], ref.shape[0], axis=0)
@@ -1036,7 +1039,7 @@ class NeuralBlock(DiscreteStep):
         inverse CDF from ``u[1]``; for a motif block the mixture's component from ``u[1]``, free
         entry ``i`` from ``u[2 + i]`` (clamped entries keep their values), the MH coin
         ``u[-1]``. The numpy reference of the compiled random scan
-        (:mod:`pymc_lbp.kernels.random_scan`), which takes the same uniforms."""
+        (:mod:`pymc_lbp.samplers.block.random_scan_graph`), which takes the same uniforms."""
         j = min(int(u[0] * len(self._units)), len(self._units) - 1)
         unit = self._units[j]
         extra = {"block": j}
@@ -1091,8 +1094,9 @@ class NeuralBlock(DiscreteStep):
             proposal = NeuralProposal.create(exact.blockset.motif)
             proposal.fit(exact.motif_examples(idata), steps=5000)
 
-        (Forward samples of the prior, :func:`pymc_lbp.motifs.blocks.prior_motif_samples`, need a
-        model without ``pm.Potential`` terms; posterior draws work for any model.)
+        (Forward samples of the prior,
+        :func:`pymc_lbp.samplers.block.motifs.blocks.prior_motif_samples`, need a model without
+        ``pm.Potential`` terms; posterior draws work for any model.)
 
         Parameters
         ----------

@@ -18,8 +18,8 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.tensor.random.basic import BernoulliRV
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.learning.neural_proposal import NeuralProposal, load_proposal
-from pymc_lbp.motifs.flag_value import (
+from pymc_lbp.logp.neighbours import checks_per_row, unblock_gathers
+from pymc_lbp.samplers.block.motifs.flag_value import (
     HALF_WIDTH,
     canonical_flag_value_params,
     draw_flag_value,
@@ -28,9 +28,9 @@ from pymc_lbp.motifs.flag_value import (
     flag_value_reference_values,
     grid_size,
 )
-from pymc_lbp.proposals.common import mh_accept
+from pymc_lbp.samplers.block.neural_proposal import NeuralProposal, load_proposal
+from pymc_lbp.samplers.common import mh_accept
 from pymc_lbp.step_methods.base import DiscreteStepState
-from pymc_lbp.target.neighbours import checks_per_row, unblock_gathers
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -51,7 +51,7 @@ class NeuralMixedBlock(ArrayStepShared):
 
     1. the model logp at the pair's ``2 G`` reference states (flag 0 and 1 times a grid of
        ``G`` values ``loc_k + scale_k t_j``, ``t_j`` in ``[-3, 3]``), in one batched call, gives
-       the motif's parameters (:mod:`pymc_lbp.motifs.flag_value`);
+       the motif's parameters (:mod:`pymc_lbp.samplers.block.motifs.flag_value`);
     2. the network maps them to a mixture whose components hold a flag table and a Gaussian in
        ``t``; ``(b', t')`` is drawn from it and ``v' = loc_k + scale_k t'``;
     3. accept with ``min{1, pi(y) q(x_k) / (pi(x) q(y_k))}``, ``pi`` the model's own logp.
@@ -72,9 +72,10 @@ class NeuralMixedBlock(ArrayStepShared):
         A ``Bernoulli`` variable and a continuous one (in any order) with the same number of
         entries. A transformed continuous variable (e.g. positive) is moved in its value space.
     proposal : NeuralProposal or str, default "flag-value-g32"
-        A flag-value proposal (:func:`pymc_lbp.motifs.flag_value.flag_value_motif`), or the name
-        or path of one for :func:`pymc_lbp.load_proposal`. The shipped one is trained on random
-        grid profiles (``scripts/train_flag_value_proposal.py``; see ``docs/neural_block.md``).
+        A flag-value proposal (:func:`pymc_lbp.samplers.block.motifs.flag_value.flag_value_motif`),
+        or the name or path of one for :func:`pymc_lbp.load_proposal`. The shipped one is trained on
+        random grid profiles (``scripts/train_flag_value_proposal.py``; see
+        ``docs/neural_block.md``).
     loc, scale : float or array_like, optional
         Centre and scale of each pair's grid in the value's (value-space) units, broadcast to
         the pairs: the grid covers ``loc +- 3 scale``. Default: from :data:`PRIOR_DRAWS` draws
@@ -229,7 +230,7 @@ class NeuralMixedBlock(ArrayStepShared):
         except ValueError as err:
             raise ValueError(
                 f"NeuralMixedBlock needs a flag-value proposal; {err} (see "
-                "pymc_lbp.motifs.flag_value.flag_value_motif)"
+                "pymc_lbp.samplers.block.motifs.flag_value.flag_value_motif)"
             ) from None
         return proposal
 

@@ -9,15 +9,13 @@ from typing import Any, ClassVar
 import numpy as np
 from pymc.step_methods.state import dataclass_state
 
-from pymc_lbp.kernels import pairwise as pairwise_kernel
-from pymc_lbp.kernels.loop import needs_static_shapes
-from pymc_lbp.kernels.path import AdaptState, CompiledPathSteps
-from pymc_lbp.kernels.single_site import graph_balancing
-from pymc_lbp.learning.adaptation import PathLengthAdaptation, check_target_accept
-from pymc_lbp.proposals import path_kernels
-from pymc_lbp.proposals.balancing import LogBalancing, resolve_balancing
-from pymc_lbp.proposals.common import mh_accept, mh_log_ratio
-from pymc_lbp.proposals.path import (
+from pymc_lbp.samplers.balancing import LogBalancing, resolve_balancing
+from pymc_lbp.samplers.common import mh_accept, mh_log_ratio
+from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
+from pymc_lbp.samplers.path import numba_pieces as path_kernels
+from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_target_accept
+from pymc_lbp.samplers.path.graph import AdaptState, CompiledPathSteps
+from pymc_lbp.samplers.path.reference import (
     PathWeights,
     check_single_site_share,
     draw_path_length,
@@ -29,6 +27,8 @@ from pymc_lbp.proposals.path import (
     site_weights,
     slot_values,
 )
+from pymc_lbp.samplers.single_site.graph import graph_balancing
+from pymc_lbp.samplers.single_site.loop import needs_static_shapes
 from pymc_lbp.step_methods.base import (
     DiscreteStep,
     DiscreteStepState,
@@ -66,7 +66,7 @@ class PathAuxiliaryLBP(DiscreteStep):
     support), all ``R`` changes are applied at once and the result ``y`` is accepted with
     ``min{1, pi(y) q(reversed path | y) / (pi(x) q(path | x))}`` (Sun et al. 2021). The proposal
     probabilities are those of the ordered path, exactly, on both sides (see
-    :mod:`pymc_lbp.proposals.path`). ``R = 1`` is the single-site :class:`LocallyBalanced`.
+    :mod:`pymc_lbp.samplers.path.reference`). ``R = 1`` is the single-site :class:`LocallyBalanced`.
     Each step costs one differences evaluation at the proposal, whatever ``R`` is.
 
     Path length: each step is, with the fixed probability ``single_site_share``, a single-site
@@ -77,8 +77,8 @@ class PathAuxiliaryLBP(DiscreteStep):
     the asymptotically optimal rate for locally balanced proposals; Sun, Dai, Schuurmans 2022): a
     doubling phase (``U = 1, 2, 4, ...`` while steps accept at least the target), then
     Robbins-Monro on ``log U``; at the end of tuning ``U`` is frozen (see
-    :mod:`pymc_lbp.learning.adaptation`). The kernel is then a fixed mixture of pi-invariant kernels
-    whose single-site component keeps the chain irreducible (a path-only chain with a fixed
+    :mod:`pymc_lbp.samplers.path.adaptation`). The kernel is then a fixed mixture of pi-invariant
+    kernels whose single-site component keeps the chain irreducible (a path-only chain with a fixed
     even ``R`` is parity-reducible on binary blocks, and one with ``R`` in ``{2, 3}`` was seen
     trapped one site away from the mode of a near-deterministic posterior). The single-site
     steps cost at most a share ``single_site_share`` of the expected jump distance.
@@ -101,7 +101,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         Target mean acceptance probability of the tuning, in (0, 1). For comparison, 0.234 is
         the optimal rate of random-walk Metropolis.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
-        The balancing function ``g`` (see :mod:`pymc_lbp.proposals.balancing`); a callable maps
+        The balancing function ``g`` (see :mod:`pymc_lbp.samplers.balancing`); a callable maps
         log-ratios
         ``d`` to ``log g(e^d)``, must be balanced, and must also work on pytensor tensors (the
         compiled kernel applies it).
@@ -109,12 +109,13 @@ class PathAuxiliaryLBP(DiscreteStep):
         Neighbour differences: first-order from the relaxed logp's gradient (one evaluation per
         step; exact on logps multilinear in the block), exact (one logp evaluation per
         neighbour, batched, or local terms), or "auto": first-order where they are measured to
-        track the exact ones, exact otherwise (:mod:`pymc_lbp.target.differences_choice`). On a
+        track the exact ones, exact otherwise (:mod:`pymc_lbp.logp.differences_choice`). On a
         pairwise binary block (every logp term touches at most two of its sites: Ising lattices
         however written) "auto" and "exact" take the exact differences from its couplings, and
         every step of a draw, tuning included, runs in one numba call without model evaluations
-        (:mod:`pymc_lbp.target.pairwise`, :mod:`pymc_lbp.kernels.pairwise`). The choice and its
-        reason are in :attr:`differences_choice`, logged, and in the stat ``exact_differences``.
+        (:mod:`pymc_lbp.samplers.pairwise.couplings`, :mod:`pymc_lbp.samplers.pairwise.kernel`). The
+        choice and its reason are in :attr:`differences_choice`, logged, and in the stat
+        ``exact_differences``.
     initial_path_length : float, default 1.0
         Starting value of the tuned scale ``U`` (only with ``path_length=None``).
     steps_per_draw : int, optional
@@ -128,16 +129,16 @@ class PathAuxiliaryLBP(DiscreteStep):
         step leaves the target invariant, so the number of steps may change between tuning
         draws. At most 1,000,000.
     compiled_kernel : {"auto", True, False}, default "auto"
-        Where the draws' steps run (pairwise binary blocks run :mod:`pymc_lbp.kernels.pairwise`
-        whatever this says). ``True``: every draw, tuning included, in one call of the compiled
-        path kernel (:mod:`pymc_lbp.kernels.path`, a pytensor ``scan`` that carries the
-        path-length adaptation while tuning; the backend from ``compile_kwargs``), compiled at
-        the first draw (1-3 s with C, minutes with a cold numba cache). ``False``: a Python loop
-        of the numpy reference steps (numba site race, one compiled differences call per step;
-        no compilation beyond the differences). The two are the same transition kernel (tested
-        move for move); with C the kernel is 1.25-1.6x faster per step on categorical blocks
-        and 0.75-1x the loop on binary ones (``docs/compiled.md``). ``"auto"``: on blocks with
-        categorical or integer sites, the Python loop for the step's first
+        Where the draws' steps run (pairwise binary blocks run
+        :mod:`pymc_lbp.samplers.pairwise.kernel` whatever this says). ``True``: every draw, tuning
+        included, in one call of the compiled path kernel (:mod:`pymc_lbp.samplers.path.graph`, a
+        pytensor ``scan`` that carries the path-length adaptation while tuning; the backend from
+        ``compile_kwargs``), compiled at the first draw (1-3 s with C, minutes with a cold numba
+        cache). ``False``: a Python loop of the numpy reference steps (numba site race, one compiled
+        differences call per step; no compilation beyond the differences). The two are the same
+        transition kernel (tested move for move); with C the kernel is 1.25-1.6x faster per step on
+        categorical blocks and 0.75-1x the loop on binary ones (``docs/compiled.md``). ``"auto"``:
+        on blocks with categorical or integer sites, the Python loop for the step's first
         :data:`KERNEL_AFTER_STEPS` (20,000) MH steps and the kernel after them, so a short run
         pays no compilation and a long one pays it once it has spent about as long in the loop
         (steps are counted, not timed: a seed gives the same chain on any machine); binary
@@ -189,7 +190,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         ``step.differences_choice``).
     ``integer_accept``, ``integer_jump`` (float)
         Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
-        draw's informed jumps, one per integer site (:mod:`pymc_lbp.proposals.integer_jumps`).
+        draw's informed jumps, one per integer site (:mod:`pymc_lbp.samplers.integer.reference`).
     ``logp_evals``, ``grad_evals`` (int)
         Model logp and relaxed-gradient evaluations made for the draw (pairwise couplings: one
         logp per draw, plus an extraction's when other variables moved; none per step).
@@ -349,7 +350,7 @@ class PathAuxiliaryLBP(DiscreteStep):
     # -- the compiled transition ------------------------------------------------------------------
     @property
     def path_kernel(self) -> CompiledPathSteps:
-        """The compiled path transition (:class:`pymc_lbp.kernels.path.CompiledPathSteps`),
+        """The compiled path transition (:class:`pymc_lbp.samplers.path.graph.CompiledPathSteps`),
         compiled on first use."""
         if self._path_kernel is None:
             if self.compiled_kernel == "auto":  # a pause mid-run deserves a word
@@ -393,9 +394,10 @@ class PathAuxiliaryLBP(DiscreteStep):
         """The draw's transitions in one call of the compiled kernel (which, while tuning,
         updates ``U`` after every path step as the Python adaptation does), or, where not
         :attr:`uses_compiled_kernel`, :meth:`mh_step` in a Python loop. Both make the same
-        moves and updates given the same noise (``tests/test_compiled_path_kernel.py``). On a
-        pairwise binary block every draw, tuning included, runs :mod:`pymc_lbp.kernels.pairwise`
-        (no model evaluation per step)."""
+        moves and updates given the same noise
+        (``tests/samplers/path/test_compiled_path_kernel.py``). On a pairwise binary block every
+        draw, tuning included, runs :mod:`pymc_lbp.samplers.pairwise.kernel` (no model evaluation
+        per step)."""
         if self.pairwise_ready():
             return self._run_pairwise(x, logp, n_steps)
         if not self.uses_compiled_kernel:

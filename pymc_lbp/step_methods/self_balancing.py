@@ -1,8 +1,9 @@
 """SelfBalancing: locally balanced proposals whose balancing function is learned during tuning.
 
 Sansone, "LSB: Local Self-Balancing MCMC in Discrete Spaces" (ICML 2022). The math lives in
-:mod:`pymc_lbp.learning.learned_balancing` (parametrizations, objective) and
-:mod:`pymc_lbp.learning.lsb` (compiled objective + Adam); this module is the stateful shell.
+:mod:`pymc_lbp.samplers.self_balancing.parametrizations` (parametrizations, objective) and
+:mod:`pymc_lbp.samplers.self_balancing.learning` (compiled objective + Adam); this module is the
+stateful shell.
 """
 
 from __future__ import annotations
@@ -15,24 +16,24 @@ import numpy as np
 import pytensor
 from pymc.step_methods.state import dataclass_state
 
-from pymc_lbp.kernels import compile_single_site_steps
-from pymc_lbp.kernels import pairwise as pairwise_kernel
-from pymc_lbp.learning.learned_balancing import PARAMETRIZATIONS, make_parametrization
-from pymc_lbp.learning.lsb import (
-    AdamState,
-    BalancingLearner,
-    batch_moves,
-    check_learning_size,
-)
-from pymc_lbp.proposals.common import (
+from pymc_lbp.logp.batched_rows import BatchedRows
+from pymc_lbp.samplers.common import (
     draw_from_cdf,
     log_normalize,
     mh_accept,
     mh_log_ratio,
     prepare_weights,
 )
+from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
+from pymc_lbp.samplers.self_balancing.learning import (
+    AdamState,
+    BalancingLearner,
+    batch_moves,
+    check_learning_size,
+)
+from pymc_lbp.samplers.self_balancing.parametrizations import PARAMETRIZATIONS, make_parametrization
+from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
-from pymc_lbp.target.batched_rows import BatchedRows
 
 PARTICLE_WEIGHTS = ("uniform", "target")
 INIT_SEED = 20220717
@@ -79,24 +80,25 @@ class SelfBalancing(DiscreteStep):
     During tuning, each draw runs the chain's steps with the current ``g`` and then makes
     ``learning_steps`` Adam updates. Each update moves ``n_particles`` auxiliary particles (states
     of the block, started at the chain's state) by one step with the current proposal
-    (:func:`pymc_lbp.learning.lsb.batch_moves`), their proposals evaluated in one compiled call
-    (:class:`pymc_lbp.target.batched_rows.BatchedRows`, the differences' graph vectorised over the
-    particles), and takes one Adam step on the objective estimated from those transitions (the
-    objective and the update are one compiled function,
-    :class:`pymc_lbp.learning.lsb.BalancingLearner`). The particles are evaluated afresh at the
-    start of each tuning draw (the other variables may have moved); their evaluations count in
-    ``logp_evals``/``grad_evals``. The chain's steps, tuning or not, run in one call of the
-    compiled single-site kernel (:func:`pymc_lbp.kernels.single_site_kernel`) with the current
-    ``g`` (:attr:`kernel`; on pairwise binary blocks the numba kernel, see below). After tuning
-    the particles are not touched again.
+    (:func:`pymc_lbp.samplers.self_balancing.learning.batch_moves`), their proposals evaluated in
+    one compiled call (:class:`pymc_lbp.logp.batched_rows.BatchedRows`, the differences' graph
+    vectorised over the particles), and takes one Adam step on the objective estimated from those
+    transitions (the objective and the update are one compiled function,
+    :class:`pymc_lbp.samplers.self_balancing.learning.BalancingLearner`). The particles are
+    evaluated afresh at the start of each tuning draw (the other variables may have moved); their
+    evaluations count in ``logp_evals``/``grad_evals``. The chain's steps, tuning or not, run in one
+    call of the compiled single-site kernel
+    (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel`) with the current ``g``
+    (:attr:`kernel`; on pairwise binary blocks the numba kernel, see below). After tuning the
+    particles are not touched again.
 
     An update scores the proposal distributions of every particle at its state and at its
     proposal and differentiates them: it costs tens of chain steps. The default number of updates
     per draw gives learning about the model evaluations the chain's steps make, so a tuning draw
     costs a few sampling draws (``benchmarks/self_balancing_cost.py`` measures both). On a
-    pairwise binary block (Ising-like lattices, :mod:`pymc_lbp.target.pairwise`) the chain's
-    steps run in :mod:`pymc_lbp.kernels.pairwise` with the learned ``g`` (about 1 us a step, no
-    model evaluation) and a tuning draw makes one update, which then dominates its cost.
+    pairwise binary block (Ising-like lattices, :mod:`pymc_lbp.samplers.pairwise.couplings`) the
+    chain's steps run in :mod:`pymc_lbp.samplers.pairwise.kernel` with the learned ``g`` (about 1 us
+    a step, no model evaluation) and a tuning draw makes one update, which then dominates its cost.
 
     Parameters
     ----------
@@ -107,17 +109,17 @@ class SelfBalancing(DiscreteStep):
         weights). ``"lsb2"``: ``g(t) = (h(t) + t h(1/t)) / 2`` with ``h`` a positive MLP of one
         hidden layer (starts at ``g = sqrt``). ``"lsb2_min"``: ``g = min{h(t), t h(1/t)}`` (the
         paper's first version; reaches light tails at near-impossible neighbours more easily). See
-        :mod:`pymc_lbp.learning.learned_balancing`.
+        :mod:`pymc_lbp.samplers.self_balancing.parametrizations`.
     differences : {"auto", "exact", "gradient"}, default "auto"
         Exact neighbour differences (LSB), first-order ones from the relaxed logp (FLSB), or
         "auto": first-order where they are measured to track the exact ones, exact otherwise
-        (:mod:`pymc_lbp.target.differences_choice`; the choice is in :attr:`differences_choice`).
+        (:mod:`pymc_lbp.logp.differences_choice`; the choice is in :attr:`differences_choice`).
     n_particles : int, default 30
         Auxiliary particles advanced during tuning (the paper uses 30 on the Ising model).
         Sizes whose learning is clearly out of range are refused: more than
         ``learning.lsb.MAX_PARTICLES`` (10^5), or an estimated learning-step memory (particles x
-        slots, sites and hidden units, :func:`pymc_lbp.learning.lsb.learning_memory_bytes`)
-        above 2 GiB.
+        slots, sites and hidden units,
+        :func:`pymc_lbp.samplers.self_balancing.learning.learning_memory_bytes`) above 2 GiB.
     learning_rate : float, default 1e-2
         Adam's step size.
     hidden : int, default 10
@@ -169,7 +171,7 @@ class SelfBalancing(DiscreteStep):
         ``step.differences_choice``).
     ``integer_accept``, ``integer_jump`` (float)
         Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
-        draw's informed jumps, one per integer site (:mod:`pymc_lbp.proposals.integer_jumps`).
+        draw's informed jumps, one per integer site (:mod:`pymc_lbp.samplers.integer.reference`).
     ``lsb_loss`` (float)
         Mean batch estimate of the LSB objective over the draw's learning updates (the mutual
         information between consecutive states up to a parameter-free term); NaN after tuning.
@@ -351,9 +353,9 @@ class SelfBalancing(DiscreteStep):
     # -- the chain ------------------------------------------------------------------------------
     @property
     def kernel(self):
-        """The chain's compiled transition: :func:`pymc_lbp.kernels.single_site_kernel` with the
-        current ``g`` (its parameters a shared input set before each call), compiled on first
-        use."""
+        """The chain's compiled transition:
+        :func:`pymc_lbp.samplers.single_site.graph.single_site_kernel` with the current ``g`` (its
+        parameters a shared input set before each call), compiled on first use."""
         if self._kernel is None:
             self._g_params = pytensor.shared(self._adam.params.copy(), name="lsb_params")
             param = self.parametrization
@@ -373,7 +375,7 @@ class SelfBalancing(DiscreteStep):
     @property
     def batched_rows(self) -> BatchedRows:
         """The particles evaluated in one compiled call
-        (:class:`pymc_lbp.target.batched_rows.BatchedRows`, compiled on first use)."""
+        (:class:`pymc_lbp.logp.batched_rows.BatchedRows`, compiled on first use)."""
         if self._batched_rows is None:
             self._batched_rows = BatchedRows(
                 self.differences, self.n_particles, self._compile_kwargs
@@ -393,8 +395,8 @@ class SelfBalancing(DiscreteStep):
         return -(-n // self.n_particles)
 
     def pairwise_balancing(self) -> tuple[str, np.ndarray]:
-        """The current ``g`` for :mod:`pymc_lbp.kernels.pairwise`: LSB1's mixture weights, or
-        the even part of an LSB2 function on its grid."""
+        """The current ``g`` for :mod:`pymc_lbp.samplers.pairwise.kernel`: LSB1's mixture weights,
+        or the even part of an LSB2 function on its grid."""
         params = self._adam.params
         if self.parametrization.name == "lsb1":
             return "lsb1", self.parametrization.weights(params)
@@ -402,8 +404,8 @@ class SelfBalancing(DiscreteStep):
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """The chain's steps with the current ``g`` in one call of the compiled :attr:`kernel`
-        (on a pairwise binary block, of :mod:`pymc_lbp.kernels.pairwise`: no model evaluation
-        per step); while tuning, then :attr:`learning_steps` updates (:meth:`learn`)."""
+        (on a pairwise binary block, of :mod:`pymc_lbp.samplers.pairwise.kernel`: no model
+        evaluation per step); while tuning, then :attr:`learning_steps` updates (:meth:`learn`)."""
         if self.pairwise_ready():
             draw = self.run_pairwise(x, logp, n_steps, share=1.0)[0]
         else:
@@ -418,9 +420,9 @@ class SelfBalancing(DiscreteStep):
 
     def learn(self, x: np.ndarray, n_updates: int) -> tuple[list[float], int]:
         """``n_updates`` learning steps: each moves every particle by one transition
-        (:func:`~pymc_lbp.learning.lsb.batch_moves`, proposals evaluated in one call of
-        :attr:`batched_rows`) and makes one Adam update on their transitions. The particles start
-        at ``x`` the first time and are evaluated afresh first (the other variables may have
+        (:func:`~pymc_lbp.samplers.self_balancing.learning.batch_moves`, proposals evaluated in one
+        call of :attr:`batched_rows`) and makes one Adam update on their transitions. The particles
+        start at ``x`` the first time and are evaluated afresh first (the other variables may have
         moved since the last call). Returns the updates' losses (NaN for one skipped or with
         nothing to learn from) and the number of particle evaluations."""
         if self._p_x is None:

@@ -1,0 +1,21 @@
+"""Block proposals (Wang et al. 2018): NeuralBlock and NeuralMixedBlock, exact block Gibbs.
+
+Versions
+--------
+reference
+    Block proposals in numpy: mixtures of products of categoricals, clamping, exact block
+    updates.
+sweep_graph
+    NeuralBlock's sweep over colour classes of chain blocks as one compiled graph.
+random_scan_graph
+    NeuralBlock's random scan (motif blocks, exact blocks, single sites) as one ``scan``.
+mdn, neural_proposal
+    The mixture density network and the proposal files (``library/`` holds the shipped ones).
+motifs
+    The blocks proposed jointly and how they are found.
+
+Tests holding the twins together: ``tests/samplers/block/test_neural_block.py``,
+``tests/samplers/block/test_neural_block_scan.py`` (compiled random scan == numpy ``scan_step``),
+``tests/samplers/block/test_chain_motifs.py`` (compiled sweep == numpy colour updates; enumerated
+chain-block kernel), ``tests/samplers/block/test_neural_mixed_block.py``.
+"""

@@ -1,0 +1,15 @@
+"""Integer sites that travel: informed multiscale jumps and full-conditional draws.
+
+Versions
+--------
+reference
+    ``jump`` and ``support_gibbs`` in numpy, the scale ``J`` (``scale_exponent``,
+    ``start_exponent``, ``grown_exponent``), offsets without int64 overflow.
+graph
+    ``CompiledJumps``: one move per integer site of a block in one compiled call (colour
+    classes at once).
+
+Tests holding the twins together: ``tests/samplers/integer/test_integer_jumps.py`` (enumerated
+kernel; the graph takes the reference's decisions one by one and class by class),
+``tests/samplers/integer/test_integer_jump_span.py``.
+"""

@@ -1,0 +1,561 @@
+"""The informed multiscale integer jump as a pytensor graph, all integer sites in one call.
+
+The move is :func:`pymc_lbp.samplers.integer.reference.jump` (the numpy reference; see that module
+for the proposal and its exactness): from ``x``, integer site ``i`` proposes ``y = x + d e_i`` over
+the symmetric offsets ``D = {-2^J, ..., -1, +1, ..., +2^J}`` with probability proportional to
+``g(pi(y) / pi(x))``, values outside the site's support weighted 0, and the MH correction with
+the reverse offset ``-d``.
+
+Here ``J`` is one exponent for the whole block (the largest any integer site needs, up to
+:data:`~pymc_lbp.samplers.integer.reference.LARGEST_SCALE_EXPONENT`; on unbounded supports the step
+grows it while tuning and compiles the jumps again), not the site's own: an offset larger than
+``2^J_site >= width`` always leaves the site's support, so its weight is 0 from every state and
+the proposal is the reference's, offset for offset. Given the same two uniforms per site (offset
+by inverse CDF, then the MH coin), the graph makes the reference's decisions. The support comes
+from the model's bounds at the current state (they may depend on other sites of the block, never
+on the site itself); an offset whose sum would overflow ``int64`` is outside it
+(:func:`shifted`, as the reference's :func:`pymc_lbp.samplers.integer.reference.shifted`).
+
+:func:`support_gibbs` is the graph of :func:`pymc_lbp.samplers.integer.reference.support_gibbs`: a
+site with a small fixed support drawn from its full conditional over the support (one uniform, the
+reference's inverse-CDF draw).
+
+:class:`CompiledJumps` runs one jump per jumping site, in the block's order, then one full
+conditional draw per support-Gibbs site, inside one compiled call (each group unrolled in the
+graph for up to :data:`UNROLL_SITES` sites, a ``scan`` over sites beyond): two batched logp
+evaluations of ``|D| + 1`` rows per jumping site, one of the support's size per support-Gibbs
+site, and no Python between sites. Given colour classes of sites that share no term of the logp
+(Poisson counts given their rate, the abundances of an N-mixture), each class moves at once
+(:func:`integer_jumps_at_once`, :func:`support_gibbs_at_once`): given the rest the sites'
+moves are independent, so the decisions are those of the site-after-site moves with the same
+uniforms, from one or two batched evaluations for the whole class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
+
+from pymc_lbp.compiling import pm_compile
+from pymc_lbp.logp.graphs import pick_per_row
+from pymc_lbp.samplers.integer.reference import offsets
+from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
+from pymc_lbp.samplers.single_site.graph import GraphBalancing, balanced_weights, draw_slot
+from pymc_lbp.samplers.traces import clear_traces
+
+SiteLogpGraph = Callable[[Variable, Variable, Variable], tuple[Variable, Variable]]
+"""``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] = values[r] for every r)``."""
+
+BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
+ClassRowsGraph = Callable[[Variable, np.ndarray, Variable], Variable]
+"""``(x, sites, values (m, n)) -> change of the logp from x when sites[i] alone is set to
+values[i, k]``, shape (m, n), for sites that share no term
+(:meth:`pymc_lbp.logp.local_differences.SitePieces.class_rows`)."""
+"""``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
+
+
+UNROLL_SITES = 4
+"""Blocks with at most this many integer sites get their jumps unrolled in the graph (no
+``scan``, whose per-iteration overhead dominates a single cheap jump); more are a ``scan``."""
+
+
+class JumpInfo(NamedTuple):
+    """What one jump reports."""
+
+    accept: Variable  # MH acceptance probability (0 when no offset could be proposed)
+    distance: Variable  # |y - x| if accepted, else 0
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def shifted(value: Variable, d: Variable) -> tuple[Variable, Variable]:
+    """``value + d`` without ``int64`` overflow, as a graph (broadcasting).
+
+    Returns
+    -------
+    values : int64 tensor
+        ``value + d`` where it is an ``int64``, ``value`` elsewhere.
+    representable : bool tensor
+        Where ``value + d`` is an ``int64``; elsewhere the offset leaves every support.
+    """
+    up, down = pt.maximum(d, 0), pt.minimum(d, 0)  # each side tested without overflowing itself
+    representable = pt.le(value, _INT64.max - up) & pt.ge(value, _INT64.min - down)
+    return value + pt.switch(representable, d, 0), representable
+
+
+def _log_weights(x, logp_x, site, d, site_logp, lower, upper, log_g):
+    """``(values, logp(x), balanced log-weights)`` of the offsets ``d`` from ``x`` (``logp_x``
+    None: evaluated with the rows)."""
+    values, representable = shifted(x[site], d)
+    inside = representable & pt.ge(values, lower) & pt.le(values, upper)
+    logp, rows = site_logp(x, pt.alloc(site, d.shape[0]), pt.switch(inside, values, x[site]))
+    logp_x = pt.cast(logp, "float64") if logp_x is None else logp_x
+    delta = pt.cast(rows, "float64") - logp_x
+    delta = pt.switch(inside & ~pt.isnan(delta), delta, -np.inf)
+    return values, logp_x, balanced_weights(delta, log_g)
+
+
+def integer_jump(
+    u: Variable,
+    x: Variable,
+    logp_x: Variable,
+    site: Variable,
+    *,
+    d: Variable,
+    site_logp: SiteLogpGraph,
+    bounds: BoundsGraph | None,
+    log_g: GraphBalancing,
+) -> tuple[Variable, Variable, JumpInfo]:
+    """One informed jump of integer site ``site`` (graph builder, pure).
+
+    Parameters
+    ----------
+    u : vector of 2 uniforms
+        ``u[0]`` picks the offset, ``u[1]`` is the MH coin.
+    x, logp_x : block vector and its logp
+    site : int64 scalar
+    d : int64 vector
+        The symmetric offsets, increasing (:func:`pymc_lbp.samplers.integer.reference.offsets`).
+    site_logp : callable
+        The batched logp at one-site changes, as graphs.
+    bounds : callable or None
+        Supports at a state (None: unbounded).
+    log_g : callable
+        Balancing function in log space, as a graph builder.
+
+    Returns
+    -------
+    (x, logp, JumpInfo)
+    """
+    if bounds is None:
+        lower, upper = pt.constant(-np.inf), pt.constant(np.inf)
+    else:
+        lo, hi = bounds(x)
+        lower, upper = lo[site], hi[site]
+    values, _, (log_w, cdf, log_z) = _log_weights(
+        x, logp_x, site, d, site_logp, lower, upper, log_g
+    )
+    has_move = finite(log_z) & finite(logp_x)
+    k = draw_slot(cdf, u[0])
+    y = pt.set_subtensor(x[site], values[k])
+    _, logp_y, (log_w_y, _, log_z_y) = _log_weights(
+        y, None, site, d, site_logp, lower, upper, log_g
+    )
+    log_q_rev = log_w_y[d.shape[0] - 1 - k] - log_z_y
+    prob, accepted = mh_accept(mh_log_ratio(logp_x, logp_y, log_w[k] - log_z, log_q_rev), u[1])
+    prob = pt.switch(has_move, prob, 0.0)
+    accepted = accepted & has_move
+    x_new = pt.switch(accepted, y, x)
+    logp_new = pt.switch(accepted, logp_y, logp_x)
+    distance = pt.switch(accepted, pt.abs(d[k]), 0)
+    return x_new, logp_new, JumpInfo(prob, distance)
+
+
+def support_gibbs(
+    u: Variable,
+    x: Variable,
+    logp_x: Variable,
+    site: Variable,
+    lower: Variable,
+    upper: Variable,
+    *,
+    n_values: int,
+    site_logp: SiteLogpGraph,
+) -> tuple[Variable, Variable, JumpInfo]:
+    """Draw integer site ``site`` from its full conditional over ``lower .. upper`` (graph
+    builder, pure).
+
+    ``n_values`` is the number of rows evaluated (at least ``upper - lower + 1``; rows beyond
+    ``upper`` weigh 0, so sites of different support sizes share one graph). ``u[0]`` picks the
+    value; with no value of positive probability the state is kept.
+    """
+    values = lower + pt.arange(n_values, dtype="int64")
+    inside = pt.le(values, upper)
+    _, rows = site_logp(x, pt.alloc(site, n_values), pt.switch(inside, values, x[site]))
+    rows = pt.cast(rows, "float64")
+    log_w = pt.switch(inside & ~pt.isnan(rows), rows, -np.inf)
+    top = pt.max(log_w)
+    cdf = pt.cumsum(pt.exp(log_w - top))
+    has_move = finite(top)
+    k = draw_slot(cdf, u[0])
+    x_new = pt.switch(has_move, pt.set_subtensor(x[site], values[k]), x)
+    logp_new = pt.switch(has_move, log_w[k], logp_x)
+    distance = pt.switch(has_move, pt.abs(values[k] - x[site]), 0)
+    return x_new, logp_new, JumpInfo(pt.switch(has_move, 1.0, 0.0), distance)
+
+
+def draw_slots(cdf: Variable, u: Variable) -> Variable:
+    """:func:`~pymc_lbp.samplers.single_site.graph.draw_slot` row by row: ``cdf`` (m, n), ``u``
+    (m,)."""
+    n = cdf.shape[1]
+    idx = pt.sum(pt.le(cdf, (u * cdf[:, -1])[:, None]), axis=1)  # searchsorted, side="right"
+    last = pt.argmax(cdf, axis=1)
+    return pt.clip(pt.minimum(idx, last), 0, n - 1)
+
+
+def _class_rows(x, logp_x, sites, values, site_logp, class_rows):
+    """Logp at ``x`` with ``sites[i]`` set to ``values[i, k]``, shape (m, n): ``logp_x`` plus
+    the changes from the class's elements (``class_rows``), or the batched whole-model
+    evaluation of every row."""
+    if class_rows is not None:
+        return logp_x + pt.cast(class_rows(x, sites, values), "float64")
+    idx = pt.constant(np.asarray(sites, dtype=np.int64))
+    _, rows = site_logp(x, pt.repeat(idx, values.shape[1]), values.ravel())
+    return pt.cast(rows.reshape((len(sites), values.shape[1])), "float64")
+
+
+def _row_log_weights(rows, inside, logp_ref, log_g):
+    """Balanced log-weights of rows of logps against ``logp_ref`` (one per row, (m, 1)):
+    ``(log_w, cdf, log_z)``, ``-inf`` outside the support or where the logp is NaN."""
+    delta = pt.cast(rows, "float64") - logp_ref
+    delta = pt.switch(inside & ~pt.isnan(delta), delta, -np.inf)
+    log_w = pt.switch(pt.eq(delta, -np.inf), -np.inf, log_g(delta))
+    top = pt.max(log_w, axis=1, keepdims=True)
+    cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
+    return log_w, cdf, top[:, 0] + pt.log(cdf[:, -1])
+
+
+def integer_jumps_at_once(
+    u: Variable,
+    x: Variable,
+    logp_x: Variable,
+    sites: np.ndarray,
+    *,
+    d: Variable,
+    site_logp: SiteLogpGraph,
+    bounds: BoundsGraph | None,
+    log_g: GraphBalancing,
+    class_rows: ClassRowsGraph | None = None,
+) -> tuple[Variable, Variable, JumpInfo, Variable]:
+    """One informed jump of every site in ``sites`` at once (graph builder, pure).
+
+    For sites that share no term of the logp (a colour class of the model's interaction
+    graph): given the rest, their jumps are independent, so this makes the decisions that
+    :func:`integer_jump` run site after site makes with the same uniforms (``u`` of shape
+    (m, 2)), from two batched logp evaluations of ``m |D|`` rows (every row ``x`` with one site
+    changed) instead of ``2 m``, or, with ``class_rows``, two evaluations of the logp's elements
+    at ``|D|`` states each. The logp of the result adds the accepted sites' changes.
+
+    Returns
+    -------
+    (x, logp, JumpInfo summed over the sites, number of sites that moved)
+    """
+    n_d = d.shape[0]
+    idx = pt.constant(np.asarray(sites, dtype=np.int64))
+    if bounds is None:
+        lower, upper = pt.constant(-np.inf), pt.constant(np.inf)
+    else:
+        lo, hi = bounds(x)
+        lower, upper = lo[idx][:, None], hi[idx][:, None]
+    here = x[idx][:, None]
+
+    def neighbourhood(centre, logp_ref):
+        values, representable = shifted(centre, d[None, :])
+        inside = representable & pt.ge(values, lower) & pt.le(values, upper)
+        rows = _class_rows(x, logp_x, sites, pt.switch(inside, values, here), site_logp, class_rows)
+        return values, rows, _row_log_weights(rows, inside, logp_ref, log_g)
+
+    values, rows, (log_w, cdf, log_z) = neighbourhood(here, logp_x)
+    k = draw_slots(cdf, u[:, 0])
+    new = pick_per_row(values, k)
+    logp_y = pt.cast(pick_per_row(rows, k), "float64")
+    _, _, (log_w_y, _, log_z_y) = neighbourhood(new[:, None], logp_y[:, None])
+    log_q_rev = pick_per_row(log_w_y, n_d - 1 - k) - log_z_y
+    prob, accepted = mh_accept(
+        mh_log_ratio(logp_x, logp_y, pick_per_row(log_w, k) - log_z, log_q_rev), u[:, 1]
+    )
+    has_move = finite(log_z) & finite(logp_x)
+    prob = pt.switch(has_move, prob, 0.0)
+    accepted = accepted & has_move
+    x_new = pt.set_subtensor(x[idx], pt.switch(accepted, new, x[idx]))
+    logp_new = logp_x + pt.sum(pt.switch(accepted, logp_y - logp_x, 0.0))
+    distance = pt.switch(accepted, pt.abs(d[k]), 0)
+    moved = pt.sum(pt.cast(pt.gt(distance, 0), "int64"))
+    return x_new, logp_new, JumpInfo(pt.sum(prob), pt.sum(distance)), moved
+
+
+def support_gibbs_at_once(
+    u: Variable,
+    x: Variable,
+    logp_x: Variable,
+    sites: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    n_values: int,
+    site_logp: SiteLogpGraph,
+    class_rows: ClassRowsGraph | None = None,
+) -> tuple[Variable, Variable, JumpInfo, Variable]:
+    """:func:`support_gibbs` for every site of a colour class at once (sites sharing no term:
+    their full conditionals given the rest are independent), from one batched logp
+    evaluation of ``m n_values`` rows (with ``class_rows``: ``n_values`` evaluations of the
+    logp's elements); same decisions as site after site with the same ``u``."""
+    idx = pt.constant(np.asarray(sites, dtype=np.int64))
+    hi = pt.constant(np.asarray(upper, dtype=np.int64))[:, None]
+    values = pt.constant(np.asarray(lower, dtype=np.int64))[:, None] + pt.arange(n_values)[None, :]
+    inside = pt.le(values, hi)
+    here = x[idx][:, None]
+    rows = _class_rows(x, logp_x, sites, pt.switch(inside, values, here), site_logp, class_rows)
+    log_w = pt.switch(inside & ~pt.isnan(rows), rows, -np.inf)
+    top = pt.max(log_w, axis=1, keepdims=True)
+    cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
+    has_move = finite(top[:, 0]) & finite(logp_x)  # feasible states only: no NaN sums
+    k = draw_slots(cdf, u[:, 0])
+    new = pt.switch(has_move, pick_per_row(values, k), x[idx])
+    logp_y = pick_per_row(log_w, k)
+    x_new = pt.set_subtensor(x[idx], new)
+    logp_new = logp_x + pt.sum(pt.switch(has_move, logp_y - logp_x, 0.0))
+    distance = pt.abs(new - x[idx])
+    moved = pt.sum(pt.cast(pt.gt(distance, 0), "int64"))
+    info = JumpInfo(pt.sum(pt.switch(has_move, 1.0, 0.0)), pt.sum(distance))
+    return x_new, logp_new, info, moved
+
+
+MAX_CLASSES = 8
+"""Colour classes beyond this many are not worth unrolling: the sites then move one by one."""
+
+
+def _classes(classes: list[np.ndarray] | None, n: int) -> list[np.ndarray]:
+    """The classes as arrays of positions, singletons when None or too many."""
+    if classes is None or len(classes) > MAX_CLASSES:
+        return [np.array([i], dtype=np.int64) for i in range(n)]
+    out = [np.asarray(c, dtype=np.int64) for c in classes if len(c)]
+    if np.sort(np.concatenate(out) if out else np.zeros(0, np.int64)).tolist() != list(range(n)):
+        raise ValueError("colour classes must partition the sites")
+    return out
+
+
+@dataclass
+class JumpsResult:
+    """State after one jump per integer site, and the jumps' summaries."""
+
+    x: np.ndarray
+    logp: float
+    sum_accept: float
+    sum_distance: int
+    n_accepted: int
+
+
+class CompiledJumps:
+    """One move per integer site of a block, compiled into one call: a jump for each jumping
+    site, then a full conditional draw for each support-Gibbs site.
+
+    Parameters
+    ----------
+    sites : array of int
+        Positions of the jumping integer sites in the block vector, in the order they jump.
+    exponent : int
+        ``J`` of the offsets, at least the largest the jumping sites' supports need
+        (:func:`pymc_lbp.samplers.integer.reference.scale_exponent`), at most
+        :data:`~pymc_lbp.samplers.integer.reference.LARGEST_SCALE_EXPONENT`.
+    site_logp : callable
+        ``(x, sites, values) -> (logp(x), rows)`` graphs (the batched exact evaluation, e.g.
+        :meth:`pymc_lbp.logp.neighbours.ExactDifferences.site_logp_graph`).
+    bounds : callable or None
+        ``x -> (lower, upper)`` graphs
+        (:meth:`pymc_lbp.logp.neighbours.Differences.bounds_graph`).
+    log_g : callable
+        Balancing function in log space, as a graph builder.
+    compile_kwargs : dict, optional
+        Passed to :func:`pymc.pytensorf.compile`.
+    gibbs_sites, gibbs_lower, gibbs_upper : arrays of int, optional
+        Positions of the support-Gibbs sites (drawn after the jumps, in this order) and their
+        fixed supports.
+    jump_classes, gibbs_classes : list of arrays of int, optional
+        Colour classes (positions into ``sites`` / ``gibbs_sites``, a partition): sites of a
+        class share no term of the logp, so they move at once (:func:`integer_jumps_at_once`,
+        :func:`support_gibbs_at_once`: one batched evaluation for the class instead of one per
+        site), classes one after another. None (or more than :data:`MAX_CLASSES`): one site
+        at a time.
+    class_rows : callable, optional
+        The logp changes of one-site changes of a class's sites from the logp's elements
+        (:meth:`pymc_lbp.logp.local_differences.SitePieces.class_rows`); default: the batched
+        whole-model evaluation of every row.
+    n_sites : int, optional
+        Length of the block vector. Given, the inputs' shapes are fixed in the graph, which
+        the JAX backend needs (it traces shapes as values).
+
+    Attributes
+    ----------
+    order : array of int
+        Every moved site, in the order of the rows of the uniforms a call takes (class by
+        class when classes are given).
+    logp_evals_per_call : int
+        Model logp evaluations per call: two batches of ``|D| + 1`` rows per jumping site, one
+        batch of the largest support's size per support-Gibbs site.
+    """
+
+    def __init__(
+        self,
+        sites: np.ndarray,
+        exponent: int,
+        site_logp: SiteLogpGraph,
+        bounds: BoundsGraph | None,
+        log_g: GraphBalancing,
+        compile_kwargs: dict | None = None,
+        *,
+        gibbs_sites: np.ndarray = (),
+        gibbs_lower: np.ndarray = (),
+        gibbs_upper: np.ndarray = (),
+        jump_classes: list[np.ndarray] | None = None,
+        gibbs_classes: list[np.ndarray] | None = None,
+        class_rows: ClassRowsGraph | None = None,
+        n_sites: int | None = None,
+    ):
+        self.sites = np.asarray(sites, dtype=np.int64)
+        self.gibbs_sites = np.asarray(gibbs_sites, dtype=np.int64)
+        self.jump_classes = _classes(jump_classes, self.sites.size)
+        self.gibbs_classes = _classes(gibbs_classes, self.gibbs_sites.size)
+        self.order = np.concatenate(
+            [self.sites[c] for c in self.jump_classes]
+            + [self.gibbs_sites[c] for c in self.gibbs_classes]
+            + [np.zeros(0, np.int64)]
+        ).astype(np.int64)
+        lower = np.asarray(gibbs_lower, dtype=np.int64)
+        upper = np.asarray(gibbs_upper, dtype=np.int64)
+        self.n_values = int((upper - lower).max()) + 1 if self.gibbs_sites.size else 0
+        self.d = offsets(int(exponent))
+        self.logp_evals_per_call = int(
+            self.sites.size * 2 * (self.d.size + 1) + self.gibbs_sites.size * self.n_values
+        )
+        x0 = pt.tensor("x", dtype="int64", shape=(n_sites,))
+        n_rows = None if n_sites is None else self.order.size
+        uniforms = pt.tensor("uniforms", dtype="float64", shape=(n_rows, 2))
+        d = pt.constant(self.d, dtype="int64")
+        logp0 = site_logp(x0, pt.zeros((0,), dtype="int64"), pt.zeros((0,), dtype="int64"))[0]
+
+        def summed(move):
+            def body(site, lo, hi, u, x, logp, sum_accept, sum_distance, n_accepted):
+                x, logp, info = move(u, x, logp, site, lo, hi)
+                moved = pt.cast(pt.gt(info.distance, 0), "int64")
+                out = (
+                    x,
+                    logp,
+                    sum_accept + info.accept,
+                    sum_distance + info.distance,
+                    n_accepted + moved,
+                )
+                clear_traces(out)  # a scan's inner graph is rewritten on its own
+                return out
+
+            return body
+
+        def jump_move(u, x, logp, site, lo, hi):
+            return integer_jump(
+                u, x, logp, site, d=d, site_logp=site_logp, bounds=bounds, log_g=log_g
+            )
+
+        def gibbs_move(u, x, logp, site, lo, hi):
+            return support_gibbs(
+                u, x, logp, site, lo, hi, n_values=self.n_values, site_logp=site_logp
+            )
+
+        carry = (
+            x0,
+            pt.cast(logp0, "float64"),
+            pt.constant(0.0, dtype="float64"),
+            pt.constant(0, dtype="int64"),
+            pt.constant(0, dtype="int64"),
+        )
+
+        def jumps_at_once(u, x, logp, group, lo, hi):
+            return integer_jumps_at_once(
+                u,
+                x,
+                logp,
+                group,
+                d=d,
+                site_logp=site_logp,
+                bounds=bounds,
+                log_g=log_g,
+                class_rows=class_rows,
+            )
+
+        def gibbs_at_once(u, x, logp, group, lo, hi):
+            return support_gibbs_at_once(
+                u,
+                x,
+                logp,
+                group,
+                lo,
+                hi,
+                n_values=self.n_values,
+                site_logp=site_logp,
+                class_rows=class_rows,
+            )
+
+        no_bounds = np.zeros(self.sites.size, dtype=np.int64)
+        groups = [
+            (summed(jump_move), jumps_at_once, self.sites, no_bounds, no_bounds, self.jump_classes),
+            (
+                summed(gibbs_move),
+                gibbs_at_once,
+                self.gibbs_sites,
+                lower,
+                upper,
+                self.gibbs_classes,
+            ),
+        ]
+        row = 0
+        for body, at_once, group, lo, hi, classes in groups:
+            if group.size == 0:
+                continue
+            if len(classes) < group.size:  # colour classes: each moved at once, unrolled
+                for cls in classes:
+                    u_cls = uniforms[row : row + cls.size]
+                    row += cls.size
+                    if cls.size == 1:
+                        consts = (pt.constant(v[cls[0]], dtype="int64") for v in (group, lo, hi))
+                        carry = body(*consts, u_cls[0], *carry)
+                        continue
+                    x, logp, info, moved = at_once(u_cls, *carry[:2], group[cls], lo[cls], hi[cls])
+                    carry = (
+                        x,
+                        logp,
+                        carry[2] + info.accept,
+                        carry[3] + info.distance,
+                        carry[4] + moved,
+                    )
+                continue
+            u_group = uniforms[row : row + group.size]
+            row += group.size
+            if group.size <= UNROLL_SITES:
+                for i in range(group.size):
+                    consts = (pt.constant(v[i], dtype="int64") for v in (group, lo, hi))
+                    carry = body(*consts, u_group[i], *carry)
+            else:
+                outs = pytensor.scan(
+                    body,
+                    sequences=[pt.constant(v, dtype="int64") for v in (group, lo, hi)] + [u_group],
+                    outputs_info=list(carry),
+                    return_updates=False,
+                )
+                carry = tuple(o[-1] for o in outs)
+        outs = list(carry)
+        clear_traces(outs)
+        self._fn = pm_compile(
+            [x0, uniforms],
+            outs,
+            on_unused_input="ignore",
+            **dict(compile_kwargs or {}),
+        )
+        self._fn.trust_input = True
+
+    def __call__(self, x: np.ndarray, uniforms: np.ndarray) -> JumpsResult:
+        """Move every integer site once from ``x``; ``uniforms`` has shape ``(len(order), 2)``
+        (rows in :attr:`order`)."""
+        x_out, logp, acc, dist, n_acc = self._fn(
+            np.ascontiguousarray(x, dtype=np.int64),
+            np.ascontiguousarray(uniforms, dtype=np.float64),
+        )
+        return JumpsResult(np.array(x_out), float(logp), float(acc), int(dist), int(n_acc))
+
+
+__all__ = ["CompiledJumps", "JumpInfo", "JumpsResult", "integer_jump", "shifted", "support_gibbs"]

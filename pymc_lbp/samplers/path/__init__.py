@@ -1,0 +1,24 @@
+"""The path auxiliary proposal (Sun et al. 2022): ``R`` distinct sites per MH step.
+
+Versions
+--------
+reference
+    Site weights, ordered draws without replacement, path probabilities and lengths in numpy
+    (``PathAuxiliaryLBP.mh_step`` runs them).
+numba_pieces
+    numba versions of the reference's per-step array work (weights, the exponential race,
+    order probabilities), used by the Python loop.
+graph
+    The path kernel as one pytensor ``scan`` per draw, carrying the path-length adaptation
+    while tuning.
+adaptation
+    Robbins-Monro targeting of acceptance 0.574 by the path length (tune, then freeze); its
+    update also exists as a graph (``update_graph``) inside ``graph``'s scan.
+numba kernel on pairwise blocks
+    ``pymc_lbp.samplers.pairwise.kernel``.
+
+Tests holding the twins together: ``tests/samplers/path/test_path_proposals.py`` (numba pieces ==
+numpy), ``tests/samplers/path/test_compiled_path_kernel.py`` (graph == numpy move for move and
+update for update), ``tests/samplers/path/test_path_auxiliary_kernel.py`` (the enumerated mixture
+kernel leaves ``pi`` invariant, irreducibility).
+"""

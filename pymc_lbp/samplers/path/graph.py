@@ -1,0 +1,350 @@
+"""The path auxiliary kernel (PathAuxiliaryLBP) as a pytensor graph, and its compiled loop.
+
+One transition, read top to bottom (the math is that of :mod:`pymc_lbp.samplers.path.reference`,
+whose numpy functions are the tested reference):
+
+1. the path length: a single-site step (``R = 1``) with probability ``share``, else
+   ``R`` = the stochastic rounding of the scale ``U`` (one uniform each), within ``[1, n]``;
+2. site weights ``W_i = logsumexp_{s in i} log g(e^{Delta_s})``; ``R`` distinct sites by the
+   exponential race (the ``R`` smallest ``E_i / e^{W_i}``, one standard exponential per site);
+3. each picked site's slot by Gumbel-max over the within-site softmax (one exponential per slot);
+4. the target at ``y`` (logp and differences), the reverse path (same sites, reversed order, each
+   back to its old value) scored with the weights at ``y``;
+5. the one MH accept (:func:`pymc_lbp.samplers.mh_graph.mh_accept`).
+
+The path's order log-probability uses the remaining mass written as (mass off the path) + (suffix
+sums of the path), a sum of positive terms: no cancellation however much mass the path holds.
+
+A row of noise feeds one step: ``[u_share, u_round, u_mh, E_1..E_n, (E'_1..E'_slots)]`` (the
+slot exponentials only for blocks that are not all binary), drawn by the step from ``self.rng``.
+The scale ``U`` is an input of the compiled function: it is frozen after tuning, and changing it
+needs no recompilation. While tuning, the loop carries the adaptation's state instead
+(``log U``, its average, the update count and the doubling flag): each step's scale is
+``exp(log U)`` and each path step (not the single-site ones) updates the state with its
+acceptance probability (:meth:`pymc_lbp.samplers.path.adaptation.PathLengthAdaptation.update_graph`,
+the arithmetic of the Python update), so tuning draws run in one call too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
+
+from pymc_lbp.compiling import pm_compile
+from pymc_lbp.logp.neighbours import BlockLayout
+from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
+from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation
+from pymc_lbp.samplers.single_site.graph import GraphBalancing, SingleSiteMoves, Target
+from pymc_lbp.samplers.single_site.loop import StepsResult, needs_static_shapes
+from pymc_lbp.samplers.traces import clear_traces
+
+
+class PathState(NamedTuple):
+    """Carried between steps: block vector, logp, differences, and the weights derived from
+    them (slot log-weights, site log-weights, within-site log-probabilities)."""
+
+    x: Variable
+    logp: Variable
+    deltas: Variable
+    log_w: Variable
+    site_w: Variable
+    within: Variable
+
+
+class PathInfo(NamedTuple):
+    """What one transition reports."""
+
+    accept: Variable  # MH acceptance probability (0 when no path could be drawn)
+    accepted: Variable  # bool
+    evaluated: Variable  # bool: the target was evaluated at a proposal
+    length: Variable  # R (int64)
+
+
+class PathMoves(SingleSiteMoves):
+    """Layout constants of the path kernel: the single-site ones, plus a padded
+    ``(n_sites, max slots per site)`` table of each site's slots (padding points past the last
+    slot, at a ``-inf`` weight)."""
+
+    def __init__(self, layout: BlockLayout):
+        super().__init__(layout)
+        self.n_sites = layout.n_sites
+        self.n_slots = layout.n_slots
+        counts = np.diff(np.append(layout.site_offset, layout.n_slots))
+        width = int(counts.max()) if counts.size else 1
+        table = np.full((layout.n_sites, width), layout.n_slots, dtype=np.int64)
+        for k in range(width):
+            has = counts > k
+            table[has, k] = layout.site_offset[has] + k
+        self.table = pt.as_tensor_variable(table)
+
+    @property
+    def noise_width(self) -> int:
+        """Noise values one step consumes."""
+        return 3 + self.n_sites + (0 if self.all_binary else self.n_slots)
+
+
+def path_weights(log_w: Variable, moves: PathMoves) -> tuple[Variable, Variable]:
+    """``(site_w, within)`` from slot log-weights (binary blocks: sites are slots, within 0)."""
+    if moves.all_binary:
+        return log_w, pt.zeros_like(log_w)
+    padded = pt.concatenate([log_w, pt.as_tensor_variable(np.array([-np.inf]))])[moves.table]
+    top = pt.max(padded, axis=1)
+    safe = pt.switch(finite(top), top, 0.0)
+    site_w = pt.log(pt.sum(pt.exp(padded - safe[:, None]), axis=1)) + safe
+    site_w = pt.switch(finite(top), site_w, -np.inf)
+    within = pt.switch(finite(log_w), log_w - site_w[moves.slot_site], -np.inf)
+    return site_w, within
+
+
+def prepare(deltas: Variable, log_g: GraphBalancing, moves: PathMoves):
+    """``(log_w, site_w, within)`` of a state from its differences."""
+    log_w = pt.switch(pt.eq(deltas, -np.inf), -np.inf, log_g(deltas))
+    return (log_w, *path_weights(log_w, moves))
+
+
+def order_log_prob(lin: Variable, order: Variable, length: Variable, log_lin: Variable) -> Variable:
+    """Log-probability of picking ``order[:length]`` in that order without replacement,
+    proportional to ``lin = exp(log_lin)`` (``-inf`` if a pick has weight 0). The picks'
+    weights are taken in log space (a site far below the others keeps its probability where its
+    linear weight underflows); the remaining mass is summed on the linear scale."""
+    n = order.shape[0]
+    on_path = pt.lt(pt.arange(n), length)
+    weights = lin[order]
+    picks = pt.switch(on_path, weights, 0.0)
+    rest = pt.sum(pt.switch(on_path, 0.0, weights))
+    remaining = rest + pt.cumsum(picks[::-1])[::-1]
+    return pt.sum(pt.switch(on_path, log_lin[order] - pt.log(remaining), 0.0))
+
+
+def path_kernel(
+    noise: Variable,
+    state: PathState,
+    *,
+    scale: Variable,
+    share: float,
+    target: Target,
+    log_g: GraphBalancing,
+    moves: PathMoves,
+) -> tuple[PathState, PathInfo]:
+    """One path auxiliary MH transition (graph builder, pure). See the module docs."""
+    x, logp, deltas, log_w, site_w, within = state
+    n = moves.n_sites
+    # 1. path length
+    floor_u = pt.floor(scale)
+    rounded = pt.cast(floor_u + pt.lt(noise[1], scale - floor_u), "int64")
+    length = pt.switch(pt.lt(noise[0], share), 1, pt.clip(rounded, 1, n))
+    # 2. sites by the exponential race
+    top = pt.max(site_w)
+    log_lin = site_w - pt.switch(finite(top), top, 0.0)
+    lin = pt.exp(log_lin)
+    can_move = pt.ge(pt.sum(pt.gt(lin, 0.0)), length)
+    keys = noise[3 : 3 + n] / lin  # +inf where a site cannot move
+    order = pt.argsort(keys)  # ties: measure zero, or +inf keys never on the path
+    on_path = pt.lt(pt.arange(n), length)
+    picked = pt.set_subtensor(pt.zeros((n,), dtype="bool")[order], on_path)
+    # 3. slots by Gumbel-max within each site
+    if moves.all_binary:
+        slot = pt.arange(n, dtype="int64")
+        new = 1 - x
+        log_within_fwd = pt.constant(0.0, dtype="float64")
+    else:
+        gumbel = -pt.log(noise[3 + n : 3 + n + moves.n_slots])
+        padded = pt.concatenate([within + gumbel, pt.as_tensor_variable(np.array([-np.inf]))])
+        best = pt.argmax(padded[moves.table], axis=1)
+        slot = moves.table[pt.arange(n), best]
+        slot = pt.minimum(slot, moves.n_slots - 1)  # sites that cannot move: never picked
+        new = moves.new_value(x, slot)
+        log_within_fwd = pt.sum(pt.switch(picked, within[slot], 0.0))
+    y = pt.switch(picked, new, x)
+    log_q_fwd = order_log_prob(lin, order, length, log_lin) + log_within_fwd
+    # 4. the target at y and the reverse path
+    logp_y, deltas_y = target(y)
+    log_w_y, site_w_y, within_y = prepare(deltas_y, log_g, moves)
+    top_y = pt.max(site_w_y)
+    log_lin_y = site_w_y - pt.switch(finite(top_y), top_y, 0.0)
+    lin_y = pt.exp(log_lin_y)
+    position = pt.arange(n)
+    reversed_order = order[pt.switch(on_path, length - 1 - position, position)]
+    log_q_rev = order_log_prob(lin_y, reversed_order, length, log_lin_y)
+    if not moves.all_binary:
+        back = moves.reverse_slot(slot, x)
+        log_q_rev = log_q_rev + pt.sum(pt.switch(picked, within_y[back], 0.0))
+    # 5. MH
+    prob, accepted = mh_accept(mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), noise[2])
+    prob = pt.switch(can_move, prob, 0.0)
+    accepted = accepted & can_move
+    proposed = (y, logp_y, deltas_y, log_w_y, site_w_y, within_y)
+    new_state = PathState(
+        *(pt.switch(accepted, p, c) for p, c in zip(proposed, state, strict=True))
+    )
+    return new_state, PathInfo(prob, accepted, can_move, pt.cast(length, "int64"))
+
+
+class AdaptState(NamedTuple):
+    """The path-length adaptation's state, as the step keeps it."""
+
+    log_u: float
+    log_u_bar: float
+    count: int
+    doubling: bool
+
+
+@dataclass
+class PathStepsResult(StepsResult):
+    """State after a run of path steps and its summaries (those of every kernel, plus the path
+    lengths, and the adaptation's state after tuning steps)."""
+
+    sum_length: int
+    sum_moved: int  # sum of R over accepted steps
+    adapt_state: AdaptState | None = None
+
+
+class CompiledPathSteps:
+    """:func:`path_kernel` run once per row of a noise matrix inside one compiled ``scan``.
+
+    Called as ``(x, logp, deltas, noise, scale, adapt=None)``; ``noise`` has
+    :attr:`PathMoves.noise_width` columns (see the module docs). With ``adapt`` (an
+    :class:`AdaptState`) the steps tune: their scale is ``exp(log U)`` of the carried state,
+    updated by ``adaptation`` after every path step, and ``scale`` is unused; the result holds
+    the final state. With the JAX backend (which traces shapes as values) the function is
+    compiled on first use for the number of steps, once per number.
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        log_g: GraphBalancing,
+        layout: BlockLayout,
+        share: float,
+        compile_kwargs: dict | None = None,
+        adaptation: PathLengthAdaptation | None = None,
+    ):
+        self.adaptation = adaptation or PathLengthAdaptation(0.574, max(layout.n_sites, 1))
+        moves = PathMoves(layout)
+        self.noise_width = moves.noise_width
+        self.n_sites, self.n_slots, self.all_binary = (
+            layout.n_sites,
+            layout.n_slots,
+            moves.all_binary,
+        )
+        self._parts = (target, log_g, moves, share, dict(compile_kwargs or {}))
+        self.static_shapes = needs_static_shapes(compile_kwargs)
+        self._fns: dict[int | None, object] = {}
+        if not self.static_shapes:
+            self._fns[None] = self._compile(None)
+
+    def _compile(self, n_steps: int | None):
+        """The compiled run: the block's sizes are static; so is the number of steps when
+        ``n_steps`` is given (JAX)."""
+        target, log_g, moves, share, compile_kwargs = self._parts
+        x = pt.tensor("x", dtype="int64", shape=(self.n_sites,))
+        logp = pt.scalar("logp", dtype="float64")
+        deltas = pt.tensor("deltas", dtype="float64", shape=(self.n_slots,))
+        noise = pt.tensor("noise", dtype="float64", shape=(n_steps, self.noise_width))
+        scale = pt.scalar("scale", dtype="float64")
+        tuning = pt.scalar("tuning", dtype="bool")
+        adapt_in = (
+            pt.scalar("log_u", dtype="float64"),
+            pt.scalar("log_u_bar", dtype="float64"),
+            pt.scalar("count", dtype="int64"),
+            pt.scalar("doubling", dtype="bool"),
+        )
+        start = PathState(x, logp, deltas, *prepare(deltas, log_g, moves))
+        zero_f = pt.constant(0.0, dtype="float64")
+        zero_i = pt.constant(0, dtype="int64")
+        adaptation = self.adaptation
+
+        def body(u, *carry):
+            *current, s_acc, n_acc, n_eval, s_len, s_moved = carry[:-6]
+            *adapt, scale_, tuning_ = carry[-6:]
+            new, info = path_kernel(
+                u,
+                PathState(*current),
+                scale=pt.switch(tuning_, pt.exp(adapt[0]), scale_),
+                share=share,
+                target=target,
+                log_g=log_g,
+                moves=moves,
+            )
+            acc_i = pt.cast(info.accepted, "int64")
+            # only path steps (not the single-site ones) feed the adaptation, and only in tuning
+            adapts = tuning_ & pt.ge(u[0], share)
+            updated = adaptation.update_graph(*adapt[:3], info.accept, adapt[3])
+            out = (
+                *new,
+                s_acc + info.accept,
+                n_acc + acc_i,
+                n_eval + pt.cast(info.evaluated, "int64"),
+                s_len + info.length,
+                s_moved + info.length * acc_i,
+                *(pt.switch(adapts, a, b) for a, b in zip(updated, adapt, strict=True)),
+            )
+            clear_traces(out)  # the inner graph is rewritten on its own
+            return out
+
+        outs = pytensor.scan(
+            body,
+            sequences=[noise],
+            outputs_info=[*start, zero_f, zero_i, zero_i, zero_i, zero_i, *adapt_in],
+            non_sequences=[scale, tuning],
+            return_updates=False,
+        )
+        last = [o[-1] for o in outs]
+        clear_traces(last)
+        fn = pm_compile(
+            [x, logp, deltas, noise, scale, tuning, *adapt_in],
+            last[:3] + last[6:],
+            on_unused_input="ignore",
+            **compile_kwargs,
+        )
+        fn.trust_input = True
+        return fn
+
+    def draw_noise(self, rng: np.random.Generator, n_steps: int) -> np.ndarray:
+        """The noise of ``n_steps`` steps from ``rng`` (uniforms, then exponentials)."""
+        noise = np.empty((n_steps, self.noise_width))
+        noise[:, :3] = rng.random((n_steps, 3))
+        noise[:, 3:] = rng.standard_exponential((n_steps, self.noise_width - 3))
+        return noise
+
+    def __call__(
+        self, x, logp, deltas, noise, scale, adapt: AdaptState | None = None
+    ) -> PathStepsResult:
+        key = len(noise) if self.static_shapes else None
+        fn = self._fns.get(key)
+        if fn is None:
+            fn = self._fns[key] = self._compile(key)
+        state = adapt if adapt is not None else AdaptState(0.0, 0.0, 0, False)
+        out = fn(
+            np.ascontiguousarray(x, dtype=np.int64),
+            np.asarray(logp, dtype=np.float64),
+            np.ascontiguousarray(deltas, dtype=np.float64),
+            np.ascontiguousarray(noise, dtype=np.float64),
+            np.asarray(scale, dtype=np.float64),
+            np.asarray(adapt is not None),
+            np.asarray(state.log_u, dtype=np.float64),
+            np.asarray(state.log_u_bar, dtype=np.float64),
+            np.asarray(state.count, dtype=np.int64),
+            np.asarray(bool(state.doubling)),
+        )
+        x_out, logp_out, deltas_out, s_acc, n_acc, n_eval, s_len, s_moved, *tuned = out
+        return PathStepsResult(
+            np.array(x_out),
+            float(logp_out),
+            np.array(deltas_out),
+            float(s_acc),
+            int(n_acc),
+            int(n_eval),
+            int(s_len),
+            int(s_moved),
+            (
+                AdaptState(float(tuned[0]), float(tuned[1]), int(tuned[2]), bool(tuned[3]))
+                if adapt is not None
+                else None
+            ),
+        )

@@ -1,0 +1,20 @@
+"""Single-site locally balanced transitions (Zanella 2020; Grathwohl et al. 2021).
+
+Versions
+--------
+reference
+    ``LocallyBalanced.mh_step`` (``pymc_lbp/step_methods/locally_balanced.py``): one transition
+    in numpy from two uniforms.
+graph
+    ``single_site_kernel``: the same transition as a pure graph builder
+    ``kernel(u, state) -> (state, info)``.
+loop
+    ``compile_steps`` / ``compile_single_site_steps``: a draw's steps in one pytensor ``scan``,
+    compiled with the step's backend.
+numba
+    ``pymc_lbp.samplers.pairwise.kernel`` on pairwise binary blocks.
+
+Tests holding the twins together: ``tests/samplers/single_site/test_compiled_kernel.py`` (graph ==
+numpy move for move, every backend), ``tests/samplers/single_site/test_kernels.py`` (the enumerated
+kernel leaves ``pi`` invariant).
+"""

@@ -1,0 +1,179 @@
+"""Run a kernel for many steps inside one compiled call (pytensor ``scan``).
+
+The compiled function maps ``(x, logp, deltas, U)`` to the state after ``U.shape[0]`` steps and
+the per-draw summaries; ``U`` holds the uniforms of every step (one row per step), drawn by the
+caller from the step's ``self.rng``. Nothing runs in Python between steps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+
+from pymc_lbp.compiling import pm_compile
+from pymc_lbp.samplers.single_site.graph import (
+    Info,
+    SingleSiteMoves,
+    State,
+    balanced_weights,
+    single_site_kernel,
+)
+from pymc_lbp.samplers.traces import clear_traces
+
+Kernel = Callable[[pt.TensorVariable, State], tuple[State, Info]]
+
+
+@dataclass
+class StepsResult:
+    """State after a run of steps and its summaries (see :class:`CompiledSteps`)."""
+
+    x: np.ndarray
+    logp: float
+    deltas: np.ndarray
+    sum_accept: float
+    n_accepted: int
+    n_evaluated: int
+
+
+def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
+    """Graphs of the final state and summaries after one kernel step per row of ``uniforms``."""
+
+    n_state = len(State._fields)
+
+    def body(u, *carry):
+        *current, sum_accept, n_accepted, n_evaluated = carry
+        new, info = kernel(u, State(*current[:n_state]))
+        out = (
+            *new,
+            sum_accept + info.accept,
+            n_accepted + pt.cast(info.accepted, "int64"),
+            n_evaluated + pt.cast(info.evaluated, "int64"),
+        )
+        clear_traces(out)  # the inner graph is rewritten on its own
+        return out
+
+    zero_f = pt.constant(0.0, dtype="float64")
+    zero_i = pt.constant(0, dtype="int64")
+    outs = pytensor.scan(
+        body,
+        sequences=[uniforms],
+        outputs_info=[*state, zero_f, zero_i, zero_i],
+        return_updates=False,
+    )
+    last = [o[-1] for o in outs]
+    # the state's (x, logp, deltas) and the summaries; prepared weights stay inside
+    return last[:3] + last[n_state:]
+
+
+def needs_static_shapes(compile_kwargs: dict | None) -> bool:
+    """Whether the backend traces shapes as values (JAX: a ``scan`` over a number of steps that
+    comes from an input's shape fails with "Shapes must be 1D sequences of concrete values")."""
+    mode = (compile_kwargs or {}).get("mode")
+    if mode is None:
+        return False
+    if isinstance(mode, str):
+        return mode.upper() == "JAX"
+    return "jax" in type(getattr(mode, "linker", None)).__name__.lower()
+
+
+class CompiledSteps:
+    """A kernel compiled to run ``n`` steps per call.
+
+    With the JAX backend, which needs shapes known when it traces, the function is compiled on
+    first use for the shapes of its arguments, once per number of steps (a step method's
+    ``steps_per_draw`` is fixed after tuning, so a handful of compilations at most); the other
+    backends compile one function for every shape, at construction.
+
+    Parameters
+    ----------
+    kernel : callable
+        ``(u, State) -> (State, Info)`` graph builder; ``u`` a row of ``n_uniforms`` uniforms.
+    n_uniforms : int
+        Uniforms one step consumes.
+    prepare : callable
+        ``deltas -> (log_w, cdf, log_z)`` graphs, the prepared weights of the starting state
+        (e.g. :func:`~pymc_lbp.samplers.single_site.graph.balanced_weights` with the balancing
+        bound).
+    compile_kwargs : dict, optional
+        Passed to :func:`pymc.pytensorf.compile` (e.g. ``{"mode": "NUMBA"}``).
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        n_uniforms: int,
+        prepare: Callable,
+        compile_kwargs: dict | None = None,
+    ):
+        self.n_uniforms = int(n_uniforms)
+        self._parts = (kernel, prepare, dict(compile_kwargs or {}))
+        self.static_shapes = needs_static_shapes(compile_kwargs)
+        self._fns: dict[tuple, object] = {}
+        if not self.static_shapes:
+            self._fns[None] = self._compile(None)
+
+    def _compile(self, shapes: tuple | None):
+        """The compiled run; ``shapes = (n_sites, n_slots, n_steps)`` fixes the input shapes."""
+        kernel, prepare, compile_kwargs = self._parts
+        n_sites, n_slots, n_steps = shapes if shapes is not None else (None, None, None)
+        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
+        logp = pt.scalar("logp", dtype="float64")
+        deltas = pt.tensor("deltas", dtype="float64", shape=(n_slots,))
+        uniforms = pt.tensor("uniforms", dtype="float64", shape=(n_steps, self.n_uniforms))
+        outs = steps_graph(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
+        clear_traces(outs)
+        fn = pm_compile(
+            [x, logp, deltas, uniforms], outs, on_unused_input="ignore", **compile_kwargs
+        )
+        fn.trust_input = True
+        return fn
+
+    def __call__(
+        self, x: np.ndarray, logp: float, deltas: np.ndarray, uniforms: np.ndarray
+    ) -> StepsResult:
+        """Run ``len(uniforms)`` steps from ``(x, logp, deltas)``."""
+        key = (np.size(x), np.size(deltas), len(uniforms)) if self.static_shapes else None
+        fn = self._fns.get(key)
+        if fn is None:
+            fn = self._fns[key] = self._compile(key)
+        x_out, logp_out, deltas_out, acc, n_acc, n_eval = fn(
+            np.ascontiguousarray(x, dtype=np.int64),
+            np.asarray(logp, dtype=np.float64),
+            np.ascontiguousarray(deltas, dtype=np.float64),
+            np.ascontiguousarray(uniforms, dtype=np.float64),
+        )
+        return StepsResult(
+            np.array(x_out),
+            float(logp_out),
+            np.array(deltas_out),
+            float(acc),
+            int(n_acc),
+            int(n_eval),
+        )
+
+
+def compile_steps(
+    kernel: Kernel, n_uniforms: int, prepare: Callable, compile_kwargs: dict | None = None
+) -> CompiledSteps:
+    """Compile ``kernel`` to run many steps per call (see :class:`CompiledSteps`)."""
+    return CompiledSteps(kernel, n_uniforms, prepare, compile_kwargs)
+
+
+def compile_single_site_steps(
+    differences, layout, log_g: Callable, compile_kwargs: dict | None = None
+) -> CompiledSteps:
+    """:func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel` on a step's differences and
+    block layout with the balancing function ``log_g`` (a graph builder), compiled to run many steps
+    per call (LocallyBalanced, GibbsWithGradients, SelfBalancing)."""
+    kernel = partial(
+        single_site_kernel,
+        target=differences.graph,
+        log_g=log_g,
+        moves=SingleSiteMoves(layout),
+    )
+    return compile_steps(kernel, 2, partial(balanced_weights, log_g=log_g), compile_kwargs)

@@ -1,0 +1,165 @@
+"""NeuralBlock's compiled random scan (:mod:`pymc_lbp.samplers.block.random_scan_graph`).
+
+The compiled scan must make the moves of the numpy reference step
+(:meth:`NeuralBlock.scan_step`) from the same uniforms: the same states, logps, acceptance
+probabilities, accepted counts, target evaluations and last unit, for motif blocks with clamped
+entries and uncovered sites mixed in one scan, for exact block Gibbs, for single sites, with
+factor-local targets and with the model logp, in lattice (flat) and UAI index spaces. The
+numpy step's kernel is the enumerated one (``tests/samplers/block/test_neural_block.py``); sampling
+through ``pm.sample`` with the compiled scan is checked against exact enumeration there too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pymc_lbp import NeuralBlock
+from pymc_lbp.models import ising_model, read_uai
+from pymc_lbp.samplers.block.motifs.blocks import lattice_blocks
+from tests.helpers.backends import OTHER_BACKENDS, modes
+from tests.samplers.block.test_neural_block import (
+    BLOCKS,
+    EVIDENCE,
+    MOTIF,
+    random_proposal,
+    tiny_network,
+)
+
+
+def numpy_scan(step, x, logp, noise):
+    """The numpy steps over the rows of ``noise``: what the compiled scan returns."""
+    step._draw_evals = 0
+    acc, won, last = 0.0, 0, -1
+    for row in noise:
+        res = step.scan_step(x, logp, np.zeros(0), row)
+        x, logp = res.x, res.logp
+        acc += res.accept
+        won += int(res.accepted)
+        last = res.extra["block"]
+    return x, logp, acc, won, step._draw_evals, last
+
+
+def starts(step, model, n, seed):
+    """``n`` feasible states of the step's sites (the initial point, then random ones)."""
+    rng = np.random.default_rng(seed)
+    cards = step._site_cards()
+    x0 = step._state_vector(model.initial_point())
+    out = [x0]
+    while len(out) < n:
+        x = np.where(rng.random(x0.size) < 0.5, rng.integers(0, cards), x0)
+        if np.isfinite(step.differences.logp(x)):
+            out.append(x)
+    return out
+
+
+def assert_same_moves(step, model, n_steps=120, seed=0):
+    rng = np.random.default_rng(seed)
+    for x in starts(step, model, 3, seed):
+        step._refresh_outside()
+        logp = step.differences.logp(x)
+        noise = rng.random((n_steps, step.scan_width))
+        want = numpy_scan(step, x.copy(), logp, noise)
+        got = step.random_scan(x, logp, step._outside_values, noise, step._scan_network())
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(got[2], want[2], rtol=1e-10)
+        assert got[3:] == want[3:]
+        np.testing.assert_allclose(step.differences.logp(got[0]), got[1], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("differences", ["factors", "model"])
+@pytest.mark.parametrize("proposal", ["neural", "exact", "sites"])
+def test_compiled_scan_makes_the_numpy_moves_uai(proposal, differences):
+    """Tiny BN: blocks (v0, v1) and (v2, v5) with v5 evidence (clamped), sites v3, v4
+    uncovered; cards 3 and 2 in one motif."""
+    network = tiny_network()
+    model = read_uai(network, EVIDENCE)
+    kw = {"differences": differences, "compiled_sweep": True}
+    with model:
+        if proposal == "sites":
+            step = NeuralBlock(model.free_RVs, blocks=None, **kw)
+        else:
+            prop = random_proposal(MOTIF, seed=3, epsilon=0.05) if proposal == "neural" else "exact"
+            step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, **kw)
+    assert step.logp_mode == differences
+    assert step.uses_compiled_scan and step.colours is None
+    if proposal != "sites":
+        assert len(step.uncovered_sites) == 2  # a mixed scan: blocks and sites
+    assert_same_moves(step, model)
+
+
+def test_compiled_scan_makes_the_numpy_moves_lattice():
+    """Overlapping 2x2 patches of a 3x4 Ising model: conditioning entries off the lattice
+    (fixed dummies), the model logp as target, every site covered."""
+    shape = (3, 4)
+    model = ising_model(shape, 0.6, np.linspace(-0.5, 0.5, 12).reshape(shape), periodic=False)
+    blocks = lattice_blocks(shape, 2)
+    with model:
+        step = NeuralBlock(
+            [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5),
+            compiled_sweep=True,
+        )  # fmt: skip
+    assert step.uncovered_sites.size == 0 and step.logp_mode == "model"
+    assert_same_moves(step, model, seed=1)
+
+
+def test_draws_use_the_compiled_scan_only_when_asked():
+    """``compiled_sweep``: False never compiles, True always, "auto" after
+    ``KERNEL_AFTER_BLOCK_UPDATES``; a draw through ``step`` makes the same move either way."""
+    from pymc_lbp.step_methods import neural_block
+
+    network = tiny_network()
+    model = read_uai(network, EVIDENCE)
+    prop = random_proposal(MOTIF, seed=4, epsilon=0.05)
+    points = []
+    for option in (False, True, "auto"):
+        with model:
+            step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, compiled_sweep=option)
+        step.set_rng(np.random.default_rng(7))
+        if option == "auto":
+            assert not step.uses_compiled_scan
+            step.block_updates = neural_block.KERNEL_AFTER_BLOCK_UPDATES
+        assert step.uses_compiled_scan == (option is not False)
+        point = model.initial_point()
+        for _ in range(25):
+            point, _ = step.step(point)
+        assert (step._random_scan is not None) == (option is not False)
+        points.append(point)
+    for other in points[1:]:
+        for name, value in points[0].items():
+            np.testing.assert_array_equal(other[name], value)
+
+
+@pytest.mark.parametrize("backend", OTHER_BACKENDS)
+def test_compiled_scan_under_other_backends(backend):
+    """The random scan compiled with JAX (jax optional: skipped without it) or NUMBA makes the
+    C backend's moves (the model logp as target: the UAI models' own logp does not compile under
+    JAX, so a lattice model; the factor-local look-ups under NUMBA on the tiny BN)."""
+    shape = (3, 3)
+    lattice = ising_model(shape, 0.6, np.linspace(-0.5, 0.5, 9).reshape(shape), periodic=False)
+    blocks = lattice_blocks(shape, 2)
+    prop = random_proposal(blocks.motif, seed=5)
+    cases = [(lattice, [lattice["x"]], {"blocks": blocks, "proposal": prop})]
+    if backend == "NUMBA":
+        bn = read_uai(tiny_network(), EVIDENCE)
+        tiny = random_proposal(MOTIF, seed=3, epsilon=0.05)
+        cases.append((bn, bn.free_RVs, {"blocks": BLOCKS, "proposal": tiny}))
+    for model, rvs, kw in cases:
+        results = []
+        for mode in modes(backend):
+            with model:
+                step = NeuralBlock(
+                    rvs, compiled_sweep=True, compile_kwargs={"mode": mode} if mode else None, **kw
+                )
+            x = step._state_vector(model.initial_point())
+            step._refresh_outside()
+            logp = step.differences.logp(x)
+            noise = np.random.default_rng(3).random((60, step.scan_width))
+            results.append(
+                step.random_scan(x, logp, step._outside_values, noise, step._scan_network())
+            )
+        np.testing.assert_array_equal(results[1][0], results[0][0])
+        np.testing.assert_allclose(results[1][1:3], results[0][1:3], rtol=1e-10)
+        assert results[1][3:] == results[0][3:]
+        assert results[0][3] > 10

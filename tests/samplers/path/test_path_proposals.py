@@ -1,0 +1,228 @@
+"""Pure functions of the path proposal and of the path-length adaptation."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from pymc_lbp.logp.neighbours import BlockLayout, VariableSpec
+from pymc_lbp.samplers.balancing import log_max, log_sqrt
+from pymc_lbp.samplers.path import numba_pieces as kernels
+from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_target_accept
+from pymc_lbp.samplers.path.reference import (
+    PathWeights,
+    _linear_weights_numpy,
+    _log_prob_sites_numpy,
+    _race_numpy,
+    check_single_site_share,
+    draw_path_length,
+    draw_sites,
+    draw_slots,
+    log_prob_sites,
+    path_weights,
+    reverse_slots,
+    slot_values,
+    stochastic_round,
+)
+
+ALPHA = 1e-4
+
+
+def chi2_p(counts, probs):
+    expected = counts.sum() * probs
+    assert np.all(expected >= 5)
+    return float(stats.chisquare(counts, expected).pvalue)
+
+
+def layout_of(*kinds):
+    specs, off = [], 0
+    for kind, size, k in kinds:
+        specs.append(VariableSpec(f"v{off}", None, (size,), off, kind, k))
+        off += size
+    return BlockLayout(specs)
+
+
+def test_stochastic_round_is_unbiased():
+    rng = np.random.default_rng(0)
+    for u in (1.0, 2.5, 3.3, 7.9):
+        r = np.array([stochastic_round(u, rng) for _ in range(20000)])
+        assert set(np.unique(r)) <= {math.floor(u), math.ceil(u)}
+        frac = u - math.floor(u)
+        se = math.sqrt(frac * (1 - frac) / r.size)
+        assert abs(r.mean() - u) <= 4 * se + 1e-12
+
+
+def test_ordered_sample_law_and_normalisation():
+    rng = np.random.default_rng(1)
+    log_w = np.log(np.array([0.1, 0.4, 0.2, 0.25, 0.05])) + 3.0  # unnormalised on purpose
+    perms = list(itertools.permutations(range(5), 3))
+    probs = np.array([math.exp(log_prob_sites(log_w, np.array(p))) for p in perms])
+    assert probs.sum() == pytest.approx(1.0, abs=1e-12)
+    index = {p: k for k, p in enumerate(perms)}
+    counts = np.zeros(len(perms))
+    for _ in range(30000):
+        counts[index[tuple(draw_sites(np.exp(log_w), 3, rng))]] += 1
+    small = probs * counts.sum() < 5
+    assert probs[small].sum() * counts.sum() >= 5 or not small.any()
+    if small.any():
+        probs, counts = (
+            np.append(probs[~small], probs[small].sum()),
+            np.append(counts[~small], counts[small].sum()),
+        )
+    assert chi2_p(counts, probs) > ALPHA
+
+
+def test_ordered_probability_is_stable_for_long_paths():
+    """One site holds almost all the mass; the rest of the path must not cancel to 0 / NaN."""
+    n = 30
+    log_w = np.full(n, -40.0)
+    log_w[0] = 0.0
+    order = np.arange(n)  # the big site first, then every other one
+    # exact: 1/(1 + 29 e^-40) for the first pick, then uniform over the rest: 1/29!
+    expected = -math.log1p(29 * math.exp(-40.0)) - math.lgamma(30)
+    assert log_prob_sites(log_w, order) == pytest.approx(expected, rel=1e-12)
+    assert log_prob_sites(log_w, order[:1]) == pytest.approx(-math.log1p(29 * math.exp(-40)))
+    log_w[3] = -np.inf
+    assert log_prob_sites(log_w, np.array([0, 3])) == -np.inf
+
+
+def test_categorical_site_weights_and_value_draws():
+    layout = layout_of(("binary", 2, None), ("categorical", 2, 3), ("integer", 1, None))
+    layout.set_bounds(np.full(5, -np.inf), np.full(5, np.inf))
+    x = np.array([0, 1, 2, 0, 5])
+    # sites: 0, 1 binary (slots 0, 1); 2, 3 categorical K=3 (slots 2-4, 5-7); 4 integer (8, 9)
+    deltas = np.array([0.3, -1.0, 0.5, 1.2, -np.inf, -np.inf, 0.4, 0.2, -0.6, 0.8])
+    w = path_weights(deltas, log_sqrt, layout)
+    expect = [0.15, -0.5, np.logaddexp(0.25, 0.6), np.logaddexp(0.2, 0.1), np.logaddexp(-0.3, 0.4)]
+    np.testing.assert_allclose(w.site, expect)
+    assert w.n_movable == 5
+    assert w.within[4] == -np.inf and w.within[5] == -np.inf
+    np.testing.assert_allclose(np.exp(w.within[2:5]).sum(), 1.0)
+    # within-site draw frequencies of the categorical site 2 (slots 2, 3)
+    rng = np.random.default_rng(2)
+    slots = np.array([draw_slots(np.array([2, 4, 0]), w.within, layout, rng) for _ in range(8000)])
+    assert np.all(np.isin(slots[:, 0], [2, 3])) and np.all(np.isin(slots[:, 1], [8, 9]))
+    assert np.all(slots[:, 2] == 0)
+    p2 = math.exp(0.25) / (math.exp(0.25) + math.exp(0.6))
+    assert chi2_p(np.bincount(slots[:, 0] - 2, minlength=2), np.array([p2, 1 - p2])) > ALPHA
+    # new values and the moves back
+    picked = np.array([1, 3, 6, 9])  # binary flip, site 2 -> 1, site 3 -> 1, integer +1
+    new = slot_values(layout, x, picked)
+    np.testing.assert_array_equal(new, [0, 1, 1, 6])
+    back = reverse_slots(layout, picked, x[layout.slot_site[picked]])
+    np.testing.assert_array_equal(back, [1, 2 + 2, 5 + 0, 8])
+
+
+def test_dead_moves_get_no_weight_under_any_balancing():
+    layout = layout_of(("binary", 3, None))
+    w = path_weights(np.array([-np.inf, 0.0, -2.0]), log_max, layout)  # max(1, t): g(0) = 1
+    assert w.site[0] == -np.inf and w.n_movable == 2
+
+
+def test_adaptation_update_and_freeze():
+    ad = PathLengthAdaptation(0.574, max_length=100)
+    log_u, bar, n = 0.0, 0.0, 0
+    for _ in range(50):
+        log_u, bar, n, _ = ad.update(log_u, bar, n, accept=1.0)
+    assert n == 50 and log_u > 1.0 and 0 < bar <= log_u
+    for _ in range(5000):
+        log_u, bar, n, _ = ad.update(log_u, bar, n, accept=1.0)
+    assert log_u == pytest.approx(math.log(100))  # clipped at the block size
+    for _ in range(200):
+        log_u, bar, n, _ = ad.update(log_u, bar, n, accept=0.0)
+    assert log_u >= 0.0
+    # the frozen scale: exp(log Ubar) within [1, D]; integers and D are allowed (the
+    # single-site steps keep the chain irreducible whatever U is)
+    assert ad.frozen_scale(math.log(100)) == pytest.approx(100)
+    assert ad.frozen_scale(math.log(250)) == pytest.approx(100)
+    assert ad.frozen_scale(-3.0) == 1.0
+    assert ad.frozen_scale(0.0) == 1.0
+    assert ad.frozen_scale(math.log(37.02)) == pytest.approx(37.02)
+    assert ad.frozen_scale(math.log(2.0)) == pytest.approx(2.0)
+    assert ad.gain(0) > ad.gain(1000) > 0
+
+
+def test_adaptation_doubling_phase():
+    """U doubles while steps accept at least the target; the first step below ends the phase
+    and the Robbins-Monro recursion starts with fresh gains."""
+    ad = PathLengthAdaptation(0.574, max_length=1000)
+    state = (0.0, 0.0, 0, True)
+    for k in range(1, 6):
+        state = ad.update(*state[:3], accept=0.9, doubling=state[3])
+        assert state[0] == pytest.approx(k * math.log(2)) and state[2] == 0 and state[3]
+    log_u, bar, n, doubling = ad.update(*state[:3], accept=0.1, doubling=True)
+    assert not doubling and n == 1
+    assert log_u == pytest.approx(5 * math.log(2) + ad.gain(0) * (0.1 - 0.574))
+    # capped at the block size, where doubling stops
+    ad_small = PathLengthAdaptation(0.574, max_length=4)
+    state = (0.0, 0.0, 0, True)
+    for _ in range(5):
+        state = ad_small.update(*state[:3], accept=1.0, doubling=state[3])
+    assert state[0] == pytest.approx(math.log(4)) and not state[3]
+
+
+@pytest.mark.parametrize("scale, share", [(2.3, 0.1), (1.0, 0.1), (4.0, 0.25), (1.6, 0.05)])
+def test_draw_path_length_law(scale, share):
+    """R = 1 with probability share (a single-site step, flagged), else the stochastic rounding
+    of the scale; chi-square on the joint law of (R, path step) written out independently."""
+    rng = np.random.default_rng(int(10 * scale + 100 * share))
+    lo, frac = math.floor(scale), scale - math.floor(scale)
+    law = {(1, False): share, (lo, True): (1 - share) * (1 - frac)}
+    if frac > 0:
+        law[(lo + 1, True)] = (1 - share) * frac
+    cells = list(law)
+    counts = np.zeros(len(cells))
+    for _ in range(20000):
+        counts[cells.index(draw_path_length(scale, share, 50, rng))] += 1
+    assert chi2_p(counts, np.array([law[c] for c in cells])) > ALPHA
+    # clipped to the block
+    assert draw_path_length(7.5, 1e-9, 5, rng) == (5, True)
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, 1, 1.0, -0.1, 1.01, float("nan"), "x", None, True])
+def test_check_single_site_share(bad):
+    with pytest.raises(ValueError, match="single_site_share"):
+        check_single_site_share(bad)
+    assert check_single_site_share(0.1) == 0.1
+
+
+@pytest.mark.parametrize("bad", [0, 1, -0.1, 1.01, float("nan"), "x", None])
+def test_check_target_accept(bad):
+    with pytest.raises(ValueError, match="target_accept"):
+        check_target_accept(bad)
+
+
+@pytest.mark.skipif(not kernels.ENABLED, reason="numba kernels disabled")
+def test_numba_kernels_match_numpy_reference():
+    rng = np.random.default_rng(5)
+    for n, size in ((1, 1), (7, 3), (50, 50), (900, 33), (2500, 400)):
+        site = rng.normal(0, 3, n)
+        site[rng.random(n) < 0.1] = -np.inf
+        if not np.isfinite(site).any():
+            site[0] = 0.0
+        lin, top, total, n_pos = kernels.linear_weights(site)
+        ref = _linear_weights_numpy(site)
+        np.testing.assert_allclose(lin, ref[0], rtol=1e-15)
+        assert top == ref[1] and total == pytest.approx(ref[2], rel=1e-13) and n_pos == ref[3]
+        size = min(size, n_pos)
+        noise = rng.standard_exponential(n)
+        sites = kernels.race(lin, noise, size)
+        np.testing.assert_array_equal(sites, _race_numpy(lin, noise, size))
+        w = PathWeights(site, lin, top, total, None, n_pos)
+        for order in (sites, sites[::-1]):
+            got = kernels.log_prob_order(lin, total, order)
+            assert got == pytest.approx(_log_prob_sites_numpy(w, order), rel=1e-11, abs=1e-11)
+    # the cancellation branch: a path holding almost all the mass
+    site = np.full(30, -40.0)
+    site[0] = 0.0
+    lin, top, total, n_pos = kernels.linear_weights(site)
+    order = np.arange(30)
+    expected = -math.log1p(29 * math.exp(-40.0)) - math.lgamma(30)
+    assert kernels.log_prob_order(lin, total, order) == pytest.approx(expected, rel=1e-12)
+    assert kernels.log_prob_order(lin, total, np.array([0, 29, 3])) < 0
+    lin[3] = 0.0
+    assert kernels.log_prob_order(lin, total, np.array([0, 3])) == -np.inf
