@@ -38,7 +38,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks scripts
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/ising_vs_gibbs.py
+	$(BIN)/python -m benchmarks.ising_vs_gibbs
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

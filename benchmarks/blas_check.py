@@ -8,18 +8,19 @@ configuration in its own subprocess with its own compile cache,
 alternating, on two models: the 30x30 Ising segmentation posterior (elementwise and shifts, no dot
 products) and an RBM marginal over 784 visible / 100 hidden units (matrix-vector products).
 
-Writes docs/results/blas.{json,md}. Usage: python benchmarks/blas_check.py [--repeats N]
+Writes docs/results/blas.{json,md}. Usage: python -m benchmarks.blas_check [--repeats N]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from benchmarks.common import benchmark_parser, write_results
 
 CHILD = r"""
 import json, sys, time, warnings
@@ -69,8 +70,7 @@ def run_child(ldflags: str, compiledir: str, threads: str | None) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = benchmark_parser(__doc__, quick=None, repeats=3)
     args = parser.parse_args(argv)
     configs = {
         "no BLAS (pip default)": ("", None),
@@ -117,10 +117,7 @@ def main(argv=None) -> None:
             f"{r['exact_call_ms']:.2f}",
         ]
         md.append("| " + " | ".join(cells) + " |")
-    out = Path(__file__).resolve().parents[1] / "docs" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "blas.json").write_text(json.dumps({"rows": rows, "runs": results}, indent=2))
-    (out / "blas.md").write_text("\n".join(md) + "\n")
+    write_results("blas", {"rows": rows, "runs": results}, "\n".join(md) + "\n")
     print("\n".join(md))
 
 

@@ -33,32 +33,33 @@ Outputs: ``docs/results/chain_crf.{json,md,png}``.
 
 Usage::
 
-    python benchmarks/chain_crf.py                    # default: 10 s per run, 3 repeats
-    python benchmarks/chain_crf.py --quick --out /tmp # smoke run
+    python -m benchmarks.chain_crf                    # default: 10 s per run, 3 repeats
+    python -m benchmarks.chain_crf --quick --out /tmp # smoke run
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from common import RESULTS, load_info, machine_info, timed_sample  # noqa: E402
-
-from pymc_lbp import LocallyBalanced, NeuralBlock, PathAuxiliaryLBP  # noqa: E402
-from pymc_lbp.samplers.block.motifs.chain import chain_blocks  # noqa: E402
+from benchmarks.common import (
+    add_out,
+    at_times,
+    benchmark_parser,
+    load_info,
+    machine_info,
+    pyplot,
+    save_figure,
+    timed_sample,
+    write_results,
+)
+from pymc_lbp import LocallyBalanced, NeuralBlock, PathAuxiliaryLBP
+from pymc_lbp.samplers.block.motifs.chain import chain_blocks
 
 SAMPLERS = (
     "neural",
@@ -151,22 +152,12 @@ def error_curve(states: np.ndarray, exact: np.ndarray) -> np.ndarray:
     return np.abs(running - exact[None]).mean(axis=(1, 2))
 
 
-def at_times(stamps: np.ndarray, values: np.ndarray, checkpoints) -> list:
-    out = []
-    for t in checkpoints:
-        k = int(np.searchsorted(stamps, t, side="right")) - 1
-        out.append(float(values[k]) if k >= 0 else None)
-    return out
-
-
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = benchmark_parser(__doc__, quick="smoke run: short budget", repeats=3)
     ap.add_argument("--seconds", type=float, default=10.0, help="wall-time budget per run")
-    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tags", type=int, default=120, help="chain length T")
     ap.add_argument("--samplers", nargs="*", default=list(SAMPLERS))
-    ap.add_argument("--quick", action="store_true", help="smoke run: short budget")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    add_out(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.seconds, args.repeats, args.tags = 1.0, 1, 30
@@ -239,11 +230,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def write_outputs(payload: dict, curves: dict, args, checkpoints) -> None:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     stem = "chain_crf" + ("_quick" if args.quick else "")
     rows = payload["rows"]
-    (out / f"{stem}.json").write_text(json.dumps(payload, indent=1))
     half = f"{checkpoints[1]:g}s"
     lines = [
         f"Chain CRF, T = {args.tags} tags, K = {K}, sticky transitions (s = {STICK:g}): mean "
@@ -277,12 +265,8 @@ def write_outputs(payload: dict, curves: dict, args, checkpoints) -> None:
             f"{r['log_density_of_marginal_argmax']:.1f}" for r in rows[:: len(args.samplers)]
         ),
     ]
-    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    _, md_path = write_results(stem, payload, "\n".join(lines) + "\n", args.out, indent=1)
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     colors = {n: f"C{i}" for i, n in enumerate(SAMPLERS)}
     for (name, rep), (stamps, err, logp) in curves.items():
@@ -299,9 +283,7 @@ def write_outputs(payload: dict, curves: dict, args, checkpoints) -> None:
     for ax in axes:
         ax.grid(alpha=0.3, which="both")
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / f"{stem}.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, md_path.with_suffix(".png"))
 
 
 if __name__ == "__main__":

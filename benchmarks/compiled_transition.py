@@ -19,30 +19,34 @@ one core: the compiled kernel against the same step running the Python loop of `
 
 Writes docs/results/compiled_transition.{json,md}.
 
-Usage: python benchmarks/compiled_transition.py [--quick] [--modes C NUMBA]
+Usage: python -m benchmarks.compiled_transition [--quick] [--modes C NUMBA]
        [--parts steps construct sample]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine_info, markdown_table, run_step, write_results  # noqa: E402
-
-from pymc_lbp import GibbsWithGradients, LocallyBalanced  # noqa: E402
-from pymc_lbp.models import segmentation_model  # noqa: E402
-from pymc_lbp.step_methods.base import DiscreteStep  # noqa: E402
+from benchmarks.common import (
+    RESULTS,
+    ROOT,
+    benchmark_parser,
+    machine_info,
+    markdown_table,
+    run_step,
+    write_results,
+)
+from pymc_lbp import GibbsWithGradients, LocallyBalanced
+from pymc_lbp.models import segmentation_model
+from pymc_lbp.step_methods.base import DiscreteStep
 
 
 class PythonLoopGWG(GibbsWithGradients):
@@ -135,12 +139,11 @@ with model:
 
 
 def construction_times() -> dict:
-    root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
         flags = env.get("PYTENSOR_FLAGS", "")
         env["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, f"base_compiledir={tmp}") if f)
-        env["PYTHONPATH"] = str(root)
+        env["PYTHONPATH"] = str(ROOT)
         out = []
         for _ in range(2):
             r = subprocess.run(
@@ -148,7 +151,7 @@ def construction_times() -> dict:
                 env=env,
                 capture_output=True,
                 text=True,
-                cwd=root,
+                cwd=ROOT,
             )
             if r.returncode:
                 raise RuntimeError(f"construction run failed:\n{r.stderr[-3000:]}")
@@ -187,8 +190,7 @@ def ess_runs(draws: int, tune: int, chains: int) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--modes", nargs="+", default=["C", "NUMBA"])
     parser.add_argument(
         "--parts",

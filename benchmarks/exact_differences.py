@@ -8,28 +8,24 @@ as a user writes it (``pt.roll``), on 30x30 and 100x100 tori, and on a 30x30 Pot
 over fewer calls (it takes seconds).
 
 Writes docs/results/exact_differences.{json,md}.
-Usage (from the repository root): PYTHONPATH=. python benchmarks/exact_differences.py
-[--repeats N] [--quick]
+Usage (from the repository root): python -m benchmarks.exact_differences [--repeats N] [--quick]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 
+from benchmarks.common import RESULTS, benchmark_parser
 from pymc_lbp.logp.neighbours import BlockLayout, ExactDifferences, describe_block
 from pymc_lbp.models import potts_model, segmentation_model
-
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 
 def user_ising(n: int, lam: float = 1.0, seed: int = 0) -> pm.Model:
@@ -148,9 +144,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="30x30 targets only")
+    parser = benchmark_parser(__doc__, quick="30x30 targets only", repeats=5)
     args = parser.parse_args(argv)
     rows = [measure(name, make, args.repeats) for name, make in targets(args.quick)]
     meta = {

@@ -33,19 +33,15 @@ Outputs: ``docs/results/gmm_active_components.{json,md,png}``.
 
 Usage::
 
-    python benchmarks/gmm_active_components.py               # 3 repeats, 300 tune + 600 draws
-    python benchmarks/gmm_active_components.py --quick --out /tmp
+    python -m benchmarks.gmm_active_components               # 3 repeats, 300 tune + 600 draws
+    python -m benchmarks.gmm_active_components --quick --out /tmp
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import arviz as az
 import numpy as np
@@ -53,13 +49,17 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy.special import logsumexp
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from common import RESULTS, load_info, machine_info  # noqa: E402
-
-from pymc_lbp import LocallyBalanced, NeuralMixedBlock  # noqa: E402
+from benchmarks.common import (
+    add_out,
+    benchmark_parser,
+    load_info,
+    machine_info,
+    pyplot,
+    save_figure,
+    timed_sample,
+    write_results,
+)
+from pymc_lbp import LocallyBalanced, NeuralMixedBlock
 
 SAMPLERS = ("neural-mixed", "pymc-default", "locally-balanced")
 K = 12
@@ -116,33 +116,10 @@ def run_one(model, name: str, tune: int, draws: int, seed: int):
     t0 = time.perf_counter()
     steps = make_steps(name, model)
     setup = time.perf_counter() - t0
-    stamps = np.zeros(tune + draws)
-    start = [None]
-    first = steps[0]
-    inner = first.step
-
-    def timed_step(point):
-        if start[0] is None:
-            start[0] = time.perf_counter()
-        return inner(point)
-
-    def callback(trace, draw):
-        stamps[draw.draw_idx] = time.perf_counter() - start[0]
-
-    first.step = timed_step
-    with model, warnings.catch_warnings():
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        idata = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=1,
-            cores=1,
-            step=steps,
-            random_seed=seed,
-            progressbar=False,
-            compute_convergence_checks=False,
-            discard_tuned_samples=False,
-            callback=callback,
+        idata, stamps = timed_sample(
+            model, steps, draws, seed, tune=tune, discard_tuned_samples=False
         )
     return idata, stamps, setup
 
@@ -153,14 +130,12 @@ def first_time(stamps: np.ndarray, hit: np.ndarray) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--tune", type=int, default=300)
-    ap.add_argument("--draws", type=int, default=600)
+    ap = benchmark_parser(
+        __doc__, quick="smoke run: few draws, less data", repeats=3, draws=600, tune=300
+    )
     ap.add_argument("--per-cluster", type=int, default=100)
     ap.add_argument("--samplers", nargs="*", default=list(SAMPLERS))
-    ap.add_argument("--quick", action="store_true", help="smoke run: few draws, less data")
-    ap.add_argument("--out", type=Path, default=RESULTS)
+    add_out(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.tune, args.draws, args.per_cluster = 1, 20, 20, 20
@@ -240,11 +215,8 @@ def _median(values) -> str:
 
 
 def write_outputs(payload: dict, curves: dict, args) -> None:
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     stem = "gmm_active_components" + ("_quick" if args.quick else "")
     rows = payload["rows"]
-    (out / f"{stem}.json").write_text(json.dumps(payload, indent=1))
     meta = payload["meta"]
     lines = [
         f"Gaussian mixture with unknown active components: {len(CENTRES)} clusters of "
@@ -274,12 +246,8 @@ def write_outputs(payload: dict, curves: dict, args) -> None:
             + f" | {np.median([r['divergences'] for r in rs]):.0f} |"
         )
     lines += ["", f"Log-likelihood at the true parameters: {meta['reference_loglik']:.1f}."]
-    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    _, md_path = write_results(stem, payload, "\n".join(lines) + "\n", args.out, indent=1)
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     colors = {n: f"C{i}" for i, n in enumerate(SAMPLERS)}
     for (name, rep), (stamps, n_active, loglik) in curves.items():
@@ -305,9 +273,7 @@ def write_outputs(payload: dict, curves: dict, args) -> None:
     axes[1].set_ylabel("data log-likelihood (floored)")
     axes[1].set_yscale("symlog", linthresh=100)
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / f"{stem}.png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, md_path.with_suffix(".png"))
 
 
 if __name__ == "__main__":

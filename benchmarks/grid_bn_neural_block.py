@@ -29,35 +29,35 @@ Outputs: ``docs/results/grid_bn_neural_block.{json,md,png}``.
 
 Usage::
 
-    python benchmarks/grid_bn_neural_block.py            # default, < 10 minutes on 2 cores
-    python benchmarks/grid_bn_neural_block.py --seconds 60 --repeats 3 --grids all
+    python -m benchmarks.grid_bn_neural_block            # default, < 10 minutes on 2 cores
+    python -m benchmarks.grid_bn_neural_block --seconds 60 --repeats 3 --grids all
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pymc as pm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import timed_sample  # noqa: E402
-
 import pymc_lbp
+from benchmarks.common import (
+    RESULTS,
+    ROOT,
+    at_times,
+    benchmark_parser,
+    pyplot,
+    save_figure,
+    timed_sample,
+    write_results,
+)
 from pymc_lbp import NeuralBlock
 from pymc_lbp.models import exact_marginals, read_mar, read_network, read_uai
 from pymc_lbp.models.uai import grid_bn, read_evidence, uai_state_from_point
 from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "docs" / "results"
 UAI_GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
 SAMPLERS = ("neural", "block-gibbs", "gibbs", "pymc-gibbs")
 
@@ -120,23 +120,18 @@ def error_curve(states, stamps, exact, free, checkpoints):
     """Mean |P_hat(x=1) - P(x=1)| over free variables at each checkpoint time."""
     running = np.cumsum(states[:, free] == 1, axis=0) / np.arange(1, len(states) + 1)[:, None]
     err = np.abs(running - exact[free]).mean(axis=1)
-    out = []
-    for t in checkpoints:
-        k = int(np.searchsorted(stamps, t, side="right")) - 1
-        out.append(float(err[k]) if k >= 0 else None)
-    return err, out
+    return err, at_times(stamps, err, checkpoints)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    ap = benchmark_parser(__doc__, quick=None, repeats=1)
     ap.add_argument("--seconds", type=float, default=12.0, help="wall-time budget per run")
-    ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--grids", choices=("default", "all"), default="default")
     ap.add_argument("--samplers", nargs="*", default=list(SAMPLERS))
     ap.add_argument("--proposal", default="grid-bn", help="shipped name or .npz path")
     ap.add_argument("--only", nargs="*", default=None, help="grid labels to run")
     ap.add_argument("--tag", default="", help="suffix of the output file names")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     logging.getLogger("pymc").setLevel(logging.ERROR)
 
@@ -202,7 +197,6 @@ def main() -> None:
 
 
 def write_outputs(rows, curves, args, grids, checkpoints, proposal) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
     stem = "grid_bn_neural_block" + (f"_{args.tag}" if args.tag else "")
     meta = {
         "seconds": args.seconds,
@@ -211,7 +205,6 @@ def write_outputs(rows, curves, args, grids, checkpoints, proposal) -> None:
         "proposal_training": proposal.metadata.get("training"),
         "proposal_kl_after": proposal.metadata.get("kl_after"),
     }
-    (RESULTS / f"{stem}.json").write_text(json.dumps({"meta": meta, "runs": rows}, indent=1))
     # markdown: median over repeats of the final error and the error at half time
     lines = [
         f"Mean absolute marginal error after {args.seconds:g} s of sampling (median over "
@@ -251,12 +244,9 @@ def write_outputs(rows, curves, args, grids, checkpoints, proposal) -> None:
             for label, _ in grids
         ),
     ]
-    (RESULTS / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    write_results(stem, {"meta": meta, "runs": rows}, "\n".join(lines) + "\n", indent=1)
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
     except ImportError:
         return
     n = len(grids)
@@ -282,8 +272,7 @@ def write_outputs(rows, curves, args, grids, checkpoints, proposal) -> None:
     for ax in axes[n:]:
         ax.axis("off")
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(RESULTS / f"{stem}.png", dpi=110)
+    save_figure(fig, RESULTS / f"{stem}.png")
 
 
 if __name__ == "__main__":

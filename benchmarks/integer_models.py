@@ -25,13 +25,11 @@ bulk ESS/s over the continuous parameters and the ESS/s of the discrete summary 
 
 Writes docs/results/integer_models.{json,md,png}.
 
-Usage: python benchmarks/integer_models.py [--quick] [--repeats N] [--draws N] [--tune N]
+Usage: python -m benchmarks.integer_models [--quick] [--repeats N] [--draws N] [--tune N]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -41,15 +39,19 @@ import numpy as np
 import pymc as pm
 from scipy.special import gammaln
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from common import RESULTS, load_info, machine_info, markdown_table, write_results  # noqa: E402
-
-from examples.gallery import n_mixture, spike_and_slab  # noqa: E402
-from examples.gallery._gallery import Reference, evaluate, sample  # noqa: E402
-from pymc_lbp import (  # noqa: E402
+from benchmarks.common import (
+    add_out,
+    benchmark_parser,
+    load_info,
+    machine_info,
+    markdown_table,
+    pyplot,
+    save_figure,
+    write_results,
+)
+from examples.gallery import n_mixture, spike_and_slab
+from examples.gallery._gallery import Reference, evaluate, sample
+from pymc_lbp import (
     GibbsWithGradients,
     LocallyBalanced,
     PathAuxiliaryLBP,
@@ -170,14 +172,11 @@ MODELS = {
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: few draws")
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--tune", type=int, default=500)
-    parser.add_argument("--chains", type=int, default=2)
+    parser = benchmark_parser(
+        __doc__, quick="smoke run: few draws", repeats=1, draws=1000, tune=500, chains=2
+    )
     parser.add_argument("--models", nargs="*", default=list(MODELS))
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.draws, args.tune, args.repeats = 40, 20, 1
@@ -284,11 +283,7 @@ def _summarize(results: list[dict]) -> list[dict]:
 
 
 def _plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     models = list(dict.fromkeys(r["model"] for r in rows))
     samplers = [s for s in dict.fromkeys(r["sampler"] for r in rows) if s != "PyMC default"]
     width = 0.8 / len(samplers)
@@ -314,9 +309,7 @@ def _plot(rows: list[dict], path: Path) -> None:
         ax.set_title(label)
     axes[0].legend(fontsize=8)
     fig.suptitle("Integer latents: defaults vs PyMC's default steps (higher is better)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 if __name__ == "__main__":

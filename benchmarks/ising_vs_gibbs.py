@@ -10,31 +10,31 @@ the compiled evaluations it makes.
 
 Writes docs/results/ising_vs_gibbs.{json,md} and docs/results/ising_vs_gibbs.png.
 
-Usage: python benchmarks/ising_vs_gibbs.py [--quick] [--repeats N] [--draws N]
+Usage: python -m benchmarks.ising_vs_gibbs [--quick] [--repeats N] [--draws N]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pymc as pm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from benchmarks.common import (
+    FIXED_BALANCING,
     RESULTS,
+    benchmark_parser,
     machine_info,
     markdown_table,
+    pyplot,
     run_step,
+    save_figure,
     summarize,
     write_results,
 )
-
-from pymc_lbp import GibbsWithGradients, LocallyBalanced  # noqa: E402
-from pymc_lbp.models import LSB_CASES, segmentation_model  # noqa: E402
+from pymc_lbp import GibbsWithGradients, LocallyBalanced
+from pymc_lbp.models import LSB_CASES, segmentation_model
 
 
 def samplers(n_sites: int) -> dict:
@@ -42,7 +42,7 @@ def samplers(n_sites: int) -> dict:
         f"LB-{g}": (
             lambda v, g=g: LocallyBalanced(v, balancing=g, differences="exact", steps_per_draw=1)
         )
-        for g in ("sqrt", "barker", "min", "max")
+        for g in FIXED_BALANCING
     }
     out["GWG"] = lambda v: GibbsWithGradients(v, steps_per_draw=n_sites // 2)
     out["PyMC-BinaryGibbs"] = lambda v: pm.BinaryGibbsMetropolis(v)
@@ -69,12 +69,9 @@ def overhead_ratio(step, x0: np.ndarray, n_steps: int) -> float:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: tiny sizes")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--draws", type=int, default=300)
-    parser.add_argument("--tune", type=int, default=100)
-    parser.add_argument("--chains", type=int, default=2)
+    parser = benchmark_parser(
+        __doc__, quick="smoke run: tiny sizes", repeats=3, draws=300, tune=100, chains=2
+    )
     parser.add_argument("--cases", type=int, nargs="*", default=sorted(LSB_CASES))
     args = parser.parse_args(argv)
     n = 30
@@ -143,11 +140,7 @@ def main(argv=None) -> None:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     targets = sorted({r["target"] for r in rows})
     samplers_ = sorted({r["sampler"] for r in rows})
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -164,8 +157,7 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.set_yscale("log")
         ax.set_title(title)
     axes[0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
 
 
 if __name__ == "__main__":

@@ -20,28 +20,35 @@ sampling seconds, and the learned balancing functions.
 
 Writes docs/results/lsb_ising.{json,md}, lsb_ising_burnin.png, lsb_ising_functions.png.
 
-Usage: python benchmarks/lsb_ising.py [--quick] [--cases 1 2 3 4] [--chains 3] [--steps 6000]
+Usage: python -m benchmarks.lsb_ising [--quick] [--cases 1 2 3 4] [--chains 3] [--steps 6000]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine_info, markdown_table, write_results  # noqa: E402
+from benchmarks.common import (
+    FIXED_BALANCING,
+    RESULTS,
+    benchmark_parser,
+    chain_seconds,
+    draw_stamper,
+    ess,
+    lsb1_weights,
+    lsb_step,
+    machine_info,
+    markdown_table,
+    pyplot,
+    save_figure,
+    write_results,
+)
+from pymc_lbp.models import LSB_CASES, segmentation_model
 
-from pymc_lbp import LocallyBalanced, SelfBalancing  # noqa: E402
-from pymc_lbp.models import LSB_CASES, segmentation_model  # noqa: E402
-
-FIXED = ("sqrt", "barker", "min", "max")
+FIXED = FIXED_BALANCING
 LEARNED = ("lsb1", "lsb2")
 BURN_IN = {1: 2000, 2: 800, 3: 2000, 4: 800}  # the paper's runner.sh
 COLORS = {
@@ -55,35 +62,12 @@ COLORS = {
 }
 
 
-def make_step(name: str, x, thin: int, n_particles: int, lr: float):
-    if name in FIXED:
-        return LocallyBalanced([x], balancing=name, differences="gradient", steps_per_draw=thin)
-    if name in LEARNED:
-        return SelfBalancing(
-            [x],
-            parametrization=name,
-            differences="gradient",
-            n_particles=n_particles,
-            learning_rate=lr,
-            steps_per_draw=thin,
-            learning_steps=thin,  # the paper: one update per step of the chain
-        )
-    return pm.BinaryGibbsMetropolis([x])
-
-
 def run_sampler(model, name, starts, *, tune, draws, thin, n_particles, lr, seed):
     """pm.sample one sampler from the given starting states; traces, times, learned params."""
     x = model["x"]
-    stamps: dict[int, list[float]] = {}
-    learned: dict[int, list[float]] = {}
     with model:
-        step = make_step(name, x, thin, n_particles, lr)
-
-        def callback(trace, draw):
-            stamps.setdefault(draw.chain, []).append(time.perf_counter())
-            if name in LEARNED and draw.draw_idx == tune:
-                learned[draw.chain] = step.lsb_params.tolist()
-
+        step = lsb_step(name, x, learned=LEARNED, thin=thin, particles=n_particles, lr=lr)
+        callback, stamps, learned = draw_stamper(step, tune)
         t0 = time.perf_counter()
         idata = pm.sample(
             tune=tune,
@@ -122,13 +106,9 @@ def summarise(name, res, starts, *, tune, site_updates_per_draw, m_star, band):
     for c in range(chains):
         inside = np.flatnonzero(np.abs(trace[c] - m_star) <= band)
         hit.append(float(steps[inside[0]]) if inside.size else float("nan"))
-    sample_secs, tune_secs = [], []
-    for c in range(chains):
-        st = np.array(res["stamps"][c])
-        sample_secs.append(float(st[-1] - st[tune - 1]) if tune else float(st[-1] - st[0]))
-        tune_secs.append(float(st[tune - 1] - st[0]) if tune else 0.0)
-    ess_mag = float(az.ess(post_mag)) if np.ptp(post_mag) else 0.0
-    ess_ham = float(az.ess(post_ham)) if np.ptp(post_ham) else 0.0
+    tune_secs, sample_secs = chain_seconds(res["stamps"], tune)
+    ess_mag = ess(post_mag)
+    ess_ham = ess(post_ham)
     kilo_steps = chains * draws * site_updates_per_draw / 1000.0
     ss = getattr(idata, "sample_stats", {})
     row = {
@@ -148,13 +128,7 @@ def summarise(name, res, starts, *, tune, site_updates_per_draw, m_star, band):
         "learned_params": res["learned"],
     }
     if name == "lsb1" and res["learned"]:
-        from pymc_lbp.samplers.self_balancing.parametrizations import (
-            BASE_FUNCTIONS,
-            MixtureBalancing,
-        )
-
-        w = np.mean([MixtureBalancing().weights(np.array(p)) for p in res["learned"].values()], 0)
-        row["learned_weights"] = dict(zip(BASE_FUNCTIONS, w.round(3).tolist(), strict=True))
+        row["learned_weights"] = lsb1_weights(res["learned"])
     if "grad_evals" in ss:  # pymc_lbp steps
         warm_calls = idata.warmup_sample_stats["grad_evals"].values if tune else None
         row["oracle_calls_tune"] = float(np.median(warm_calls.sum(1))) if tune else 0.0
@@ -176,13 +150,9 @@ def learned_function(name, params):
 
 
 def plot(results, path_burnin, path_functions, args):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS
 
+    plt = pyplot()
     cases = list(results)
     fig, axes = plt.subplots(2, len(cases), figsize=(4.2 * len(cases), 7), squeeze=False)
     for j, case in enumerate(cases):
@@ -213,9 +183,7 @@ def plot(results, path_burnin, path_functions, args):
     fig.suptitle(
         f"Burn-in, median of {args.chains} chains (band: min..max); dotted: posterior mean"
     )
-    fig.tight_layout()
-    fig.savefig(path_burnin, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path_burnin)
 
     fig, axes = plt.subplots(1, len(cases), figsize=(4.2 * len(cases), 3.6), squeeze=False)
     d = np.linspace(-6, 6, 241)  # d[120] == 0
@@ -235,14 +203,11 @@ def plot(results, path_burnin, path_functions, args):
         ax.set_title(f"case {case}: log g(e^d) - d/2, shifted to 0 at d=0", fontsize=9)
         ax.set_xlabel("d = log pi(y)/pi(x)")
     axes[0, 0].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path_functions, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path_functions)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run (< 1 minute)")
+    parser = benchmark_parser(__doc__, quick="smoke run (< 1 minute)")
     parser.add_argument("--cases", type=int, nargs="*", default=sorted(LSB_CASES))
     parser.add_argument("--chains", type=int, default=3)
     parser.add_argument("--steps", type=int, default=6000, help="sampling-phase steps")

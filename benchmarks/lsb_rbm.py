@@ -17,25 +17,31 @@ itself gives the noise floor), and the largest error of the visible marginals.
 
 Writes docs/results/lsb_rbm.{json,md} and lsb_rbm.png.
 
-Usage: python benchmarks/lsb_rbm.py [--quick] [--visible 100] [--hidden 50] [--chains 3]
+Usage: python -m benchmarks.lsb_rbm [--quick] [--visible 100] [--hidden 50] [--chains 3]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine_info, markdown_table, write_results  # noqa: E402
-
-from pymc_lbp import GibbsWithGradients, LocallyBalanced, SelfBalancing  # noqa: E402
+from benchmarks.common import (
+    RESULTS,
+    benchmark_parser,
+    chain_seconds,
+    draw_stamper,
+    ess,
+    machine_info,
+    markdown_table,
+    pyplot,
+    save_figure,
+    self_balancing_step,
+    write_results,
+)
+from pymc_lbp import GibbsWithGradients, LocallyBalanced
 
 
 def rbm_params(V: int, H: int, scale: float, seed: int):
@@ -84,21 +90,13 @@ def make_step(name, v, thin, particles, lr):
     if name == "LB-sqrt-exact":
         return LocallyBalanced([v], balancing="sqrt", differences="exact", steps_per_draw=thin)
     if name in ("FLSB1", "FLSB2"):
-        return SelfBalancing(
-            [v],
-            parametrization="lsb1" if name == "FLSB1" else "lsb2",
-            differences="gradient",
-            n_particles=particles,
-            learning_rate=lr,
-            steps_per_draw=thin,
-            learning_steps=thin,  # the paper: one update per step of the chain
-        )
+        parametrization = "lsb1" if name == "FLSB1" else "lsb2"
+        return self_balancing_step(v, parametrization, thin=thin, particles=particles, lr=lr)
     return pm.BinaryGibbsMetropolis([v])
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run (< 1 minute)")
+    parser = benchmark_parser(__doc__, quick="smoke run (< 1 minute)")
     parser.add_argument("--visible", type=int, default=100)
     parser.add_argument("--hidden", type=int, default=50)
     parser.add_argument("--scale", type=float, default=0.3, help="std of the RBM weights")
@@ -134,16 +132,9 @@ def main(argv=None) -> None:
         thin = V if gibbs else args.thin
         tune = 0 if gibbs else args.tune_steps // thin
         draws = args.sweeps if gibbs else args.steps // thin
-        stamps: dict[int, list[float]] = {}
-        learned = {}
         with model:
             step = make_step(name, model["v"], thin, args.particles, args.lr)
-
-            def callback(trace, draw, step=step, stamps=stamps, learned=learned, tune=tune):
-                stamps.setdefault(draw.chain, []).append(time.perf_counter())
-                if hasattr(step, "lsb_params") and draw.draw_idx == tune:
-                    learned[draw.chain] = step.lsb_params.tolist()
-
+            callback, stamps, learned = draw_stamper(step, tune)
             t0 = time.perf_counter()
             idata = pm.sample(
                 tune=tune, draws=draws, step=step, chains=args.chains, cores=1,
@@ -155,12 +146,12 @@ def main(argv=None) -> None:
         draws_v = idata.posterior["v"].values  # (chains, draws, V)
         ham = idata.posterior["ham"].values
         kilo = draws * thin / 1000.0
-        ess, eps, mmds, merr = [], [], [], []
+        ess_k, eps, mmds, merr = [], [], [], []
+        _, sample_secs = chain_seconds(stamps, tune)
         for ch in range(args.chains):
-            st = np.array(stamps[ch])
-            secs = st[-1] - st[tune - 1] if tune else st[-1] - st[0]
-            e = float(az.ess(ham[ch][None, :])) if np.ptp(ham[ch]) else 0.0
-            ess.append(e / kilo)
+            secs = sample_secs[ch]
+            e = ess(ham[ch][None, :])
+            ess_k.append(e / kilo)
             eps.append(e / secs)
             sub = draws_v[ch][np.linspace(0, draws - 1, min(draws, args.truth)).astype(int)]
             mmds.append(mmd2(sub.astype(float), truth.astype(float)))
@@ -168,7 +159,7 @@ def main(argv=None) -> None:
         ss = getattr(idata, "sample_stats", {})
         row = {
             "sampler": name,
-            "ess_per_kstep": float(np.median(ess)),
+            "ess_per_kstep": float(np.median(ess_k)),
             "ess_per_s": float(np.median(eps)),
             "mmd2": float(np.median(mmds)),
             "mmd2_text": f"{np.median(mmds):.2e}",
@@ -187,11 +178,7 @@ def main(argv=None) -> None:
     floor = mmd2(truth2.astype(float), truth.astype(float))
     elapsed = time.perf_counter() - t_start
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     for r in rows:
         axes[0].bar(r["sampler"], r["ess_per_kstep"])
@@ -203,11 +190,9 @@ def main(argv=None) -> None:
     for ax in axes:
         ax.tick_params(axis="x", rotation=30, labelsize=8)
     fig.suptitle(f"RBM V={V}, H={args.hidden}, weight scale {args.scale}")
-    fig.tight_layout()
     png = RESULTS / f"{args.name}.png"
     RESULTS.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
+    save_figure(fig, png)
 
     columns = [
         ("sampler", "sampler"),

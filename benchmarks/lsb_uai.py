@@ -17,51 +17,44 @@ ESS (``sqrt(2/pi) sqrt(p(1-p)/ESS)``, averaged): an exact sampler should be near
 
 Writes docs/results/lsb_uai.{json,md} and lsb_uai.png.
 
-Usage: python benchmarks/lsb_uai.py [--quick] [--chains 3] [--steps 4000]
+Usage: python -m benchmarks.lsb_uai [--quick] [--chains 3] [--steps 4000]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
 
 import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine_info, markdown_table, write_results  # noqa: E402
+from benchmarks.common import (
+    FIXED_BALANCING,
+    RESULTS,
+    ROOT,
+    benchmark_parser,
+    chain_seconds,
+    draw_stamper,
+    ess,
+    lsb1_weights,
+    lsb_step,
+    machine_info,
+    markdown_table,
+    pyplot,
+    save_figure,
+    write_results,
+)
+from pymc_lbp import LocallyBalanced
+from pymc_lbp.models import read_mar, read_uai
 
-from pymc_lbp import LocallyBalanced, SelfBalancing  # noqa: E402
-from pymc_lbp.models import read_mar, read_uai  # noqa: E402
-
-DATA = Path(__file__).resolve().parents[1] / "data" / "uai" / "uai2006_bn"
-FIXED = ("sqrt", "barker", "min", "max")
+DATA = ROOT / "data" / "uai" / "uai2006_bn"
+FIXED = FIXED_BALANCING
 LEARNED = ("lsb1", "lsb2", "lsb2_min")
 
 
-def make_step(name, x, thin, particles, lr):
-    if name in FIXED:
-        return LocallyBalanced([x], balancing=name, differences="gradient", steps_per_draw=thin)
-    if name in LEARNED:
-        return SelfBalancing(
-            [x],
-            parametrization=name,
-            differences="gradient",
-            n_particles=particles,
-            learning_rate=lr,
-            steps_per_draw=thin,
-            learning_steps=thin,  # the paper: one update per step of the chain
-        )
-    return pm.BinaryGibbsMetropolis([x])
-
-
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run")
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--network", default="BN_1")
     parser.add_argument("--chains", type=int, default=3)
     parser.add_argument("--burn-in", type=int, default=500)
@@ -97,10 +90,10 @@ def main(argv=None) -> None:
         thin = n if gibbs else args.thin
         tune = 0 if gibbs else args.burn_in // thin
         draws = args.sweeps if gibbs else args.steps // thin
-        stamps: dict[int, list[float]] = {}
-        learned: dict[int, list[float]] = {}
         with model:
-            step = make_step(name, x, thin, args.particles, args.lr)
+            step = lsb_step(
+                name, x, learned=LEARNED, thin=thin, particles=args.particles, lr=args.lr
+            )
             if name == "sqrt":  # first-order differences are exact here: check
                 _, d_grad = step.differences(start)
                 ex = LocallyBalanced([x], differences="exact")
@@ -108,11 +101,7 @@ def main(argv=None) -> None:
                 err = float(np.max(np.abs(d_grad - d_exact)))
                 assert err < 1e-8, err
 
-            def callback(trace, draw, step=step, stamps=stamps, learned=learned, tune=tune):
-                stamps.setdefault(draw.chain, []).append(time.perf_counter())
-                if hasattr(step, "lsb_params") and draw.draw_idx == tune:
-                    learned[draw.chain] = step.lsb_params.tolist()
-
+            callback, stamps, learned = draw_stamper(step, tune)
             t0 = time.perf_counter()
             idata = pm.sample(
                 tune=tune, draws=draws, step=step, chains=args.chains, cores=1,
@@ -130,12 +119,9 @@ def main(argv=None) -> None:
         traces[name] = (np.arange(ones.shape[1] + 1) * thin, np.concatenate(
             [np.zeros((args.chains, 1)), ones], axis=1
         ))  # fmt: skip
-        secs = []
-        for c in range(args.chains):
-            st = np.array(stamps[c])
-            secs.append(st[-1] - st[tune - 1] if tune else st[-1] - st[0])
+        tune_secs, secs = chain_seconds(stamps, tune)
         marg = post.mean(axis=(0, 1))
-        ess = float(az.ess(ham)) if np.ptp(ham) else 0.0
+        ess_ham = ess(ham)
         # Monte Carlo reference for the marginal error: E|p_hat - p| ~ sqrt(2/pi) * se_i with
         # se_i = sqrt(p_i (1 - p_i) / ESS_i), ESS_i the ArviZ ESS of variable i's 0/1 series
         ess_i = np.array(
@@ -148,30 +134,19 @@ def main(argv=None) -> None:
             "marg_mean_abs_err": float(np.mean(np.abs(marg - exact))),
             "marg_max_abs_err": float(np.max(np.abs(marg - exact))),
             "marg_err_mc_expected": mc_err,
-            "ess_per_kstep": ess / (args.chains * draws * thin / 1000.0),
-            "ess_per_s": ess / float(np.sum(secs)),
+            "ess_per_kstep": ess_ham / (args.chains * draws * thin / 1000.0),
+            "ess_per_s": ess_ham / float(np.sum(secs)),
             "accept": float(ss["accept"].mean()) if "accept" in ss else None,
-            "tune_seconds": float(np.median([np.array(stamps[c])[tune - 1] - stamps[c][0]
-                                             for c in range(args.chains)])) if tune else 0.0,
+            "tune_seconds": float(np.median(tune_secs)),
             "sample_seconds": float(np.median(secs)),
             "learned_params": learned,
         }  # fmt: skip
         if name == "lsb1" and learned:
-            from pymc_lbp.samplers.self_balancing.parametrizations import (
-                BASE_FUNCTIONS,
-                MixtureBalancing,
-            )
-
-            w = np.mean([MixtureBalancing().weights(np.array(p)) for p in learned.values()], 0)
-            row["learned_weights"] = dict(zip(BASE_FUNCTIONS, w.round(3).tolist(), strict=True))
+            row["learned_weights"] = lsb1_weights(learned)
         rows.append(row)
     elapsed = time.perf_counter() - t_start
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
     colors = dict(zip(samplers, plt.cm.tab10(np.arange(len(samplers))), strict=True))
     exact_ones = exact.sum()
@@ -187,11 +162,9 @@ def main(argv=None) -> None:
     ax[1].set_ylabel("mean |marginal - exact| after burn-in")
     ax[1].tick_params(axis="x", rotation=30, labelsize=8)
     fig.suptitle(f"{args.network}: burn-in from all zeros, and marginal error")
-    fig.tight_layout()
     RESULTS.mkdir(parents=True, exist_ok=True)
     png = RESULTS / f"{args.name}.png"
-    fig.savefig(png, dpi=110)
-    plt.close(fig)
+    save_figure(fig, png)
 
     columns = [
         ("sampler", "sampler"),

@@ -15,9 +15,9 @@ EJD(ALBP) / EJD(LBP-1) next to the paper's Table 1.
 
 Usage::
 
-    python benchmarks/path_auxiliary_scaling.py                 # all targets (~10 min on 2 cores)
-    python benchmarks/path_auxiliary_scaling.py --targets ising  # one target
-    python benchmarks/path_auxiliary_scaling.py --quick         # smoke run (< 1 min)
+    python -m benchmarks.path_auxiliary_scaling                  # all targets (~10 min, 2 cores)
+    python -m benchmarks.path_auxiliary_scaling --targets ising  # one target
+    python -m benchmarks.path_auxiliary_scaling --quick          # smoke run (< 1 min)
 
 Outputs (``--out``, default ``docs/results``): ``path_auxiliary_scaling.json`` (merged across
 invocations, one entry per target), ``path_auxiliary_scaling.md`` and
@@ -26,26 +26,31 @@ invocations, one entry per target), ``path_auxiliary_scaling.md`` and
 
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one thread for every sampler alike
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pymc as pm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pas_common import RunResult, fmt, markdown_table, run_sampler  # noqa: E402
-
-from pymc_lbp import PathAuxiliaryLBP  # noqa: E402
-from pymc_lbp.models.bernoulli import bernoulli_product_model  # noqa: E402
-from pymc_lbp.models.fhmm import fhmm_model  # noqa: E402
-from pymc_lbp.models.ising_scaling import scaling_ising_model  # noqa: E402
-from pymc_lbp.models.rbm import (  # noqa: E402
+from benchmarks.common import (
+    add_out,
+    benchmark_parser,
+    compact_cell,
+    fmt,
+    markdown_table,
+    pyplot,
+    save_figure,
+)
+from benchmarks.pas_common import RunResult, run_sampler
+from pymc_lbp import PathAuxiliaryLBP
+from pymc_lbp.models.bernoulli import bernoulli_product_model
+from pymc_lbp.models.fhmm import fhmm_model
+from pymc_lbp.models.ising_scaling import scaling_ising_model
+from pymc_lbp.models.rbm import (
     binarized_digits,
     random_rbm_params,
     rbm_model,
@@ -264,11 +269,7 @@ def independent_product_curve(
 
 
 def plot_fig2(result: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     runs = result["runs"]
     grid = [r for r in runs if r["extra"].get("role") in ("grid", "lbp1")]
     sweep = [r for r in runs if r["extra"].get("role") in ("sweep", "albp")]
@@ -300,9 +301,7 @@ def plot_fig2(result: dict, path: Path) -> None:
             ax.set_yscale("log")
         ax.legend(fontsize=7)
     fig.suptitle(result["description"], fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_markdown(all_results: dict, path: Path, suffix: str = "") -> None:
@@ -334,7 +333,7 @@ def write_markdown(all_results: dict, path: Path, suffix: str = "") -> None:
         )
     keys = ("target", "sites", "ours ALBP", "ours GLBP", "GLBP", "paper ALBP", "indep. max EJD")
     cols = [(k, k) for k in keys]
-    lines += [markdown_table(rows, cols), ""]
+    lines += [markdown_table(rows, cols, cell=compact_cell), ""]
     cols = [
         ("label", "sampler"),
         ("path_length", "R"),
@@ -350,16 +349,15 @@ def write_markdown(all_results: dict, path: Path, suffix: str = "") -> None:
     ]
     for name, res in all_results.items():
         lines += [f"## {name}: {res['description']}", ""]
-        lines += [markdown_table(res["runs"], cols), ""]
+        lines += [markdown_table(res["runs"], cols, cell=compact_cell), ""]
         lines += [f"![Figure 2 style](path_auxiliary_fig2_{name}{suffix}.png)", ""]
     path.write_text("\n".join(lines))
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = benchmark_parser(__doc__, quick="smoke run: tiny models, few draws")
     parser.add_argument("--targets", nargs="*", default=list(TARGETS), choices=list(TARGETS))
-    parser.add_argument("--quick", action="store_true", help="smoke run: tiny models, few draws")
-    parser.add_argument("--out", default="docs/results")
+    add_out(parser)
     parser.add_argument("--seed", type=int, default=20240611)
     parser.add_argument(
         "--replot", action="store_true", help="only redraw plots and markdown from the JSON"

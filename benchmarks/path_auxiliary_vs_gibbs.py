@@ -11,8 +11,8 @@ time of a step goes (compiled differences, proposal numpy code, PyMC's per-draw 
 
 Usage::
 
-    python benchmarks/path_auxiliary_vs_gibbs.py             # ~10 min on 2 cores
-    python benchmarks/path_auxiliary_vs_gibbs.py --quick     # smoke run (< 1 min)
+    python -m benchmarks.path_auxiliary_vs_gibbs             # ~10 min on 2 cores
+    python -m benchmarks.path_auxiliary_vs_gibbs --quick     # smoke run (< 1 min)
 
 Outputs (``--out``, default ``docs/results``): ``path_auxiliary_vs_gibbs.json`` and ``.md``,
 ``path_auxiliary_vs_gibbs.png``.
@@ -20,7 +20,6 @@ Outputs (``--out``, default ``docs/results``): ``path_auxiliary_vs_gibbs.json`` 
 
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # one thread for every sampler alike
@@ -28,19 +27,25 @@ import cProfile
 import io
 import json
 import pstats
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pymc as pm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pas_common import fmt, markdown_table, run_sampler  # noqa: E402
-
-from pymc_lbp import PathAuxiliaryLBP  # noqa: E402
-from pymc_lbp.models import segmentation_model  # noqa: E402
-from pymc_lbp.models.ising_scaling import scaling_ising_model  # noqa: E402
+from benchmarks.common import (
+    add_out,
+    benchmark_parser,
+    compact_cell,
+    fmt,
+    markdown_table,
+    pyplot,
+    save_figure,
+)
+from benchmarks.pas_common import run_sampler
+from pymc_lbp import PathAuxiliaryLBP
+from pymc_lbp.models import segmentation_model
+from pymc_lbp.models.ising_scaling import scaling_ising_model
 
 CASES = {
     "LSB case 1": lambda q: segmentation_model(1, n=10 if q else 30),
@@ -161,11 +166,7 @@ def profile_pas(quick: bool, seed: int) -> dict:
 
 
 def plot(results: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = [r["case"] for r in results]
     xs = np.arange(len(names))
     fig, ax = plt.subplots(figsize=(8, 3.6))
@@ -180,9 +181,7 @@ def plot(results: list[dict], path: Path) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("ESS per CPU-second (Hamming, median)")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_markdown(
@@ -214,7 +213,7 @@ def write_markdown(
         "",
         f"pytensor mode of both samplers' compiled functions: {mode or 'default (C)'}.",
         "",
-        markdown_table(results, cols),
+        markdown_table(results, cols, cell=compact_cell),
         "",
         f"![ESS/s](path_auxiliary_vs_gibbs{suffix}.png)",
         "",
@@ -227,15 +226,14 @@ def write_markdown(
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = benchmark_parser(__doc__, quick="smoke run (< 1 min)")
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=list(CASES))
-    parser.add_argument("--quick", action="store_true")
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--repeats", type=int, default=None, help="override the repeats")
     parser.add_argument(
         "--mode", default=None, help="pytensor mode for both samplers' compiled functions (NUMBA)"
     )
-    parser.add_argument("--out", default="docs/results")
+    add_out(parser)
     parser.add_argument("--seed", type=int, default=777)
     args = parser.parse_args(argv)
     out = Path(args.out)

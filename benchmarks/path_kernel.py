@@ -20,37 +20,31 @@ steps, then the kernel. In one run on one core:
 
 NumPyro's compiled Gibbs is compared on its own benchmark in ``vs_numpyro.py``.
 
-Run: ``python benchmarks/path_kernel.py [--quick] [--repeats 2]``; writes
+Run: ``python -m benchmarks.path_kernel [--quick] [--repeats 2]``; writes
 ``docs/results/path_kernel.{json,md,png}``.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-import types
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from common import (  # noqa: E402
+from benchmarks.common import (
     RESULTS,
+    ROOT,
+    add_out,
+    benchmark_parser,
     cost_bars,
+    gallery_run,
     machine_info,
     markdown_table,
     min_time,
     write_results,
 )
-
-from examples.gallery import hidden_markov  # noqa: E402
-from examples.gallery._gallery import evaluate, sample  # noqa: E402
-from pymc_lbp import PathAuxiliaryLBP  # noqa: E402
+from examples.gallery import hidden_markov
+from pymc_lbp import PathAuxiliaryLBP
 
 SAMPLERS = ("pas", "pas-compiled", "pas-loop", "pymc")
 
@@ -136,26 +130,20 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
 def sampling(sampler: str, draws: int, tune: int, seed: int, reference) -> dict:
     """pm.sample of the gallery HMM: "pas" (defaults), "pas-compiled" (``compiled_kernel=True``),
     "pas-loop" (``False``) or "pymc" (PyMC's default steps)."""
-    if sampler == "pymc":
-        idata, construction, seconds = sample(
-            hidden_markov, "pymc", draws=draws, tune=tune, chains=2, seed=seed
-        )
-    else:
-        mod = types.SimpleNamespace(**{k: getattr(hidden_markov, k) for k in dir(hidden_markov)})
+    make_step = None  # PyMC's default steps
+    if sampler != "pymc":
         options = {
             "pas": {},
             "pas-compiled": {"compiled_kernel": True},
             "pas-loop": {"compiled_kernel": False},
         }[sampler]
-        mod.make_step = lambda model: PathAuxiliaryLBP(discrete_vars(model), **options)
-        idata, construction, seconds = sample(
-            mod, "ours", draws=draws, tune=tune, chains=2, seed=seed
-        )
-    res = evaluate(hidden_markov, sampler, idata, construction, seconds, reference)
-    row = asdict(res)
-    row["ess_s_discrete"] = res.ess_per_second_discrete
-    row["ess_s_continuous"] = res.ess_per_second_continuous
-    return row
+
+        def make_step(model):
+            return PathAuxiliaryLBP(discrete_vars(model), **options)
+
+    return gallery_run(
+        hidden_markov, sampler, make_step, draws=draws, tune=tune, seed=seed, reference=reference
+    )
 
 
 def plot(costs: list[dict], path: Path) -> None:
@@ -171,10 +159,8 @@ def plot(costs: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few steps and draws (smoke test)")
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=None, help="results folder")
+    parser = benchmark_parser(__doc__, quick="few steps and draws (smoke test)", repeats=1)
+    add_out(parser, default=None)
     args = parser.parse_args(argv)
     n_steps, rounds = (20, 2) if args.quick else (200, 7)
     draws, tune = (60, 40) if args.quick else (1000, 1000)

@@ -17,27 +17,23 @@ reference steps (``NeuralBlock.scan_step``). In one run on one core:
    number of ones, and the mean absolute error of the marginals against the exact ones
    (the ``.MAR`` files).
 
-Run: ``python benchmarks/random_scan.py [--quick]``; writes
+Run: ``python -m benchmarks.random_scan [--quick]``; writes
 ``docs/results/random_scan.{json,md,png}``.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from common import (  # noqa: E402
+import pymc_lbp
+from benchmarks.common import (
     RESULTS,
+    ROOT,
+    benchmark_parser,
     cost_bars,
     machine_info,
     markdown_table,
@@ -45,12 +41,10 @@ from common import (  # noqa: E402
     timed_sample,
     write_results,
 )
-
-import pymc_lbp  # noqa: E402
-from pymc_lbp import NeuralBlock  # noqa: E402
-from pymc_lbp.models import read_mar, read_network, read_uai  # noqa: E402
-from pymc_lbp.models.uai import read_evidence, uai_state_from_point  # noqa: E402
-from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks  # noqa: E402
+from pymc_lbp import NeuralBlock
+from pymc_lbp.models import read_mar, read_network, read_uai
+from pymc_lbp.models.uai import read_evidence, uai_state_from_point
+from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
 
 GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
 UNITS = ("neural", "exact", "sites")
@@ -150,11 +144,10 @@ def sampling(label: str, sampler: str, draws: int, seed: int) -> dict:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true")
+def main(argv: list[str] | None = None) -> None:
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--draws", type=int, default=1000)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     logging.getLogger("pymc").setLevel(logging.ERROR)
     grids = ["50-12-5"] if args.quick else ["50-12-5", "75-16-5"]

@@ -16,30 +16,29 @@ model, the Gaussian mixture, occupancy, spike-and-slab), in one run on one core:
 NumPyro has no learned balancing function, and the gallery models have no NumPyro versions;
 the baseline here is PyMC's, and NumPyro's compiled Gibbs is compared in ``vs_numpyro.py``.
 
-Run: ``python benchmarks/self_balancing_cost.py [--quick] [--repeats 2]``; writes
+Run: ``python -m benchmarks.self_balancing_cost [--quick] [--repeats 2]``; writes
 ``docs/results/self_balancing_cost.{json,md,png}``.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import sys
 import time
-import types
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from common import cost_bars, machine_info, markdown_table, write_results  # noqa: E402
-
-from examples.gallery._gallery import evaluate, pymc_default_steps, sample  # noqa: E402
-from pymc_lbp import LocallyBalanced, SelfBalancing  # noqa: E402
+from benchmarks.common import (
+    add_out,
+    benchmark_parser,
+    cost_bars,
+    gallery_run,
+    machine_info,
+    markdown_table,
+    write_results,
+)
+from examples.gallery._gallery import pymc_default_steps
+from pymc_lbp import LocallyBalanced, SelfBalancing
 
 MODELS = ("hidden_markov", "gaussian_mixture", "occupancy", "spike_and_slab")
 SHOWN = ("model", "sampler", "sample_seconds", "ess_s_discrete", "max_abs_z")
@@ -110,21 +109,19 @@ def step_costs(module, n_draws: int, min_seconds: float = 1.0) -> dict:
 
 def sampling(module, sampler: str, draws: int, tune: int, seed: int, reference) -> dict:
     """pm.sample with SelfBalancing (``sampler="sb"``) or PyMC's default steps."""
-    if sampler == "sb":
-        mod = types.SimpleNamespace(**{k: getattr(module, k) for k in dir(module)})
-        mod.make_step = lambda model: SelfBalancing(discrete_vars(model))
-        idata, construction, seconds = sample(
-            mod, "ours", draws=draws, tune=tune, chains=2, seed=seed
-        )
-    else:
-        idata, construction, seconds = sample(
-            module, "pymc", draws=draws, tune=tune, chains=2, seed=seed
-        )
-    res = evaluate(module, sampler, idata, construction, seconds, reference)
-    row = asdict(res)
-    row["ess_s_discrete"] = res.ess_per_second_discrete
-    row["ess_s_continuous"] = res.ess_per_second_continuous
-    return row
+
+    def make_step(model):
+        return SelfBalancing(discrete_vars(model))
+
+    return gallery_run(
+        module,
+        sampler,
+        make_step if sampler == "sb" else None,
+        draws=draws,
+        tune=tune,
+        seed=seed,
+        reference=reference,
+    )
 
 
 def plot(costs: list[dict], path: Path) -> None:
@@ -137,13 +134,11 @@ def plot(costs: list[dict], path: Path) -> None:
     cost_bars([c["model"] for c in costs], costs, keys, "Cost of one step (one core)", path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few draws (smoke test)")
-    parser.add_argument("--repeats", type=int, default=1)
+def main(argv: list[str] | None = None) -> None:
+    parser = benchmark_parser(__doc__, quick="few draws (smoke test)", repeats=1)
     parser.add_argument("--models", nargs="*", default=list(MODELS))
-    parser.add_argument("--out", type=Path, default=None, help="results folder")
-    args = parser.parse_args()
+    add_out(parser, default=None)
+    args = parser.parse_args(argv)
     draws, tune, n_draws = (60, 40, 2) if args.quick else (500, 300, 5)
     min_seconds = 0.1 if args.quick else 2.0
     start = time.time()

@@ -24,7 +24,7 @@ deterministic nodes (:func:`pymc_lbp.models.uai.grid_bn`, evidence sink = 1).
 
 Writes docs/results/uai_marginals.{json,md,png} (``--quick``: uai_marginals_quick.*).
 
-Usage: python benchmarks/uai_marginals.py [--quick] [--budget S] [--samplers NAME ...]
+Usage: python -m benchmarks.uai_marginals [--quick] [--budget S] [--samplers NAME ...]
        [--networks NAME ...] [--chains N] [--seed S] [--data DIR] [--tag SUFFIX] [--replot]
 """
 
@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -42,11 +41,16 @@ from pathlib import Path
 import numpy as np
 import pymc as pm
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import RESULTS, machine_info, write_results  # noqa: E402
-
-from pymc_lbp.cli import SAMPLERS, make_steps  # noqa: E402
-from pymc_lbp.models.uai import (  # noqa: E402
+from benchmarks.common import (
+    RESULTS,
+    ROOT,
+    benchmark_parser,
+    machine_info,
+    pyplot,
+    write_results,
+)
+from pymc_lbp.cli import SAMPLERS, make_steps
+from pymc_lbp.models.uai import (
     UAINetwork,
     exact_marginals,
     read_evidence,
@@ -55,9 +59,9 @@ from pymc_lbp.models.uai import (  # noqa: E402
     read_uai,
     uai_variable_map,
 )
-from pymc_lbp.models.uai.generate import grid_bn  # noqa: E402
+from pymc_lbp.models.uai.generate import grid_bn
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "uai"
+DATA = ROOT / "data" / "uai"
 
 #: name -> network file (relative to the data folder); ``<file>.evid`` is used when present.
 SHIPPED = {
@@ -333,12 +337,9 @@ def markdown(runs: list[Run], targets: list[Target], args: argparse.Namespace) -
 
 def plot(runs: list[Run], targets: list[Target], path: Path) -> None:
     """Error vs seconds, one panel per network, one line per sampler (log-log)."""
-    import matplotlib
     import matplotlib.ticker
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     n = len(targets)
     cols = min(4, n)
     rows = (n + cols - 1) // cols
@@ -370,8 +371,7 @@ def plot(runs: list[Run], targets: list[Target], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run (< 1 min)")
+    parser = benchmark_parser(__doc__, quick="smoke run (< 1 min)")
     parser.add_argument("--budget", type=float, default=None, help="seconds per run (9)")
     parser.add_argument("--samplers", nargs="+", default=DEFAULT_SAMPLERS, choices=SAMPLERS)
     parser.add_argument("--networks", nargs="+", default=[*SHIPPED, *GENERATED])

@@ -14,13 +14,11 @@ first repeat), accept rate, the choice of ``differences="auto"``.
 
 Writes docs/results/user_ising.{json,md,png}.
 
-Usage: python benchmarks/user_ising.py [--quick] [--repeats N] [--draws N] [--tune N]
+Usage: python -m benchmarks.user_ising [--quick] [--repeats N] [--draws N] [--tune N]
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -28,20 +26,21 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
-    RESULTS,
+from benchmarks.common import (
+    add_out,
+    benchmark_parser,
     load_info,
     machine_info,
     markdown_table,
+    pyplot,
     run_step,
+    save_figure,
     summarize,
     write_results,
 )
-
-from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP, SelfBalancing  # noqa: E402
-from pymc_lbp.models import LSB_CASES  # noqa: E402
-from pymc_lbp.models.lattice import segmentation_field  # noqa: E402
+from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP, SelfBalancing
+from pymc_lbp.models import LSB_CASES
+from pymc_lbp.models.lattice import segmentation_field
 
 BASELINE = "PyMC-BinaryGibbs"
 
@@ -68,13 +67,10 @@ SAMPLERS = {
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run: 6x6, a few draws")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--draws", type=int, default=300)
-    parser.add_argument("--tune", type=int, default=100)
-    parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser = benchmark_parser(
+        __doc__, quick="smoke run: 6x6, a few draws", repeats=2, draws=300, tune=100, chains=2
+    )
+    add_out(parser)
     args = parser.parse_args(argv)
     n = 30
     if args.quick:
@@ -156,11 +152,7 @@ def main(argv=None) -> dict:
 
 def plot(rows: list[dict], path: Path) -> None:
     """ESS/s per sampler, with the ratio to BinaryGibbsMetropolis written on each bar."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     rows = sorted(rows, key=lambda r: -r["ess_per_second"])
     fig, ax = plt.subplots(figsize=(7, 3.2))
     names = [r["sampler"] for r in rows]
@@ -172,9 +164,7 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("ESS/s of the Hamming statistic (higher is better)")
     ax.set_title("User-written Ising (LSB case 3): defaults vs PyMC's BinaryGibbsMetropolis")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 if __name__ == "__main__":

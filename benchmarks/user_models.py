@@ -14,29 +14,30 @@ for the discrete variables next to NUTS, and with the steps ``pm.sample()`` assi
 
 then medians over repeats into ``docs/results/user_models.{json,md,png}``.
 
-Run: ``python benchmarks/user_models.py [--quick] [--repeats 3] [--models coal_mining ...]``.
+Run: ``python -m benchmarks.user_models [--quick] [--repeats 3] [--models coal_mining ...]``.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from common import machine_info, markdown_table, write_results  # noqa: E402
-
-from examples.gallery import MODELS  # noqa: E402
-from examples.gallery._gallery import evaluate, sample  # noqa: E402
+from benchmarks.common import (
+    RESULTS,
+    benchmark_parser,
+    machine_info,
+    markdown_table,
+    pyplot,
+    save_figure,
+    write_results,
+)
+from examples.gallery import MODELS
+from examples.gallery._gallery import evaluate, sample
 
 SAMPLERS = ("ours", "pymc")
 
@@ -86,11 +87,7 @@ def step_label(module, sampler: str) -> str:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = list(dict.fromkeys(r["model"] for r in rows))
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     x = np.arange(len(names))
@@ -115,9 +112,7 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.set_xticks(x, names, rotation=30, ha="right")
         ax.set_title(title)
     axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def finish(results, references, args, start) -> None:
@@ -169,20 +164,17 @@ def finish(results, references, args, start) -> None:
     write_results(args.name, payload, md)
     for r in rows:
         r["_s"] = "ours" if not r["sampler"].startswith("PyMC") else "pymc"
-    plot(rows, ROOT / "docs" / "results" / f"{args.name}.png")
+    plot(rows, RESULTS / f"{args.name}.png")
     print(md)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--quick", action="store_true", help="1 repeat, 300 + 300 draws")
-    parser.add_argument("--draws", type=int, default=500)
-    parser.add_argument("--tune", type=int, default=500)
-    parser.add_argument("--chains", type=int, default=2)
+def main(argv: list[str] | None = None) -> None:
+    parser = benchmark_parser(
+        __doc__, quick="1 repeat, 300 + 300 draws", repeats=3, draws=500, tune=500, chains=2
+    )
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     parser.add_argument("--name", default="user_models")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.quick:
         args.repeats, args.draws, args.tune = 1, 300, 300
     results, references = [], {}

@@ -45,7 +45,7 @@ compile directory. Medians over ``--repeats`` repeats.
 
 Writes docs/results/vs_numpyro.{json,md,png} (or ``--out``).
 
-Usage: python benchmarks/vs_numpyro.py [--quick] [--repeats 3] [--no-numpyro] [--cold]
+Usage: python -m benchmarks.vs_numpyro [--quick] [--repeats 3] [--no-numpyro] [--cold]
        [--targets lsb3 lsb4 ising50 spike_slab] [--out DIR]
 """
 
@@ -67,25 +67,25 @@ os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 )
 
-import numpy as np  # noqa: E402
-import pymc as pm  # noqa: E402
+import numpy as np
+import pymc as pm
 
-# this checkout's pymc_lbp, whatever is installed in the environment
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
-    RESULTS,
+from benchmarks.common import (
+    ROOT,
+    add_out,
+    benchmark_parser,
     hamming_ess,
     load_info,
     machine_info,
     markdown_table,
     phase_seconds,
+    pyplot,
+    save_figure,
     write_results,
 )
-
-from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP  # noqa: E402
-from pymc_lbp.models.ising_scaling import SCALING_ISING_CONFIGS, scaling_ising_model  # noqa: E402
-from pymc_lbp.models.lattice import ising_log_density, ising_model, segmentation_model  # noqa: E402
+from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP
+from pymc_lbp.models.ising_scaling import SCALING_ISING_CONFIGS, scaling_ising_model
+from pymc_lbp.models.lattice import ising_log_density, ising_model, segmentation_model
 
 HAMMING_SEED = 12345
 CHAINS = 2
@@ -536,8 +536,15 @@ def cold_construction(targets: list[str]) -> dict:
         env = dict(os.environ)
         flags = env.get("PYTENSOR_FLAGS", "")
         env["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, f"base_compiledir={tmp}") if f)
-        cmd = [sys.executable, __file__, "--construct-only", "--targets", *targets]
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "benchmarks.vs_numpyro",
+            "--construct-only",
+            "--targets",
+            *targets,
+        ]
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
         out = json.loads(res.stdout.strip().splitlines()[-1])
     return out
 
@@ -643,11 +650,7 @@ COLORS = {
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     targets = list(dict.fromkeys(r["target"] for r in rows))
     samplers = [s for s in COLORS if any(r["sampler"] == s for r in rows)]
     fig, ax = plt.subplots(figsize=(1.8 + 2.2 * len(targets), 4.2))
@@ -666,16 +669,13 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     ax.set_ylabel("ESS per second (sampling phase, wall)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def git_commit() -> str | None:
     try:
-        root = Path(__file__).resolve().parents[1]
         res = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
         )
         return res.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
@@ -737,9 +737,7 @@ def report(args, runs, checks, cold, load_before, t_start, *, done: int) -> dict
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run (tiny draws, 1 repeat)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser = benchmark_parser(__doc__, quick="smoke run (tiny draws, 1 repeat)", repeats=3)
     parser.add_argument("--targets", nargs="*", default=["lsb3", "lsb4", "ising50", "spike_slab"])
     parser.add_argument("--samplers", nargs="*", default=[*PYMC_SAMPLERS, *NUMPYRO_SAMPLERS])
     parser.add_argument("--tune", type=int, help="burn-in draws per chain (default: DRAWS)")
@@ -748,7 +746,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--cold", action="store_true", help="also cold-cache step construction")
     parser.add_argument("--construct-only", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out(parser)
     parser.add_argument("--name", default="vs_numpyro")
     args = parser.parse_args(argv)
     if args.construct_only:

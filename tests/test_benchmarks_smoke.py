@@ -1,31 +1,87 @@
-"""Smoke runs of benchmarks/vs_numpyro.py: the PyMC side without numpyro, NumPyro when present.
+"""Smoke runs of the benchmarks (the package ``benchmarks``, run as ``python -m benchmarks.NAME``).
 
-NumPyro and jax are an optional, benchmark-only backend (``pip install .[bench]``): the tests
-that need them skip cleanly when they are absent; everything else runs without them.
+benchmarks.vs_numpyro: the PyMC side without numpyro, NumPyro when present. NumPyro and jax are
+an optional, benchmark-only backend (``pip install .[bench]``): the tests that need them skip
+cleanly when they are absent; everything else runs without them. Also: every module of the
+package imports, none edits the import path, and a script runs as a module from the
+repository root.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
+import os
+import pkgutil
+import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+import benchmarks
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks"
+MODULES = sorted(m.name for m in pkgutil.iter_modules([str(BENCH)]))
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("vs_numpyro", BENCH / "vs_numpyro.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["vs_numpyro"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("vs_numpyro", None)
+    return importlib.import_module("benchmarks.vs_numpyro")
+
+
+def test_benchmarks_is_the_repository_package():
+    """``import benchmarks`` is this checkout's folder (run from the repository root)."""
+    assert Path(benchmarks.__file__).resolve().parent == BENCH
+    assert {"common", "pas_common", "vs_numpyro", "ising_vs_gibbs"} <= set(MODULES)
+
+
+def test_no_import_path_edits():
+    """No file in benchmarks/ mentions ``sys.path``: scripts import ``benchmarks.common`` and
+    run as modules from the repository root, with no edits of the import path."""
+    files = [p for p in sorted(BENCH.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    assert files
+    offenders = [p.name for p in files if "sys.path" in p.read_text(errors="replace")]
+    assert offenders == []
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_every_module_imports(name):
+    """Each ``benchmarks.*`` module imports (its ``main`` does not run on import)."""
+    module = importlib.import_module(f"benchmarks.{name}")
+    if name not in ("common", "pas_common"):
+        assert callable(module.main)
+
+
+def test_help_runs_as_a_module():
+    """``python -m benchmarks.NAME --help`` from the repository root, with no path set up."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ising_vs_gibbs", "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "python -m benchmarks.ising_vs_gibbs" in res.stdout and "--quick" in res.stdout
+
+
+def test_one_markdown_table():
+    """One markdown table for all: default cells (2 decimals, "-" for None) or compact ones."""
+    from benchmarks.common import compact_cell, markdown_table
+
+    rows = [{"a": 1.23456, "b": None, "c": 12}, {"a": 1234.5, "b": "x", "c": True}]
+    cols = [("a", "A"), ("b", "B"), ("c", "C")]
+    assert markdown_table(rows, cols) == (
+        "| A | B | C |\n|---|---|---|\n| 1.23 | - | 12 |\n| 1234.50 | x | True |"
+    )
+    assert markdown_table(rows, cols, cell=compact_cell) == (
+        "| A | B | C |\n|---|---|---|\n| 1.23 | None | 12 |\n| 1.23e+03 | x | True |"
+    )
 
 
 def test_pymc_side_quick_without_numpyro(bench, tmp_path):
@@ -118,11 +174,8 @@ def test_numpyro_side_quick(bench, tmp_path):
 
 
 def test_user_ising_quick(tmp_path):
-    """benchmarks/user_ising.py --quick: every sampler measured with defaults, files written."""
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("user_ising", BENCH / "user_ising.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """benchmarks.user_ising --quick: every sampler measured with defaults, files written."""
+    module = importlib.import_module("benchmarks.user_ising")
     payload = module.main(["--quick", "--out", str(tmp_path)])
     rows = {r["sampler"]: r for r in payload["rows"]}
     assert set(rows) == set(module.SAMPLERS)
@@ -134,11 +187,8 @@ def test_user_ising_quick(tmp_path):
 
 
 def test_integer_models_quick(tmp_path):
-    """benchmarks/integer_models.py --quick on one model: both samplers measured, files written."""
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("integer_models", BENCH / "integer_models.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """benchmarks.integer_models --quick on one model: both samplers measured, files written."""
+    module = importlib.import_module("benchmarks.integer_models")
     payload = module.main(["--quick", "--models", "poisson_counts", "--out", str(tmp_path)])
     assert {r["sampler"] for r in payload["rows"]} == {"pymc_lbp LocallyBalanced", "PyMC default"}
     assert all(r["sample_s"] > 0 for r in payload["rows"])
@@ -146,14 +196,9 @@ def test_integer_models_quick(tmp_path):
 
 
 def test_gmm_active_components_quick(tmp_path):
-    """benchmarks/gmm_active_components.py --quick: every sampler runs from one active
+    """benchmarks.gmm_active_components --quick: every sampler runs from one active
     component, the log-likelihood and counts are recorded, files written."""
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location(
-        "gmm_active_components", BENCH / "gmm_active_components.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module("benchmarks.gmm_active_components")
     payload = module.main(["--quick", "--out", str(tmp_path)])
     rows = {r["sampler"]: r for r in payload["rows"]}
     assert set(rows) == set(module.SAMPLERS)
@@ -163,12 +208,9 @@ def test_gmm_active_components_quick(tmp_path):
 
 
 def test_chain_crf_quick(tmp_path):
-    """benchmarks/chain_crf.py --quick: every sampler measured against exact marginals, files
+    """benchmarks.chain_crf --quick: every sampler measured against exact marginals, files
     written; NeuralBlock with defaults found the chain and its shipped proposal."""
-    sys.path.insert(0, str(BENCH))
-    spec = importlib.util.spec_from_file_location("chain_crf", BENCH / "chain_crf.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = importlib.import_module("benchmarks.chain_crf")
     payload = module.main(["--quick", "--out", str(tmp_path)])
     rows = {r["sampler"]: r for r in payload["rows"]}
     assert set(rows) == set(module.SAMPLERS)
