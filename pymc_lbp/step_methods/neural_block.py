@@ -1198,7 +1198,7 @@ class NeuralBlock(DiscreteStep):
                 probs[s] += np.exp(log_q)
                 continue
             ratio = mh_log_ratio(lp[current], float(lp[s]), log_q, log_q_x)
-            acc = np.exp(min(ratio, 0.0)) if np.isfinite(ratio) else 0.0
+            acc = float(mh_accept_probs(ratio))  # the one MH rule (+inf accepts)
             probs[s] += np.exp(log_q) * acc
             probs[current] += np.exp(log_q) * (1.0 - acc)
         return Y, probs

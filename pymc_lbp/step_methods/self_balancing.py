@@ -21,6 +21,7 @@ from pymc_lbp.samplers.common import (
     draw_from_cdf,
     log_normalize,
     mh_accept,
+    mh_accept_probs,
     mh_log_ratio,
     prepare_weights,
 )
@@ -535,5 +536,5 @@ class SelfBalancing(DiscreteStep):
             log_q_y = log_normalize(self.parametrization.log_g(deltas_y, self.lsb_params))
             reverse = self.layout.reverse_slot(slot, old)
             ratio = mh_log_ratio(logp, logp_y, log_q[slot], log_q_y[reverse])
-            out[slot] = np.exp(log_q[slot]) * (1.0 if ratio >= 0 else np.exp(ratio))
+            out[slot] = np.exp(log_q[slot]) * mh_accept_probs(ratio)
         return out

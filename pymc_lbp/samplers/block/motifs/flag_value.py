@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from pymc_lbp.samplers.block.motifs.blocks import MotifSpec
-from pymc_lbp.samplers.common import draw_categorical
+from pymc_lbp.samplers.common import draw_categorical, mh_log_ratio
 
 __all__ = [
     "CLIP",
@@ -149,9 +149,7 @@ def flag_value_log_ratio(logp_x: float, logp_y: float, log_q_x: float, log_q_y: 
     ``q`` is a density in the standardised coordinate ``t``; in ``v`` both densities carry the
     same factor ``1 / scale``, which cancels.
     """
-    if not np.isfinite(logp_y) or not np.isfinite(log_q_x):
-        return -np.inf
-    return float(logp_y - logp_x + log_q_x - log_q_y)
+    return mh_log_ratio(logp_x, logp_y, log_q_y, log_q_x)  # the one MH rule
 
 
 # ------------------------------------------------------------------ training target
