@@ -156,7 +156,7 @@ def test_same_target_check_detects_a_different_model(bench):
 )
 def test_numpyro_models_are_the_same_targets(bench, name):
     """NumPyro's log densities equal PyMC's up to a constant at random states (when installed)."""
-    pytest.importorskip("numpyro")
+    pytest.importorskip("numpyro", reason="needs numpyro: pip install -e '.[bench]'")
     checks = bench.check_same_target(bench.make_target(name), numpyro=True)
     assert "pymc_vs_numpyro" in checks
 
@@ -164,7 +164,7 @@ def test_numpyro_models_are_the_same_targets(bench, name):
 @pytest.mark.slow
 def test_numpyro_side_quick(bench, tmp_path):
     """DiscreteHMCGibbs plain and modified on the 4x4 lattice: sampling and JIT timed apart."""
-    pytest.importorskip("numpyro")
+    pytest.importorskip("numpyro", reason="needs numpyro: pip install -e '.[bench]'")
     target = bench.make_target("tiny")
     for modified in (False, True):
         res = bench.run_numpyro(target, modified, tune=5, draws=20, seed=0)

@@ -2,7 +2,8 @@
 
 Each test parametrized with :data:`OTHER_BACKENDS` builds the same step with the C backend and
 with ``compile_kwargs={"mode": backend}`` and checks that both make the same moves from the same
-seed. JAX is an optional extra (skipped without it); numba comes with pytensor.
+seed. JAX is the optional extra ``jax`` (``make test`` installs it; a bare install skips these
+tests and says which extra is missing); numba comes with pytensor.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ OTHER_BACKENDS = [pytest.param("JAX", id="jax"), pytest.param("NUMBA", id="numba
 
 
 def require(backend: str) -> None:
-    """Skip when the backend's package is absent (jax is optional)."""
-    pytest.importorskip({"JAX": "jax", "NUMBA": "numba"}[backend])
+    """Skip when the backend's package is absent (jax is the optional extra ``jax``)."""
+    package = {"JAX": "jax", "NUMBA": "numba"}[backend]
+    pytest.importorskip(package, reason=f"needs {package}: pip install -e '.[jax]'")
 
 
 def modes(backend: str) -> tuple[None, str]:
