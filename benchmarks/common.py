@@ -460,7 +460,7 @@ def self_balancing_step(x, parametrization: str, *, thin: int, particles: int, l
 
     return SelfBalancing(
         [x],
-        parametrization=parametrization,
+        balancing=parametrization,
         differences="gradient",
         n_particles=particles,
         learning_rate=lr,

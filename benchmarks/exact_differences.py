@@ -24,7 +24,8 @@ import pytensor
 import pytensor.tensor as pt
 
 from benchmarks.common import RESULTS, benchmark_parser
-from pymc_lbp.logp.neighbours import BlockLayout, ExactDifferences, describe_block
+from pymc_lbp.logp.differences import ExactDifferences
+from pymc_lbp.logp.layout import BlockLayout, describe_block
 from pymc_lbp.models import potts_model, segmentation_model
 
 

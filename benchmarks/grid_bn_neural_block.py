@@ -56,7 +56,7 @@ from benchmarks.common import (
 from pymc_lbp import NeuralBlock
 from pymc_lbp.models import exact_marginals, read_mar, read_network, read_uai
 from pymc_lbp.models.uai import grid_bn, read_evidence, uai_state_from_point
-from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
+from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
 
 UAI_GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
 SAMPLERS = ("neural", "block-gibbs", "gibbs", "pymc-gibbs")

@@ -174,7 +174,7 @@ def run_sampler(
     stats = getattr(idata, "sample_stats", {})  # BinaryGibbsMetropolis records no stats
     # (PyMC's BinaryMetropolis records the unclipped ratio as "accept")
     accept = float(np.minimum(stats["accept"], 1.0).mean()) if "accept" in stats else None
-    path_length = float(stats["path_length"].mean()) if "path_length" in stats else None
+    path_length = float(stats["mean_path_length"].mean()) if "mean_path_length" in stats else None
     if "step_jump_distance" in stats:
         ejd = float(stats["step_jump_distance"].mean())
     else:

@@ -12,8 +12,8 @@ steps, then the kernel. In one run on one core:
    chain (the gallery HMM), a Potts lattice (categorical), a UAI Bayesian network (binary,
    higher-order tables) and an RBM's visible marginal (binary, not pairwise).
 2. **pm.sample** on the gallery HMM (80 categorical states, NUTS on the transition matrix and
-   the noise): ``PathAuxiliaryLBP()`` with defaults (``compiled_kernel="auto"``: the Python
-   loop for the first 20,000 steps, then the kernel), with ``compiled_kernel=True`` and
+   the noise): ``PathAuxiliaryLBP()`` with defaults (``compiled="auto"``: the Python
+   loop for the first 20,000 steps, then the kernel), with ``compiled=True`` and
    ``False``, and PyMC's default steps, in the same run: seconds (compilation
    included), ESS/s of the states' mean and of the continuous parameters, accuracy against the
    exact posterior (largest |z|).
@@ -74,7 +74,7 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
     disc = discrete_vars(model)
     with model:
         start = time.perf_counter()
-        step = PathAuxiliaryLBP(disc, compiled_kernel=True)  # "auto" would loop at first
+        step = PathAuxiliaryLBP(disc, compiled=True)  # "auto" would loop at first
         construct = time.perf_counter() - start
     point = model.initial_point()
     x = np.asarray(DictToArrayBijection.map({v.name: point[v.name] for v in disc}).data)
@@ -88,7 +88,7 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
         "pairwise": bool(step.pairwise_ready()),
         "construct_s": construct,
     }
-    if step.pairwise_ready():  # runs the numba kernel whatever compiled_kernel says
+    if step.pairwise_ready():  # runs the numba kernel whatever compiled says
         return out
     start = time.perf_counter()
     step.run_steps(x, logp, deltas, 2)  # tuning draw: compiles the kernel
@@ -106,9 +106,9 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
         step.run_steps(x, logp, deltas, n_steps)
 
     def loop_run():
-        step.compiled_kernel = False
+        step.compiled = False
         step.run_steps(x, logp, deltas, n_steps)
-        step.compiled_kernel = True
+        step.compiled = True
 
     out["differences_us"] = min_time(lambda: step.differences(x), 1, 20) * 1e6
     times = {"loop_us": [], "kernel_us": [], "kernel_tune_us": []}
@@ -128,14 +128,14 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
 
 
 def sampling(sampler: str, draws: int, tune: int, seed: int, reference) -> dict:
-    """pm.sample of the gallery HMM: "pas" (defaults), "pas-compiled" (``compiled_kernel=True``),
+    """pm.sample of the gallery HMM: "pas" (defaults), "pas-compiled" (``compiled=True``),
     "pas-loop" (``False``) or "pymc" (PyMC's default steps)."""
     make_step = None  # PyMC's default steps
     if sampler != "pymc":
         options = {
             "pas": {},
-            "pas-compiled": {"compiled_kernel": True},
-            "pas-loop": {"compiled_kernel": False},
+            "pas-compiled": {"compiled": True},
+            "pas-loop": {"compiled": False},
         }[sampler]
 
         def make_step(model):

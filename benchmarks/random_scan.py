@@ -11,7 +11,7 @@ reference steps (``NeuralBlock.scan_step``). In one run on one core:
    resampled exactly over their 512 states (``exact``), single sites (``sites``).
 2. **pm.sample** (one chain, no tuning, ``--draws`` draws; seconds from the first step, the
    first draw, which compiles the scan, reported apart): ``NeuralBlock`` with the shipped
-   proposal and ``compiled_sweep=False`` (numpy),
+   proposal and ``compiled=False`` (numpy),
    ``True`` (C) and ``True`` with NUMBA, against PyMC's ``BinaryGibbsMetropolis`` (what
    ``pm.sample`` assigns to these variables) in the same run: seconds, ms per draw, ESS/s of the
    number of ones, and the mean absolute error of the marginals against the exact ones
@@ -44,7 +44,7 @@ from benchmarks.common import (
 from pymc_lbp import NeuralBlock
 from pymc_lbp.models import read_mar, read_network, read_uai
 from pymc_lbp.models.uai import read_evidence, uai_state_from_point
-from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
+from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
 
 GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
 UNITS = ("neural", "exact", "sites")
@@ -60,7 +60,7 @@ def load(label: str):
 
 
 def make_step(model, network, units: str, mode: str | None, compiled):
-    kw = {"compiled_sweep": compiled, "compile_kwargs": {"mode": mode} if mode else None}
+    kw = {"compiled": compiled, "compile_kwargs": {"mode": mode} if mode else None}
     if units == "sites":
         return NeuralBlock(model.free_RVs, blocks=None, **kw)
     proposal = pymc_lbp.load_proposal("grid-bn") if units == "neural" else "exact"

@@ -38,7 +38,7 @@ SAMPLERS = {
     "path_auxiliary_lbp": "PathAuxiliaryLBP (pymc_lbp)",
     "binary_gibbs_metropolis": "BinaryGibbsMetropolis (PyMC)",
 }
-STATS = ["accept", "path_length", "jump_distance"]
+STATS = ["accept", "mean_path_length", "jump_distance"]
 
 
 def run(sampler: str, model, args):
@@ -109,7 +109,7 @@ def stats_figure(idata):
     )
     labels = {
         "accept": "MH acceptance probability",
-        "path_length": "path length (sites flipped per proposal, mean of the draw)",
+        "mean_path_length": "path length (sites flipped per proposal, mean of the draw)",
         "jump_distance": "jump distance (sites changed per draw)",
     }
     for row, name in zip(axes, STATS, strict=True):

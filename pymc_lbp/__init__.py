@@ -15,10 +15,10 @@ import importlib.util
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
-    from pymc_lbp.logp.relax import NotRelaxableError
+    from pymc_lbp.logp.relaxed_values import NotRelaxableError
     from pymc_lbp.registry import register, registered, unregister
     from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS
-    from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
+    from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
     from pymc_lbp.samplers.block.neural_proposal import (
         NeuralProposal,
         ProposalFileError,
@@ -45,7 +45,7 @@ _LAZY: dict[str, str] = {
     "NeuralBlock": "pymc_lbp.step_methods.neural_block",
     "NeuralMixedBlock": "pymc_lbp.step_methods.neural_mixed_block",
     "NeuralProposal": "pymc_lbp.samplers.block.neural_proposal",
-    "NotRelaxableError": "pymc_lbp.logp.relax",
+    "NotRelaxableError": "pymc_lbp.logp.relaxed_values",
     "PathAuxiliaryLBP": "pymc_lbp.step_methods",
     "ProposalFileError": "pymc_lbp.samplers.block.neural_proposal",
     "SelfBalancing": "pymc_lbp.step_methods",
@@ -53,7 +53,7 @@ _LAZY: dict[str, str] = {
     "register": "pymc_lbp.registry",
     "registered": "pymc_lbp.registry",
     "unregister": "pymc_lbp.registry",
-    "uai_grid_blocks": "pymc_lbp.samplers.block.motifs.blocks",
+    "uai_grid_blocks": "pymc_lbp.samplers.block.motifs.grid_bn",
 }
 
 __all__ = [

@@ -2,9 +2,9 @@
 
 The motif (Wang et al. 2018): a 3 x 3 block of a binary grid Bayesian network, conditioned on
 the 14 nodes around it, with the 60 CPT entries of the block's nodes and of its children as
-local parameters (see :data:`pymc_lbp.samplers.block.motifs.blocks.GRID_BN_MOTIF`). Training data
+local parameters (see :data:`pymc_lbp.samplers.block.motifs.grid_bn.GRID_BN_MOTIF`). Training data
 are drawn afresh for every minibatch by
-:func:`pymc_lbp.samplers.block.motifs.blocks.grid_bn_motif_samples`: every CPT row is [0, 1] w.p.
+:func:`pymc_lbp.samplers.block.motifs.grid_bn.grid_bn_motif_samples`: every CPT row is [0, 1] w.p.
 1/40, [1, 0] w.p. 1/40, Dirichlet(1/2, 1/2) otherwise; a quarter of the motifs lie on each grid
 border. The network is a mixture density network (two ELU layers of 4 x max(in, out) units, K
 components), trained by maximum likelihood with Adam.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_lbp.samplers.block.motifs.blocks import (
+from pymc_lbp.samplers.block.motifs.grid_bn import (
     GRID_BN_MOTIF,
     grid_bn_blocks,
     grid_bn_motif_log_conditional,

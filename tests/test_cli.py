@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import pymc_lbp
 import pymc_lbp.models.uai as uai
 from pymc_lbp.cli import EXIT_CODES, SAMPLERS, main
 from pymc_lbp.models.uai import (
@@ -274,7 +275,7 @@ def _check_against_exact(target, idata, model, exact):
 SINGLE_SITE = [
     "gibbs_with_gradients",
     "locally_balanced",
-    "path_auxiliary",
+    "path_auxiliary_lbp",
     "self_balancing",
     "pymc_gibbs",
 ]
@@ -375,7 +376,7 @@ def test_default_sampler_crosses_zero_factors_and_matches_exact(tmp_path, xor_ua
     assert "xor.uai: block_gibbs, steps_per_draw=1," in out and err == ""  # one block, no warning
 
 
-@pytest.mark.parametrize("sampler", ["locally_balanced", "path_auxiliary", "pymc_gibbs"])
+@pytest.mark.parametrize("sampler", ["locally_balanced", "path_auxiliary_lbp", "pymc_gibbs"])
 def test_chains_that_never_leave_their_region_warn(tmp_path, xor_uai, sample_spy, sampler):
     """Regression: the chains start in different regions (random feasible starts), a single-site
     sampler keeps each in its own, and the comparison of the chains says so on stderr."""
@@ -390,6 +391,33 @@ def test_chains_that_never_leave_their_region_warn(tmp_path, xor_uai, sample_spy
     assert "did not mix between the regions they started in" in err
     assert "MAR file may be wrong; try --sampler block_gibbs or more draws" in err
     assert target.exists() and "marginals ->" in out
+
+
+def test_sampler_names_are_the_step_classes_names():
+    """Issue #26.4: a --sampler that is one step class is named as the class's ``name``."""
+    from pymc_lbp.step_methods.neural_block import NeuralBlock
+
+    classes = [
+        pymc_lbp.GibbsWithGradients,
+        pymc_lbp.LocallyBalanced,
+        pymc_lbp.PathAuxiliaryLBP,
+        pymc_lbp.SelfBalancing,
+        NeuralBlock,
+    ]
+    assert {cls.name for cls in classes} == set(SAMPLERS) - {"block_gibbs", "pymc_gibbs"}
+
+
+def test_former_sampler_name_works_for_one_release_with_a_warning(tmp_path, xor_uai):
+    path, _ = xor_uai
+    args = ("--chains", "1", "--draws", "20", "--tune", "10", "--seed", "5", "--quiet")
+    old, new = tmp_path / "old.MAR", tmp_path / "new.MAR"
+    code, out, err = run("mar", str(path), "-o", str(old), "--sampler", "path_auxiliary", *args)
+    assert code == 0, err
+    assert err == "warning: --sampler path_auxiliary is now path_auxiliary_lbp\n"
+    assert "path_auxiliary_lbp, steps_per_draw=" in out
+    code, _, err = run("mar", str(path), "-o", str(new), "--sampler", "path_auxiliary_lbp", *args)
+    assert code == 0 and err == ""
+    assert old.read_text() == new.read_text()  # the same sampler, the same chain
 
 
 def test_chain_disagreement_compares_the_chains_not_trends_within_them(xor_uai):

@@ -4,14 +4,32 @@ Every sampler reads the model through this folder; nothing here draws a random n
 
 Modules
 -------
-neighbours
-    ``BlockLayout`` (sites, slots, one-site moves) and the differences ``Delta_s(x)``:
-    ``ExactDifferences`` (local or batched) and ``GradientDifferences`` (first-order).
+layout
+    The block: ``VariableSpec``, ``describe_block``, ``BlockLayout`` (sites, slots, one-site
+    moves), ``integer_support``.
+differences
+    The differences ``Delta_s(x)``: ``Differences``, ``ExactDifferences`` (local or batched) and
+    ``GradientDifferences`` (first-order).
+vectorising
+    Rewrites before vectorising a logp over states: per-row checks, plain batched gathers.
 local_differences
-    Exact differences whose cost grows with the interactions: the dependency analysis of the
-    model's terms, site colouring, evaluation of the terms that change.
+    Exact differences whose cost grows with the interactions: ``LocalDifferences``, the compiled
+    and self-checked callable of a ``LocalPlan``.
+local_plan
+    ``build_local_plan``: moved states per colour, the segment sum, global pieces.
+site_pieces
+    The model's terms as sums of elements (``linear_pieces``, per-element checks) and the sites
+    each element touches (``SitePieces``, ``site_adjacency``).
+dependency_analysis
+    Which sites every element of every term depends on (``analyse_dependencies``).
+site_colouring
+    ``greedy_colouring`` of the site graph.
 relax
     The differentiable (multilinear) extension of a PyMC logp, for first-order differences.
+relaxer
+    The relaxation's rules, node by node (``_Relaxer``).
+relaxed_values
+    ``LOG_FLOOR``, ``NotRelaxableError`` and the relaxed representation of a graph variable.
 differences_choice
     ``differences="auto"``: measure whether first-order differences track the exact ones, at
     construction and again during tuning.

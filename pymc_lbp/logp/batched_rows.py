@@ -3,7 +3,7 @@
 :class:`~pymc_lbp.SelfBalancing` advances its auxiliary particles together while it learns;
 each learning step evaluates every particle at its proposal. Evaluated one row per call, the
 particles cost a compiled call each (tens of microseconds of overhead on small models); here the
-step's one-row graph ``x -> (logp, deltas)`` (:meth:`~pymc_lbp.logp.neighbours.Differences.graph`)
+step's one-row graph ``x -> (logp, deltas)`` (:meth:`~pymc_lbp.logp.differences.Differences.graph`)
 is vectorised over a batch of rows, with PyMC's parameter checks kept per row and batched gathers
 turned into plain indexing (as the exact differences' own batched evaluation does). Where the
 graph cannot be vectorised, or would hold too much memory (a row's graph that already evaluates
@@ -23,7 +23,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.replace import vectorize_graph
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.logp.neighbours import checks_per_row, unblock_gathers
+from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
 from pymc_lbp.samplers.traces import clear_traces
 
 Target = Callable[[Variable], tuple[Variable, Variable]]

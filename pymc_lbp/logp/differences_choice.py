@@ -126,7 +126,7 @@ def _tolerance(logp_x: float) -> float:
 def compare_at(diffs, x: np.ndarray, logp_x: float, deltas: np.ndarray, n_slots: int, rng):
     """``(max |first-order - exact|, all within rounding, moves compared)`` at ``x``.
 
-    ``diffs`` is a :class:`~pymc_lbp.logp.neighbours.GradientDifferences`; the exact difference
+    ``diffs`` is a :class:`~pymc_lbp.logp.differences.GradientDifferences`; the exact difference
     of a move is ``logp(y) - logp(x)``, with ``logp(y)`` from the same compiled call at the
     neighbour.
     """

@@ -61,7 +61,7 @@ def __getattr__(name: str):
     if name == "uai_grid_blocks":
         import warnings
 
-        from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
+        from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
 
         warnings.warn(
             "pymc_lbp.models.uai_grid_blocks moved: import it as pymc_lbp.uai_grid_blocks",

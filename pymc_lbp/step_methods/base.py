@@ -29,24 +29,17 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
+from pymc_lbp.logp.differences import Differences, ExactDifferences, GradientDifferences
 from pymc_lbp.logp.differences_choice import (
     DifferencesChoice,
     TuningRecheck,
     choose,
     probe_first_order,
 )
-from pymc_lbp.logp.local_differences import greedy_colouring, site_pieces
-from pymc_lbp.logp.neighbours import (
-    BINARY,
-    INTEGER,
-    BlockLayout,
-    Differences,
-    ExactDifferences,
-    GradientDifferences,
-    describe_block,
-    integer_support,
-)
-from pymc_lbp.logp.relax import NotRelaxableError
+from pymc_lbp.logp.layout import BINARY, INTEGER, BlockLayout, describe_block, integer_support
+from pymc_lbp.logp.relaxed_values import NotRelaxableError
+from pymc_lbp.logp.site_colouring import greedy_colouring
+from pymc_lbp.logp.site_pieces import site_pieces
 from pymc_lbp.samplers.balancing import log_sqrt
 from pymc_lbp.samplers.integer.graph import CompiledJumps
 from pymc_lbp.samplers.integer.reference import (
@@ -228,6 +221,9 @@ class DiscreteStep(ArrayStepShared):
         "grad_evals": (np.int64, []),
         "exact_differences": (bool, []),
     }
+    conditional_stats: ClassVar[tuple[str, ...]] = ("model_logp", "integer_accept", "integer_jump")
+    """Stats an instance adds to or drops from ``stats_dtypes_shapes`` at construction (their
+    conditions are in :data:`pymc_lbp.step_methods.stats.STATS`)."""
     target_accept: float | None = None
     integer_jumps: ClassVar[bool] = True
     """Whether each draw gives every integer site one informed jump
@@ -621,7 +617,7 @@ class DiscreteStep(ArrayStepShared):
         """Colour classes of the jumping and of the support-Gibbs sites: sites that share no
         term of the logp (the dependency analysis of :mod:`pymc_lbp.logp.local_differences`) move
         at once, their one-site changes evaluated from the logp's elements
-        (:meth:`~pymc_lbp.logp.local_differences.SitePieces.class_rows`). None for a group whose
+        (:meth:`~pymc_lbp.logp.site_pieces.SitePieces.class_rows`). None for a group whose
         sites all interact; all None when the graph cannot be analysed or a term couples sites the
         analysis cannot name."""
         groups = (self._jump_sites, self._gibbs_sites)

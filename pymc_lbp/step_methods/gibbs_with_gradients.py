@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+from pymc_lbp.step_methods.stats import document_stats
 
 
+@document_stats
 class GibbsWithGradients(LocallyBalanced):
     """Gibbs-with-Gradients (Grathwohl et al. 2021): locally balanced proposals from gradients.
 
@@ -52,20 +54,7 @@ class GibbsWithGradients(LocallyBalanced):
     -----
     Sampler statistics are those of :class:`LocallyBalanced`:
 
-    ============== ======= ==================================================================
-    stat           dtype   meaning
-    ============== ======= ==================================================================
-    tune           bool    whether the draw was made while tuning
-    accept         float64 mean MH acceptance probability over the draw's steps (a draw
-                           without steps, integer sites only: over its jumps)
-    n_accepted     int64   accepted steps in the draw
-    mh_steps       int64   MH steps made for the draw
-    jump_distance  int64   sites that differ between the previous and the new draw
-    model_logp     float64 model logp at the new draw (only when the step samples every
-                           free variable of the model; ArviZ: ``lp``)
-    logp_evals     int64   model logp evaluations made for the draw
-    grad_evals     int64   relaxed-logp gradient evaluations made for the draw
-    ============== ======= ==================================================================
+    {stats_table}
     """
 
     name = "gibbs_with_gradients"

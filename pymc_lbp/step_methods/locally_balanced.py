@@ -15,8 +15,10 @@ from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 from pymc_lbp.samplers.single_site.graph import graph_balancing
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
+from pymc_lbp.step_methods.stats import document_stats
 
 
+@document_stats
 class LocallyBalanced(DiscreteStep):
     """Locally balanced single-site proposals with an MH correction (Zanella 2020).
 
@@ -68,31 +70,7 @@ class LocallyBalanced(DiscreteStep):
     -----
     Sampler statistics (one scalar per draw):
 
-    ============== ======= ==================================================================
-    stat           dtype   meaning
-    ============== ======= ==================================================================
-    tune           bool    whether the draw was made while tuning (ArviZ puts tuning draws
-                           in the ``warmup_*`` groups and drops this stat)
-    accept         float64 mean MH acceptance probability over the draw's steps (a draw
-                           without steps, integer sites only: over its jumps)
-    n_accepted     int64   accepted steps in the draw
-    mh_steps       int64   MH steps made for the draw (``steps_per_draw``)
-    jump_distance  int64   sites that differ between the previous and the new draw
-    model_logp     float64 model logp at the new draw, as the step evaluated it (ArviZ:
-                           ``lp``); only when the step samples every free variable of the
-                           model (next to other steps PyMC keeps the last step's, NUTS's)
-    logp_evals     int64   model logp evaluations made for the draw (exact differences: one
-                           per neighbour and step, plus one per draw; pairwise couplings:
-                           one per draw, plus an extraction's when other variables moved)
-    grad_evals     int64   relaxed-logp gradient evaluations made for the draw
-    exact_differences bool exact neighbour differences (False: first-order ones); see
-                           ``step.differences_choice`` for why
-    integer_accept float64 blocks with integer or conditionally independent sites only: mean
-                           acceptance of the draw's own moves of those sites, one per site
-                           (:mod:`pymc_lbp.samplers.integer.reference`; 1 for full-conditional
-                           draws)
-    integer_jump   float64 blocks with integer sites only: mean absolute accepted jump
-    ============== ======= ==================================================================
+    {stats_table}
     """
 
     name = "locally_balanced"

@@ -16,18 +16,13 @@ from pymc.step_methods.state import dataclass_state
 from pytensor.graph.replace import clone_replace, vectorize_graph
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.differences_choice import DifferencesChoice
-from pymc_lbp.logp.local_differences import site_adjacency
+from pymc_lbp.logp.layout import BINARY, CATEGORICAL
 from pymc_lbp.logp.local_logp import FactorLogp, FactorSubset
-from pymc_lbp.logp.neighbours import (
-    BINARY,
-    CATEGORICAL,
-    Differences,
-    checks_per_row,
-    unblock_gathers,
-)
+from pymc_lbp.logp.site_pieces import site_adjacency
+from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
 from pymc_lbp.models.uai.model import UAIModelInfo
-from pymc_lbp.samplers.block.motifs.blocks import BlockSet
 from pymc_lbp.samplers.block.motifs.chain import (
     CHAIN_PARAMS_FROM,
     canonical_chain_params,
@@ -36,6 +31,7 @@ from pymc_lbp.samplers.block.motifs.chain import (
     chain_shape,
 )
 from pymc_lbp.samplers.block.motifs.finding import block_dependencies, chain_order, default_blocks
+from pymc_lbp.samplers.block.motifs.motif_api import BlockSet
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan, ScanFactors, ScanUnits
 from pymc_lbp.samplers.block.reference import (
@@ -55,6 +51,8 @@ from pymc_lbp.samplers.common import (
     mh_log_ratios,
 )
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
+from pymc_lbp.step_methods.options import AUTO, check_compiled, renamed_option
+from pymc_lbp.step_methods.stats import document_stats
 
 _NO_DELTAS = np.zeros(0)
 _log = logging.getLogger("pymc_lbp")
@@ -123,7 +121,7 @@ LOGP_MODES = ("auto", "factors", "model")
 
 
 KERNEL_AFTER_BLOCK_UPDATES = 100_000
-"""``compiled_sweep="auto"``: block updates a step makes in numpy before it compiles its sweep.
+"""``compiled="auto"``: block updates a step makes in numpy before it compiles its sweep.
 A numpy block update of a chain colour class costs 25-70 us and the compiled sweep's compilation
 6-8 s; a numpy random-scan step 40-200 us and the compiled scan's compilation 0.5-3 s warm (16 s
 with an empty compile cache). The switch comes when numpy has taken about as long as compiling
@@ -135,6 +133,7 @@ class NeuralBlockState(DiscreteStepState):
     block_updates: int
 
 
+@document_stats
 class NeuralBlock(DiscreteStep):
     """Block Metropolis-Hastings with learned (or exact) block proposals (Wang et al. 2018).
 
@@ -156,11 +155,11 @@ class NeuralBlock(DiscreteStep):
         Binary (Bernoulli) and categorical discrete variables. Default: all the model's free
         variables.
     blocks : BlockSet, None or "auto", default "auto"
-        The motif blocks (e.g. :func:`pymc_lbp.samplers.block.motifs.blocks.uai_grid_blocks`,
-        :func:`pymc_lbp.samplers.block.motifs.blocks.lattice_blocks`,
+        The motif blocks (e.g. :func:`pymc_lbp.samplers.block.motifs.grid_bn.uai_grid_blocks`,
+        :func:`pymc_lbp.samplers.block.motifs.lattice_blocks.lattice_blocks`,
         :func:`pymc_lbp.samplers.block.motifs.chain.chain_blocks`), or, for ``proposal="exact"``
         only, a block set without a motif whose blocks have any sizes and cardinalities
-        (:func:`pymc_lbp.samplers.block.motifs.blocks.uai_exact_blocks`, e.g. on the clusters of
+        (:func:`pymc_lbp.samplers.block.motifs.uai_blocks.uai_exact_blocks`, e.g. on the clusters of
         :func:`pymc_lbp.models.uai.clusters.uai_clusters`). ``"auto"``: found in the model graph
         with the proposal (:mod:`pymc_lbp.samplers.block.motifs.finding`: a UAI grid BN gets the
         grid-BN blocks and the shipped ``grid-bn`` proposal, a chain variable (an HMM's states)
@@ -184,8 +183,10 @@ class NeuralBlock(DiscreteStep):
         ``"auto"`` takes ``"factors"`` for unmodified ``read_uai`` models and ``"model"`` otherwise.
     max_exact_states : int, default 65536
         Largest number of joint block states an exact update may enumerate.
-    compiled_sweep : {"auto", True, False}, default "auto"
-        Where a colour-class sweep of chain blocks runs (see :attr:`colours`). ``True``: in one
+    compiled : {"auto", True, False}, default "auto"
+        Whether the draws' updates run compiled (the option of that name in every sampler;
+        ``compiled_sweep=`` is its deprecated former name). A colour-class sweep of chain blocks
+        (see :attr:`colours`) with ``True``: in one
         compiled call per sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`: for neural blocks
         reference logps, parameters, network, proposals, their logps and the MH decisions, for exact
         ones the logp at every joint state and the draws, every class in one graph; the network
@@ -232,28 +233,7 @@ class NeuralBlock(DiscreteStep):
     -----
     Sampler statistics (one scalar per draw):
 
-    ``tune`` (bool)
-        Whether the draw was made while tuning (nothing is tuned; for PyMC's bookkeeping).
-    ``accept`` (float)
-        Mean MH acceptance probability over the draw's steps (1 for exact and Gibbs updates).
-    ``n_accepted`` (int)
-        Number of accepted steps in the draw.
-    ``mh_steps`` (int)
-        Unit updates (MH steps) made for the draw.
-    ``model_logp`` (float)
-        Model logp at the new draw, as the step evaluated it (factor-local updates add their
-        differences to the draw's first model evaluation; ArviZ: ``lp``); only when the step
-        samples every free variable of the model.
-    ``block`` (int)
-        Index into ``units`` of the unit updated by the draw's last step.
-    ``jump_distance`` (int)
-        Number of sites that differ between the previous and the new draw.
-    ``logp_evals`` (int)
-        Target evaluations made for the draw: one model logp per draw, plus one (model or
-        factor-local) evaluation per neural proposal that differs from the current state and
-        one per enumerated state of exact and Gibbs updates.
-    ``grad_evals`` (int)
-        Always 0.
+    {stats_table}
 
     A proposal's tables include a uniform floor ``epsilon`` (see
     :mod:`pymc_lbp.samplers.block.mdn`), so the current block state always has positive reverse
@@ -276,6 +256,7 @@ class NeuralBlock(DiscreteStep):
         **{k: v for k, v in DiscreteStep.stats_dtypes_shapes.items() if k != "exact_differences"},
         "block": (np.int64, []),
     }
+    conditional_stats: ClassVar[tuple[str, ...]] = ("model_logp",)
 
     def __init__(
         self,
@@ -286,14 +267,18 @@ class NeuralBlock(DiscreteStep):
         steps_per_draw: int | None = None,
         differences: str = "auto",
         max_exact_states: int = 65536,
-        compiled_sweep: bool | str = "auto",
+        compiled: bool | str = AUTO,
         model=None,
         rng=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
         blocked: bool = True,
         logp: str | None = None,
+        compiled_sweep: bool | str | None = None,
     ):
+        compiled = renamed_option(
+            "NeuralBlock", "compiled", compiled, "compiled_sweep", compiled_sweep
+        )
         if logp is not None:
             warnings.warn(
                 "NeuralBlock(logp=...) is deprecated; use differences=...",
@@ -345,11 +330,7 @@ class NeuralBlock(DiscreteStep):
                 )
         if differences not in LOGP_MODES:
             raise ValueError(f"differences must be one of {LOGP_MODES}, got {differences!r}")
-        if not (isinstance(compiled_sweep, bool | np.bool_) or compiled_sweep == "auto"):
-            raise ValueError(
-                f"compiled_sweep must be 'auto', True or False, got {compiled_sweep!r}"
-            )
-        self.compiled_sweep = "auto" if isinstance(compiled_sweep, str) else bool(compiled_sweep)
+        self.compiled = check_compiled(compiled)
         self.block_updates = 0
         self._chain_sweep: CompiledChainSweep | None = None
         self._random_scan: CompiledRandomScan | None = None
@@ -733,21 +714,36 @@ class NeuralBlock(DiscreteStep):
         return True
 
     def _compiles_now(self, compilable: bool) -> bool:
-        """The ``compiled_sweep`` option for a path that can compile: ``True`` always,
+        """The ``compiled`` option for a path that can compile: ``True`` always,
         ``"auto"`` once :attr:`block_updates` reaches :data:`KERNEL_AFTER_BLOCK_UPDATES`."""
-        if self.compiled_sweep is False or not compilable:
+        if self.compiled is False or not compilable:
             return False
-        return self.compiled_sweep is True or self.block_updates >= KERNEL_AFTER_BLOCK_UPDATES
+        return self.compiled is True or self.block_updates >= KERNEL_AFTER_BLOCK_UPDATES
 
     def _announce_compile(self, what: str) -> None:
         """With ``"auto"`` the compilation comes mid-run: a pause of seconds deserves a word."""
-        if self.compiled_sweep == "auto":
+        if self.compiled == "auto":
             _log.info(
                 "NeuralBlock: compiling the %s after %d block updates "
-                "(compiled_sweep='auto'; seconds, once)",
+                "(compiled='auto'; seconds, once)",
                 what,
                 self.block_updates,
             )
+
+    @property
+    def compiled_sweep(self) -> bool | str:
+        """Deprecated former name of :attr:`compiled`."""
+        warnings.warn(
+            "NeuralBlock.compiled_sweep is deprecated; use .compiled", FutureWarning, stacklevel=2
+        )
+        return self.compiled
+
+    @compiled_sweep.setter
+    def compiled_sweep(self, value: bool | str) -> None:
+        warnings.warn(
+            "NeuralBlock.compiled_sweep is deprecated; use .compiled", FutureWarning, stacklevel=2
+        )
+        self.compiled = check_compiled(value)
 
     @property
     def uses_compiled_sweep(self) -> bool:
@@ -1095,8 +1091,8 @@ class NeuralBlock(DiscreteStep):
             proposal.fit(exact.motif_examples(idata), steps=5000)
 
         (Forward samples of the prior,
-        :func:`pymc_lbp.samplers.block.motifs.blocks.prior_motif_samples`, need a model without
-        ``pm.Potential`` terms; posterior draws work for any model.)
+        :func:`pymc_lbp.samplers.block.motifs.training_samples.prior_motif_samples`, need a model
+        without ``pm.Potential`` terms; posterior draws work for any model.)
 
         Parameters
         ----------

@@ -18,7 +18,7 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.tensor.random.basic import BernoulliRV
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.logp.neighbours import checks_per_row, unblock_gathers
+from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
 from pymc_lbp.samplers.block.motifs.flag_value import (
     HALF_WIDTH,
     canonical_flag_value_params,
@@ -31,6 +31,7 @@ from pymc_lbp.samplers.block.motifs.flag_value import (
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal, load_proposal
 from pymc_lbp.samplers.common import mh_accept
 from pymc_lbp.step_methods.base import DiscreteStepState
+from pymc_lbp.step_methods.stats import document_stats
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -41,6 +42,7 @@ PRIOR_DRAWS = 2000
 """Prior draws of the values that place the default grids (their 0.5% and 99.5% quantiles)."""
 
 
+@document_stats
 class NeuralMixedBlock(ArrayStepShared):
     """Block MH on (flag, value) pairs with a learned mixed proposal (Wang et al. 2018).
 
@@ -90,18 +92,7 @@ class NeuralMixedBlock(ArrayStepShared):
     -----
     Sampler statistics (one scalar per draw):
 
-    ``tune`` (bool)
-        Whether the draw was made while tuning (nothing is tuned).
-    ``accept`` (float)
-        Mean MH acceptance probability over the draw's steps.
-    ``n_accepted`` (int)
-        Accepted steps in the draw.
-    ``mh_steps`` (int)
-        Pair updates made for the draw.
-    ``flags_on`` (int)
-        Number of flags equal to 1 after the draw (active components).
-    ``logp_evals`` (int)
-        Model logp evaluations for the draw: one, plus ``2 G + 1`` per step.
+    {stats_table}
     """
 
     name = "neural_mixed_block"
@@ -111,9 +102,12 @@ class NeuralMixedBlock(ArrayStepShared):
         "accept": (np.float64, []),
         "n_accepted": (np.int64, []),
         "mh_steps": (np.int64, []),
+        "jump_distance": (np.int64, []),
         "flags_on": (np.int64, []),
         "logp_evals": (np.int64, []),
+        "grad_evals": (np.int64, []),
     }
+    conditional_stats: ClassVar[tuple[str, ...]] = ()
     _state_class = DiscreteStepState
     auto_assignable: ClassVar[bool] = False
     auto_assign_needs: ClassVar[str] = "the pairing of a Bernoulli flag with a continuous value"
@@ -327,8 +321,10 @@ class NeuralMixedBlock(ArrayStepShared):
             "accept": sum_accept / n_steps,
             "n_accepted": n_accepted,
             "mh_steps": n_steps,
+            "jump_distance": int(np.sum(q != q0.data)),
             "flags_on": int(np.sum(q[: self.n_pairs] != 0)),
             "logp_evals": 1 + n_steps * (2 * self.grid_points + 1),
+            "grad_evals": 0,
         }
         return RaveledVars(q, q0.point_map_info), [stats]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,12 +37,14 @@ from pymc_lbp.step_methods.base import (
     StepResult,
     steps_for_a_sweep,
 )
+from pymc_lbp.step_methods.options import AUTO, check_compiled, renamed_option
+from pymc_lbp.step_methods.stats import document_stats
 
 _log = logging.getLogger("pymc_lbp")
 
 
 KERNEL_AFTER_STEPS = 20_000
-"""``compiled_kernel="auto"``: MH steps a step makes in its Python loop before it compiles the
+"""``compiled="auto"``: MH steps a step makes in its Python loop before it compiles the
 path kernel. The Python loop costs 50-300 us per step off pairwise blocks and the kernel's
 compilation 1-3 s warm (more in a cold compile cache), so the switch comes when the loop has
 taken about as long as compiling takes (the rent-or-buy rule), and a short run never compiles."""
@@ -56,6 +59,7 @@ class PathAuxiliaryState(DiscreteStepState):
     loop_steps: int
 
 
+@document_stats
 class PathAuxiliaryLBP(DiscreteStep):
     """Path auxiliary locally balanced proposals: ``R`` distinct sites change per MH step.
 
@@ -128,9 +132,10 @@ class PathAuxiliaryLBP(DiscreteStep):
         from its full conditional, all at once, ``step.independent_sites``). Every
         step leaves the target invariant, so the number of steps may change between tuning
         draws. At most 1,000,000.
-    compiled_kernel : {"auto", True, False}, default "auto"
-        Where the draws' steps run (pairwise binary blocks run
-        :mod:`pymc_lbp.samplers.pairwise.kernel` whatever this says). ``True``: every draw, tuning
+    compiled : {"auto", True, False}, default "auto"
+        Whether the draws' steps run compiled (the option of that name in every sampler;
+        ``compiled_kernel=`` is its deprecated former name); pairwise binary blocks run
+        :mod:`pymc_lbp.samplers.pairwise.kernel` whatever this says. ``True``: every draw, tuning
         included, in one call of the compiled path kernel (:mod:`pymc_lbp.samplers.path.graph`, a
         pytensor ``scan`` that carries the path-length adaptation while tuning; the backend from
         ``compile_kwargs``), compiled at the first draw (1-3 s with C, minutes with a cold numba
@@ -151,7 +156,8 @@ class PathAuxiliaryLBP(DiscreteStep):
     Raises
     ------
     ValueError
-        For ``target_accept`` outside (0, 1), a ``path_length`` that is not a number in
+        For ``compiled`` other than "auto", True or False, or given under both its names; for
+        ``target_accept`` outside (0, 1), a ``path_length`` that is not a number in
         ``[1, number of sites]``, an ``initial_path_length`` outside ``[1, number of sites]``, or
         a ``single_site_share`` outside (0, 1).
 
@@ -159,48 +165,14 @@ class PathAuxiliaryLBP(DiscreteStep):
     -----
     Sampler statistics (one scalar per draw; per-step values are averaged over the draw):
 
-    ``tune`` (bool)
-        Whether the draw was made while tuning.
-    ``accept`` (float)
-        Mean MH acceptance probability of the draw's steps (single-site steps included; the
-        tuning targets the path steps' acceptance).
-    ``n_accepted`` (int)
-        Number of accepted steps in the draw.
-    ``mh_steps`` (int)
-        MH steps made for the draw.
-    ``model_logp`` (float)
-        Model logp at the new draw, as the step evaluated it (ArviZ calls it ``lp``); only
-        when the step samples every free variable of the model (next to other steps PyMC
-        keeps the last step's ``model_logp``, e.g. NUTS's).
-    ``path_length`` (float)
-        Mean number ``R`` of sites a step proposed to change, single-site steps included (an
-        integer when ``steps_per_draw == 1``); its expectation is ``s + (1 - s) U`` with ``s``
-        the ``single_site_share``.
-    ``path_scale`` (float)
-        The scale ``U`` after the draw (the mean ``R`` of the path steps): moves during tuning,
-        constant after.
-    ``jump_distance`` (int)
-        Number of sites that differ between the previous and the new draw.
-    ``step_jump_distance`` (float)
-        Mean number of sites changed per MH step of the draw (``R`` if accepted, else 0): the
-        per-step jump distance whose expectation (EJD) the optimal-scaling theory is about
-        (equal to ``jump_distance`` when ``steps_per_draw == 1``).
-    ``exact_differences`` (bool)
-        True when exact neighbour differences are used, False for first-order ones (why:
-        ``step.differences_choice``).
-    ``integer_accept``, ``integer_jump`` (float)
-        Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
-        draw's informed jumps, one per integer site (:mod:`pymc_lbp.samplers.integer.reference`).
-    ``logp_evals``, ``grad_evals`` (int)
-        Model logp and relaxed-gradient evaluations made for the draw (pairwise couplings: one
-        logp per draw, plus an extraction's when other variables moved; none per step).
+    {stats_table}
     """
 
     name = "path_auxiliary_lbp"
     pairwise_kernel = True
     stats_dtypes_shapes: ClassVar[dict] = {
         **DiscreteStep.stats_dtypes_shapes,
-        "path_length": (np.float64, []),
+        "mean_path_length": (np.float64, []),
         "path_scale": (np.float64, []),
         "step_jump_distance": (np.float64, []),
     }
@@ -217,18 +189,18 @@ class PathAuxiliaryLBP(DiscreteStep):
         differences: str = "auto",
         initial_path_length: float = 1.0,
         steps_per_draw: int | None = None,
-        compiled_kernel: bool | str = "auto",
+        compiled: bool | str = AUTO,
         model=None,
         rng=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
         blocked: bool = True,
+        compiled_kernel: bool | str | None = None,
     ):
-        if not (isinstance(compiled_kernel, bool | np.bool_) or compiled_kernel == "auto"):
-            raise ValueError(
-                f"compiled_kernel must be 'auto', True or False, got {compiled_kernel!r}"
-            )
-        self.compiled_kernel = "auto" if isinstance(compiled_kernel, str) else bool(compiled_kernel)
+        compiled = renamed_option(
+            "PathAuxiliaryLBP", "compiled", compiled, "compiled_kernel", compiled_kernel
+        )
+        self.compiled = check_compiled(compiled)
         self.loop_steps = 0
         self.target_accept = check_target_accept(target_accept)
         self.single_site_share = check_single_site_share(single_site_share)
@@ -349,14 +321,33 @@ class PathAuxiliaryLBP(DiscreteStep):
 
     # -- the compiled transition ------------------------------------------------------------------
     @property
+    def compiled_kernel(self) -> bool | str:
+        """Deprecated former name of :attr:`compiled`."""
+        warnings.warn(
+            "PathAuxiliaryLBP.compiled_kernel is deprecated; use .compiled",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return self.compiled
+
+    @compiled_kernel.setter
+    def compiled_kernel(self, value: bool | str) -> None:
+        warnings.warn(
+            "PathAuxiliaryLBP.compiled_kernel is deprecated; use .compiled",
+            FutureWarning,
+            stacklevel=2,
+        )
+        self.compiled = check_compiled(value)
+
+    @property
     def path_kernel(self) -> CompiledPathSteps:
         """The compiled path transition (:class:`pymc_lbp.samplers.path.graph.CompiledPathSteps`),
         compiled on first use."""
         if self._path_kernel is None:
-            if self.compiled_kernel == "auto":  # a pause mid-run deserves a word
+            if self.compiled == "auto":  # a pause mid-run deserves a word
                 _log.info(
                     "%s: compiling the path kernel after %d steps in the Python loop "
-                    "(compiled_kernel='auto'; seconds, once)",
+                    "(compiled='auto'; seconds, once)",
                     type(self).__name__,
                     self.loop_steps,
                 )
@@ -376,16 +367,16 @@ class PathAuxiliaryLBP(DiscreteStep):
 
     @property
     def uses_compiled_kernel(self) -> bool:
-        """Whether this draw runs the compiled kernel: the ``compiled_kernel`` option (with
+        """Whether this draw runs the compiled kernel: the ``compiled`` option (with
         ``"auto"``: on blocks with categorical or integer sites, once :attr:`loop_steps`
         reaches :data:`KERNEL_AFTER_STEPS`), except for tuning draws whose number of steps
         follows the tuned scale under a backend that compiles once per number of steps (JAX)."""
-        if self.compiled_kernel is False:
+        if self.compiled is False:
             return False
         tuning = self.adaptive and self.tune
         if tuning and self._steps_per_draw is None and needs_static_shapes(self._compile_kwargs):
             return False
-        if self.compiled_kernel is True:
+        if self.compiled is True:
             return True
         # "auto": binary blocks keep the loop, as fast or faster there (docs/compiled.md)
         return not self.layout.all_binary and self.loop_steps >= KERNEL_AFTER_STEPS
@@ -411,7 +402,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         if tuning:
             self._set_adapt_state(res.adapt_state)
         extras = {
-            "path_length": [res.sum_length / n_steps],
+            "mean_path_length": [res.sum_length / n_steps],
             "step_jump_distance": [res.sum_moved / n_steps],
         }
         return self.draw_from_kernel(res, extras)
@@ -430,7 +421,8 @@ class PathAuxiliaryLBP(DiscreteStep):
         if tuning:
             self._set_adapt_state((res.log_u, res.log_u_bar, res.adapt_count, res.doubling))
         draw.extras.update(
-            path_length=[res.sum_length / n_steps], step_jump_distance=[res.sum_moved / n_steps]
+            mean_path_length=[res.sum_length / n_steps],
+            step_jump_distance=[res.sum_moved / n_steps],
         )
         return draw
 
@@ -491,13 +483,17 @@ class PathAuxiliaryLBP(DiscreteStep):
         return StepResult(x, logp, deltas, prob, False, extra=self._extra(length, False))
 
     def _extra(self, length: int, accepted: bool) -> dict[str, Any]:
-        return {"path_length": length, "step_jump_distance": length if accepted else 0}
+        return {"mean_path_length": length, "step_jump_distance": length if accepted else 0}
 
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         if not extras:  # a draw without path steps (integer sites only: their jumps)
-            return {"path_length": 0.0, "step_jump_distance": 0.0, "path_scale": self.path_scale}
+            return {
+                "mean_path_length": 0.0,
+                "step_jump_distance": 0.0,
+                "path_scale": self.path_scale,
+            }
         return {
-            "path_length": float(np.mean(extras["path_length"])),
+            "mean_path_length": float(np.mean(extras["mean_path_length"])),
             "step_jump_distance": float(np.mean(extras["step_jump_distance"])),
             "path_scale": self.path_scale,
         }

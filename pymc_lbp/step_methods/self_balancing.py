@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytensor
@@ -35,8 +35,12 @@ from pymc_lbp.samplers.self_balancing.learning import (
 from pymc_lbp.samplers.self_balancing.parametrizations import PARAMETRIZATIONS, make_parametrization
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
+from pymc_lbp.step_methods.options import Default, renamed_option
+from pymc_lbp.step_methods.stats import document_stats
 
 PARTICLE_WEIGHTS = ("uniform", "target")
+LSB1 = Default("lsb1")
+"""The default of ``balancing``."""
 INIT_SEED = 20220717
 """Seed of the (deterministic) initial hidden layer of the LSB2 network."""
 
@@ -66,6 +70,7 @@ def _check_positive_float(name: str, value) -> float:
     return out
 
 
+@document_stats
 class SelfBalancing(DiscreteStep):
     """Locally balanced proposals with a balancing function learned during tuning (LSB / FLSB).
 
@@ -105,10 +110,12 @@ class SelfBalancing(DiscreteStep):
     ----------
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
-    parametrization : {"lsb1", "lsb2", "lsb2_min"}, default "lsb1"
-        ``"lsb1"``: softmax mixture of the sqrt, Barker, min and max functions (starts with equal
-        weights). ``"lsb2"``: ``g(t) = (h(t) + t h(1/t)) / 2`` with ``h`` a positive MLP of one
-        hidden layer (starts at ``g = sqrt``). ``"lsb2_min"``: ``g = min{h(t), t h(1/t)}`` (the
+    balancing : {"lsb1", "lsb2", "lsb2_min"}, default "lsb1"
+        The family of the learned balancing function ``g`` (the option that picks ``g`` in every
+        sampler; ``parametrization=`` is its deprecated former name). ``"lsb1"``: softmax
+        mixture of the sqrt, Barker, min and max functions (starts with equal weights).
+        ``"lsb2"``: ``g(t) = (h(t) + t h(1/t)) / 2`` with ``h`` a positive MLP of one hidden
+        layer (starts at ``g = sqrt``). ``"lsb2_min"``: ``g = min{h(t), t h(1/t)}`` (the
         paper's first version; reaches light tails at near-impossible neighbours more easily). See
         :mod:`pymc_lbp.samplers.self_balancing.parametrizations`.
     differences : {"auto", "exact", "gradient"}, default "auto"
@@ -148,36 +155,7 @@ class SelfBalancing(DiscreteStep):
     -----
     Sampler statistics (one scalar per draw):
 
-    ``tune`` (bool)
-        Whether the draw was made while tuning (learning).
-    ``accept`` (float)
-        Mean MH acceptance probability of the chain's steps in the draw.
-    ``n_accepted`` (int)
-        Number of accepted steps in the draw.
-    ``mh_steps`` (int)
-        MH steps of the chain made for the draw.
-    ``learning_steps`` (int)
-        Adam updates made in the draw (0 after tuning).
-    ``model_logp`` (float)
-        Model logp at the new draw, as the step evaluated it (ArviZ: ``lp``); only when the
-        step samples every free variable of the model.
-    ``jump_distance`` (int)
-        Number of sites that differ between the previous and the new draw.
-    ``logp_evals`` (int)
-        Model logp evaluations for the draw, the particles' included.
-    ``grad_evals`` (int)
-        Relaxed-logp gradient evaluations for the draw, the particles' included.
-    ``exact_differences`` (bool)
-        True when exact neighbour differences are used, False for first-order ones (why:
-        ``step.differences_choice``).
-    ``integer_accept``, ``integer_jump`` (float)
-        Blocks with integer sites only: mean acceptance and mean absolute accepted jump of the
-        draw's informed jumps, one per integer site (:mod:`pymc_lbp.samplers.integer.reference`).
-    ``lsb_loss`` (float)
-        Mean batch estimate of the LSB objective over the draw's learning updates (the mutual
-        information between consecutive states up to a parameter-free term); NaN after tuning.
-    ``lsb_weight_sqrt``, ``lsb_weight_barker``, ``lsb_weight_min``, ``lsb_weight_max`` (float)
-        LSB1 only: the current mixture weights.
+    {stats_table}
 
     The learned parameters are ``step.lsb_params`` (``step.balancing_function(d)`` evaluates the
     learned ``log g(e^d)``); ``reset_tuning()`` restores the initial ones.
@@ -190,12 +168,21 @@ class SelfBalancing(DiscreteStep):
     learned_balancing = True
     name = "self_balancing"
     _state_class = SelfBalancingState
+    stats_dtypes_shapes: ClassVar[dict] = {
+        **DiscreteStep.stats_dtypes_shapes,
+        "lsb_loss": (np.float64, []),
+        "learning_steps": (np.int64, []),
+    }
+    conditional_stats: ClassVar[tuple[str, ...]] = (
+        *DiscreteStep.conditional_stats,
+        *(f"lsb_weight_{k}" for k in ("sqrt", "barker", "min", "max")),
+    )
 
     def __init__(
         self,
         vars=None,
         *,
-        parametrization: str = "lsb1",
+        balancing: str = LSB1,
         differences: str = "auto",
         n_particles: int = 30,
         learning_rate: float = 1e-2,
@@ -210,7 +197,11 @@ class SelfBalancing(DiscreteStep):
         compile_kwargs: dict | None = None,
         blocked: bool = True,
         hidden_units: int | None = None,
+        parametrization: str | None = None,
     ):
+        family = renamed_option(
+            "SelfBalancing", "balancing", balancing, "parametrization", parametrization
+        )
         if hidden_units is not None:
             warnings.warn(
                 "SelfBalancing(hidden_units=...) is deprecated; use hidden=...",
@@ -218,8 +209,8 @@ class SelfBalancing(DiscreteStep):
                 stacklevel=2,
             )
             hidden = hidden_units
-        if parametrization not in PARAMETRIZATIONS:
-            make_parametrization(parametrization)  # raises the explanatory ValueError
+        if family not in PARAMETRIZATIONS:
+            make_parametrization(family)  # raises the explanatory ValueError
         self.n_particles = _check_positive_int("n_particles", n_particles)
         self._learning_steps = (
             None
@@ -227,7 +218,7 @@ class SelfBalancing(DiscreteStep):
             else _check_positive_int("learning_steps", learning_steps)
         )
         hidden = _check_positive_int("hidden", hidden)
-        learned_hidden = hidden if parametrization != "lsb1" else 0
+        learned_hidden = hidden if family != "lsb1" else 0
         # the particle count and the network's size need no model: refuse before compiling
         check_learning_size(self.n_particles, 0, 0, learned_hidden)
         self.learning_rate = _check_positive_float("learning_rate", learning_rate)
@@ -237,12 +228,10 @@ class SelfBalancing(DiscreteStep):
                 f"particle_weights must be one of {PARTICLE_WEIGHTS}, got {particle_weights!r}"
             )
         self.particle_weights = particle_weights
-        self.parametrization = make_parametrization(parametrization, hidden)
+        self.parametrization = make_parametrization(family, hidden)
         self._described: tuple[bytes, dict] = (b"", {})  # (parameters, their stats), see below
         self.stats_dtypes_shapes = {
-            **DiscreteStep.stats_dtypes_shapes,
-            "lsb_loss": (np.float64, []),
-            "learning_steps": (np.int64, []),
+            **type(self).stats_dtypes_shapes,
             **{k: (np.float64, []) for k in self.parametrization.describe(np.zeros(4))},
         }
         self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]

@@ -77,7 +77,7 @@ def test_unblock_gathers_from_batched_and_unbatched_tables():
     from pytensor.graph.replace import vectorize_graph
     from pytensor.tensor.blockwise import Blockwise
 
-    from pymc_lbp.logp.neighbours import unblock_gathers
+    from pymc_lbp.logp.vectorising import unblock_gathers
 
     x = pt.vector("x", dtype="int64")
     n = 5

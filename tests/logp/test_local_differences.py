@@ -14,8 +14,10 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 
-from pymc_lbp.logp.local_differences import NotLocalError, build_local_plan
-from pymc_lbp.logp.neighbours import BlockLayout, ExactDifferences, describe_block
+from pymc_lbp.logp.dependency_analysis import NotLocalError
+from pymc_lbp.logp.differences import ExactDifferences
+from pymc_lbp.logp.layout import BlockLayout, describe_block
+from pymc_lbp.logp.local_plan import build_local_plan
 from pymc_lbp.models import ising_log_density, potts_model, read_uai, segmentation_model
 
 ATOL = 1e-10
@@ -378,9 +380,11 @@ def test_shared_shape_change_is_refused():
 def test_self_check_catches_a_wrong_analysis(monkeypatch):
     """A wrong colouring (all sites one colour) is caught on the first call: a warning, and the
     batched evaluation from then on."""
-    import pymc_lbp.logp.local_differences as ld
+    import pymc_lbp.logp.local_plan as local_plan  # build_local_plan looks the colouring up there
 
-    monkeypatch.setattr(ld, "greedy_colouring", lambda a: np.zeros(a.shape[0], dtype=np.int64))
+    monkeypatch.setattr(
+        local_plan, "greedy_colouring", lambda a: np.zeros(a.shape[0], dtype=np.int64)
+    )
     model, _ = user_ising(5)
     batched, local, _ = _pair(model)
     x = np.random.default_rng(11).integers(0, 2, 25)
@@ -480,7 +484,7 @@ def test_class_rows_equal_the_batched_rows(build):
     of finite logp."""
     import pytensor
 
-    from pymc_lbp.logp.local_differences import site_pieces
+    from pymc_lbp.logp.site_pieces import site_pieces
 
     model, state = build()
     batched, _, _ = _pair(model)

@@ -11,12 +11,8 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_lbp import NotRelaxableError
-from pymc_lbp.logp.neighbours import (
-    BlockLayout,
-    ExactDifferences,
-    GradientDifferences,
-    describe_block,
-)
+from pymc_lbp.logp.differences import ExactDifferences, GradientDifferences
+from pymc_lbp.logp.layout import BlockLayout, describe_block
 
 RNG = np.random.default_rng(7)
 

@@ -32,13 +32,10 @@ import pytest
 from pytensor.compile.mode import Mode
 
 from pymc_lbp import NotRelaxableError
-from pymc_lbp.logp.neighbours import (
-    BlockLayout,
-    ExactDifferences,
-    GradientDifferences,
-    describe_block,
-)
-from pymc_lbp.logp.relax import LOG_FLOOR, relaxed_logp
+from pymc_lbp.logp.differences import ExactDifferences, GradientDifferences
+from pymc_lbp.logp.layout import BlockLayout, describe_block
+from pymc_lbp.logp.relax import relaxed_logp
+from pymc_lbp.logp.relaxed_values import LOG_FLOOR
 
 # no graph rewrites, Python linker: the graphs are tiny and compiling dominates
 FAST = {"mode": Mode(linker="py", optimizer=None)}

@@ -16,7 +16,8 @@ from pymc_lbp.models.uai import (
     read_network,
     uai_clusters,
 )
-from pymc_lbp.samplers.block.motifs.blocks import BlockSet, MotifBlock, uai_exact_blocks
+from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock
+from pymc_lbp.samplers.block.motifs.uai_blocks import uai_exact_blocks
 
 SHIPPED = [
     ("uai2008_grid_bn/50-12-5.uai", True),
@@ -135,7 +136,7 @@ def test_neural_block_runs_exact_block_gibbs_on_blocks_of_any_shape():
     model = read_uai(net)
     blocks = uai_exact_blocks(net, MIXED_BLOCKS)
     with model:
-        step = NeuralBlock(blocks=blocks, proposal="exact", compiled_sweep=False)
+        step = NeuralBlock(blocks=blocks, proposal="exact", compiled=False)
         with pytest.raises(ValueError, match="exact block Gibbs only"):
             NeuralBlock(blocks=blocks, proposal=object())
     assert step.units == [b.label for b in blocks] and step.uncovered_sites.size == 0
@@ -166,7 +167,7 @@ def test_compiled_scan_makes_the_numpy_moves_on_blocks_of_any_shape():
             blocks=uai_exact_blocks(net, MIXED_BLOCKS),
             proposal="exact",
             differences="factors",
-            compiled_sweep=True,
+            compiled=True,
             compile_kwargs={"mode": "FAST_COMPILE"},
         )
     assert step.uses_compiled_scan and step.logp_mode == "factors"

@@ -24,7 +24,7 @@ import pymc_lbp
 from pymc_lbp import NeuralBlock, NeuralProposal, load_proposal
 from pymc_lbp.models import read_uai, uai_variable_map
 from pymc_lbp.models.uai import exact_marginals, grid_bn
-from pymc_lbp.samplers.block.motifs.blocks import (
+from pymc_lbp.samplers.block.motifs.grid_bn import (
     GRID_BN_MOTIF,
     grid_bn_motif_samples,
     uai_grid_blocks,
@@ -126,10 +126,10 @@ SAMPLERS = {
     "lb-gradient": lambda z, c: pymc_lbp.LocallyBalanced([z, c], differences="gradient"),
     "gwg": lambda z, c: pymc_lbp.GibbsWithGradients([z, c]),
     "lsb1": lambda z, c: pymc_lbp.SelfBalancing(
-        [z, c], parametrization="lsb1", differences="exact", n_particles=10
+        [z, c], balancing="lsb1", differences="exact", n_particles=10
     ),
     "lsb2": lambda z, c: pymc_lbp.SelfBalancing(
-        [z, c], parametrization="lsb2", differences="exact", n_particles=10
+        [z, c], balancing="lsb2", differences="exact", n_particles=10
     ),
     "flsb": lambda z, c: pymc_lbp.SelfBalancing([z, c], differences="gradient", n_particles=10),
     "pas": lambda z, c: pymc_lbp.PathAuxiliaryLBP([z, c]),
@@ -235,13 +235,13 @@ EXTREME_SAMPLERS = {
     "lb-exact": (lambda z: pymc_lbp.LocallyBalanced([z], differences="exact"), True),
     "lsb1": (
         lambda z: pymc_lbp.SelfBalancing(
-            [z], parametrization="lsb1", differences="exact", n_particles=10
+            [z], balancing="lsb1", differences="exact", n_particles=10
         ),
         True,
     ),
     "lsb2": (
         lambda z: pymc_lbp.SelfBalancing(
-            [z], parametrization="lsb2", differences="exact", n_particles=10
+            [z], balancing="lsb2", differences="exact", n_particles=10
         ),
         True,
     ),

@@ -72,7 +72,7 @@ def test_pickle_roundtrip_and_spawn():
         z = pm.Bernoulli("z", logit_p=np.linspace(-1, 1, 4), shape=4)
         pm.Potential("chain", ((2 * z[1:] - 1) * (2 * z[:-1] - 1)).sum())
         step = GibbsWithGradients([model["x"]], steps_per_draw=2)
-        learner = SelfBalancing([z], parametrization="lsb1", n_particles=3, steps_per_draw=1)
+        learner = SelfBalancing([z], balancing="lsb1", n_particles=3, steps_per_draw=1)
     clone = cloudpickle.loads(cloudpickle.dumps(step))
     x = np.array([1, 0, 1, 1])
     np.testing.assert_allclose(clone.differences(x)[1], step.differences(x)[1])
@@ -159,12 +159,10 @@ def test_deprecated_aliases_warn_and_work():
     with pm.Model():
         x = pm.Bernoulli("x", 0.5, shape=3)
         with pytest.warns(FutureWarning, match="hidden_units"):
-            step = pymc_lbp.SelfBalancing([x], parametrization="lsb2", hidden_units=4)
+            step = pymc_lbp.SelfBalancing([x], balancing="lsb2", hidden_units=4)
         assert (
             step.parametrization.n_params
-            == pymc_lbp.SelfBalancing(
-                [x], parametrization="lsb2", hidden=4
-            ).parametrization.n_params
+            == pymc_lbp.SelfBalancing([x], balancing="lsb2", hidden=4).parametrization.n_params
         )
         with pytest.warns(FutureWarning, match="logp="):
             nb = pymc_lbp.NeuralBlock([x], blocks=None, logp="model")

@@ -1,7 +1,7 @@
 """Trained block proposals for structural motifs: the network, its training, save and load.
 
 A :class:`NeuralProposal` is a :class:`~pymc_lbp.samplers.block.mdn.MixtureDensityNetwork` bound to
-a :class:`~pymc_lbp.samplers.block.motifs.blocks.MotifSpec`: it maps the values of a motif's
+a :class:`~pymc_lbp.samplers.block.motifs.motif_api.MotifSpec`: it maps the values of a motif's
 conditioning set and its local parameters to ``q(x_B | x_C, params)``, a mixture of products of
 categoricals over the block. :class:`~pymc_lbp.NeuralBlock` uses it as a Metropolis-Hastings
 proposal.
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from pymc_lbp.samplers.block.mdn import LAYER_NAMES, MixtureDensityNetwork, TrainingReport
-from pymc_lbp.samplers.block.motifs.blocks import MotifSpec
+from pymc_lbp.samplers.block.motifs.motif_api import MotifSpec
 
 __all__ = [
     "FORMAT",
@@ -224,9 +224,9 @@ class NeuralProposal:
         ----------
         data : callable or tuple of arrays
             ``data(rng, n) -> (x_block, x_cond, params)`` drawing fresh samples (e.g.
-            :func:`~pymc_lbp.samplers.block.motifs.blocks.grid_bn_motif_samples`), or fixed arrays
-            (e.g. from :func:`~pymc_lbp.samplers.block.motifs.blocks.prior_motif_samples`) that
-            minibatches are drawn from.
+            :func:`~pymc_lbp.samplers.block.motifs.grid_bn.grid_bn_motif_samples`), or fixed arrays
+            (e.g. from :func:`~pymc_lbp.samplers.block.motifs.training_samples.prior_motif_samples`)
+            that minibatches are drawn from.
         steps, batch_size, learning_rate, final_learning_rate, seed, progressbar
             See :meth:`MixtureDensityNetwork.fit`. The same seed, data and starting weights
             give the same trained proposal.

@@ -56,7 +56,7 @@ BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
 ClassRowsGraph = Callable[[Variable, np.ndarray, Variable], Variable]
 """``(x, sites, values (m, n)) -> change of the logp from x when sites[i] alone is set to
 values[i, k]``, shape (m, n), for sites that share no term
-(:meth:`pymc_lbp.logp.local_differences.SitePieces.class_rows`)."""
+(:meth:`pymc_lbp.logp.site_pieces.SitePieces.class_rows`)."""
 """``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
 
 
@@ -357,10 +357,10 @@ class CompiledJumps:
         :data:`~pymc_lbp.samplers.integer.reference.LARGEST_SCALE_EXPONENT`.
     site_logp : callable
         ``(x, sites, values) -> (logp(x), rows)`` graphs (the batched exact evaluation, e.g.
-        :meth:`pymc_lbp.logp.neighbours.ExactDifferences.site_logp_graph`).
+        :meth:`pymc_lbp.logp.differences.ExactDifferences.site_logp_graph`).
     bounds : callable or None
         ``x -> (lower, upper)`` graphs
-        (:meth:`pymc_lbp.logp.neighbours.Differences.bounds_graph`).
+        (:meth:`pymc_lbp.logp.differences.Differences.bounds_graph`).
     log_g : callable
         Balancing function in log space, as a graph builder.
     compile_kwargs : dict, optional
@@ -376,7 +376,7 @@ class CompiledJumps:
         at a time.
     class_rows : callable, optional
         The logp changes of one-site changes of a class's sites from the logp's elements
-        (:meth:`pymc_lbp.logp.local_differences.SitePieces.class_rows`); default: the batched
+        (:meth:`pymc_lbp.logp.site_pieces.SitePieces.class_rows`); default: the batched
         whole-model evaluation of every row.
     n_sites : int, optional
         Length of the block vector. Given, the inputs' shapes are fixed in the graph, which

@@ -44,8 +44,9 @@ import scipy.sparse as sp
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_lbp.logp.local_differences import greedy_colouring, site_pieces
-from pymc_lbp.logp.neighbours import Differences, ExactDifferences
+from pymc_lbp.logp.differences import Differences, ExactDifferences
+from pymc_lbp.logp.site_colouring import greedy_colouring
+from pymc_lbp.logp.site_pieces import site_pieces
 from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS
 from pymc_lbp.samplers.pairwise.kernel import BALANCING_CODES
 from pymc_lbp.samplers.path import numba_pieces as path_kernels

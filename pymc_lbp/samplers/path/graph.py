@@ -36,7 +36,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.logp.neighbours import BlockLayout
+from pymc_lbp.logp.layout import BlockLayout
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation
 from pymc_lbp.samplers.single_site.graph import GraphBalancing, SingleSiteMoves, Target

@@ -2,7 +2,7 @@
 
 A path proposal changes ``R`` distinct sites of the block in one Metropolis-Hastings step. From
 state ``x`` with neighbour differences ``Delta_s(x)`` (one per slot, see
-:mod:`pymc_lbp.logp.neighbours`), every slot gets the locally balanced log-weight
+:mod:`pymc_lbp.logp.layout`), every slot gets the locally balanced log-weight
 ``w_s = log g(e^{Delta_s})`` (``-inf`` where ``Delta_s = -inf``: masked or zero-probability
 moves are never proposed). A *site* gets the weight ``W_i = logsumexp_{s in i} w_s`` (binary sites
 have one slot, so ``W_i = w_i``), and the path is
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp.logp.neighbours import BINARY, CATEGORICAL, BlockLayout
+from pymc_lbp.logp.layout import BINARY, CATEGORICAL, BlockLayout
 from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights
 from pymc_lbp.samplers.path import numba_pieces as kernels
 

@@ -276,7 +276,7 @@ def batch_moves(
     x, logp, deltas : (B, n) int, (B,), (B, S)
         The rows' states, logps and neighbour differences.
     params : parameters of ``parametrization``
-    layout : :class:`~pymc_lbp.logp.neighbours.BlockLayout`
+    layout : :class:`~pymc_lbp.logp.layout.BlockLayout`
     target : callable
         ``x -> (logp, deltas)`` of one row (evaluated row by row), or
     target_rows : callable

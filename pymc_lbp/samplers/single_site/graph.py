@@ -1,7 +1,7 @@
 """The single-site locally balanced kernel as a pytensor graph builder.
 
 From ``x`` with neighbour differences ``Delta(x)`` (one slot per one-site move, see
-:mod:`pymc_lbp.logp.neighbours`), slot ``s`` is proposed with probability
+:mod:`pymc_lbp.logp.layout`), slot ``s`` is proposed with probability
 ``Q(s|x) = g(e^{Delta_s}) / Z(x)`` and accepted with
 ``min{1, pi(y) Q(s'|y) / (pi(x) Q(s|x))}``, ``s'`` the move back. Exact differences give
 LocallyBalanced (Zanella 2020), first-order ones GibbsWithGradients (Grathwohl et al. 2021).
@@ -23,13 +23,13 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
-from pymc_lbp.logp.neighbours import BINARY, CATEGORICAL, BlockLayout
+from pymc_lbp.logp.layout import BINARY, CATEGORICAL, BlockLayout
 from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS, graph_log_balancing
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 
 Target = Callable[[Variable], tuple[Variable, Variable]]
 """``x -> (logp_x, deltas)`` as graphs (e.g.
-:meth:`pymc_lbp.logp.neighbours.Differences.graph`)."""
+:meth:`pymc_lbp.logp.differences.Differences.graph`)."""
 
 GraphBalancing = Callable[[Variable], Variable]
 """A balancing function as a graph builder, ``d -> log g(e^d)`` (see
@@ -57,7 +57,7 @@ class Info(NamedTuple):
 
 
 class SingleSiteMoves:
-    """The one-site moves of a :class:`~pymc_lbp.logp.neighbours.BlockLayout` as graph
+    """The one-site moves of a :class:`~pymc_lbp.logp.layout.BlockLayout` as graph
     builders."""
 
     def __init__(self, layout: BlockLayout):

@@ -554,8 +554,8 @@ def test_compiled_sweep_of_exact_blocks_makes_the_numpy_draws():
     model = _sticky_hmm()
     blocks = chain_blocks("z", 12, 3, 3)
     with model:
-        ref = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled_sweep=False)
-        fast = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled_sweep=True)
+        ref = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled=False)
+        fast = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled=True)
     assert fast.uses_compiled_sweep and ref.colours is not None
     a, b = _draws(ref, model, 30, 5), _draws(fast, model, 30, 5)
     for (xa, na, ea, _, la), (xb, nb, eb, _, lb) in zip(a, b, strict=True):
@@ -568,7 +568,7 @@ def test_compiled_sweep_of_exact_blocks_makes_the_numpy_draws():
 
 @pytest.mark.parametrize("mode", [None, "JAX", "NUMBA"], ids=["c", "jax", "numba"])
 def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
-    """NeuralBlock(compiled_sweep=True) (every colour class of the sweep in one compiled graph:
+    """NeuralBlock(compiled=True) (every colour class of the sweep in one compiled graph:
     reference logps, chain parameters, network, proposals, their logps, the MH decisions) makes
     the draws of the numpy colour updates from the same seed, with the same statistics, over 40
     draws with many accepted moves; also with the JAX and NUMBA backends (skipped without
@@ -578,8 +578,8 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
     model = _sticky_hmm()
     kwargs = {"compile_kwargs": {"mode": mode}} if mode else {}
     with model:
-        ref = NeuralBlock([model["z"]], compiled_sweep=False)
-        fast = NeuralBlock([model["z"]], compiled_sweep=True, **kwargs)
+        ref = NeuralBlock([model["z"]], compiled=False)
+        fast = NeuralBlock([model["z"]], compiled=True, **kwargs)
     assert fast.uses_compiled_sweep and not ref.uses_compiled_sweep
     a, b = _draws(ref, model, 40, 3), _draws(fast, model, 40, 3)
     for (xa, na, ea, pa, la), (xb, nb, eb, pb, lb) in zip(a, b, strict=True):
@@ -600,10 +600,10 @@ def test_compiled_sweep_option_auto_switch_and_state(caplog):
     model = _sticky_hmm()
     with model:
         step = NeuralBlock([model["z"]])
-        assert step.compiled_sweep == "auto" and not step.uses_compiled_sweep
+        assert step.compiled == "auto" and not step.uses_compiled_sweep
         for bad in ("yes", None, 1.5):
-            with pytest.raises(ValueError, match="compiled_sweep must be 'auto', True or False"):
-                NeuralBlock([model["z"]], compiled_sweep=bad)
+            with pytest.raises(ValueError, match="compiled must be 'auto', True or False"):
+                NeuralBlock([model["z"]], compiled=bad)
     per_draw = step.steps_per_draw
     step.block_updates = KERNEL_AFTER_BLOCK_UPDATES - 2 * per_draw
     state = step.sampling_state

@@ -7,7 +7,7 @@ import pytest
 
 from pymc_lbp import NeuralProposal
 from pymc_lbp.samplers.block.mdn import MAX_TRAINING_BYTES, MixtureDensityNetwork
-from pymc_lbp.samplers.block.motifs.blocks import GRID_BN_MOTIF
+from pymc_lbp.samplers.block.motifs.grid_bn import GRID_BN_MOTIF
 
 
 def test_training_memory_estimate_is_the_documented_formula():

@@ -19,7 +19,7 @@ from scipy.special import expit
 
 from pymc_lbp import NeuralBlock, NeuralProposal, load_proposal
 from pymc_lbp.samplers.block.mdn import MixtureDensityNetwork
-from pymc_lbp.samplers.block.motifs.blocks import BlockSet, MotifBlock, MotifSpec
+from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock, MotifSpec
 
 MIXED = MotifSpec("flag-and-mean", (2,), (2,), 1, "test motif", n_continuous=1)
 SD = 0.5

@@ -15,21 +15,19 @@ import pymc_lbp
 from pymc_lbp import NeuralBlock, NeuralProposal, ProposalFileError, load_proposal
 from pymc_lbp.models import ising_log_density, ising_model, read_uai
 from pymc_lbp.models.uai import UAINetwork, forward_sample, grid_bn, uai_variable_map
-from pymc_lbp.samplers.block.motifs.blocks import (
+from pymc_lbp.samplers.block.motifs.grid_bn import (
     GRID_BN_MOTIF,
-    BlockSet,
-    MotifBlock,
-    MotifSpec,
     grid_bn_block_states,
     grid_bn_blocks,
     grid_bn_layout,
     grid_bn_motif_log_conditional,
     grid_bn_motif_samples,
-    lattice_blocks,
-    markov_blanket,
-    prior_motif_samples,
     uai_grid_blocks,
 )
+from pymc_lbp.samplers.block.motifs.lattice_blocks import lattice_blocks
+from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock, MotifSpec
+from pymc_lbp.samplers.block.motifs.training_samples import prior_motif_samples
+from pymc_lbp.samplers.block.motifs.uai_blocks import markov_blanket
 from tests.helpers.backends import OTHER_BACKENDS, modes
 from tests.helpers.block_kernels import neural_block_kernel
 from tests.helpers.frequencies import max_z_score, posterior_draws
@@ -308,7 +306,7 @@ def test_sample_frequencies_match_exact_enumeration(trained, compiled):
     network, model, prop, *_ = trained
     with model:
         step = NeuralBlock(
-            model.free_RVs, blocks=BLOCKS, proposal=prop, compiled_sweep=compiled,
+            model.free_RVs, blocks=BLOCKS, proposal=prop, compiled=compiled,
             compile_kwargs=None if compiled else FAST,
         )  # fmt: skip
         assert step.uses_compiled_scan == compiled

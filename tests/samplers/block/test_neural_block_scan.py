@@ -16,7 +16,7 @@ import pytest
 
 from pymc_lbp import NeuralBlock
 from pymc_lbp.models import ising_model, read_uai
-from pymc_lbp.samplers.block.motifs.blocks import lattice_blocks
+from pymc_lbp.samplers.block.motifs.lattice_blocks import lattice_blocks
 from tests.helpers.backends import OTHER_BACKENDS, modes
 from tests.samplers.block.test_neural_block import (
     BLOCKS,
@@ -75,7 +75,7 @@ def test_compiled_scan_makes_the_numpy_moves_uai(proposal, differences):
     uncovered; cards 3 and 2 in one motif."""
     network = tiny_network()
     model = read_uai(network, EVIDENCE)
-    kw = {"differences": differences, "compiled_sweep": True}
+    kw = {"differences": differences, "compiled": True}
     with model:
         if proposal == "sites":
             step = NeuralBlock(model.free_RVs, blocks=None, **kw)
@@ -98,14 +98,14 @@ def test_compiled_scan_makes_the_numpy_moves_lattice():
     with model:
         step = NeuralBlock(
             [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5),
-            compiled_sweep=True,
+            compiled=True,
         )  # fmt: skip
     assert step.uncovered_sites.size == 0 and step.logp_mode == "model"
     assert_same_moves(step, model, seed=1)
 
 
 def test_draws_use_the_compiled_scan_only_when_asked():
-    """``compiled_sweep``: False never compiles, True always, "auto" after
+    """``compiled``: False never compiles, True always, "auto" after
     ``KERNEL_AFTER_BLOCK_UPDATES``; a draw through ``step`` makes the same move either way."""
     from pymc_lbp.step_methods import neural_block
 
@@ -115,7 +115,7 @@ def test_draws_use_the_compiled_scan_only_when_asked():
     points = []
     for option in (False, True, "auto"):
         with model:
-            step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, compiled_sweep=option)
+            step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, compiled=option)
         step.set_rng(np.random.default_rng(7))
         if option == "auto":
             assert not step.uses_compiled_scan
@@ -150,7 +150,7 @@ def test_compiled_scan_under_other_backends(backend):
         for mode in modes(backend):
             with model:
                 step = NeuralBlock(
-                    rvs, compiled_sweep=True, compile_kwargs={"mode": mode} if mode else None, **kw
+                    rvs, compiled=True, compile_kwargs={"mode": mode} if mode else None, **kw
                 )
             x = step._state_vector(model.initial_point())
             step._refresh_outside()

@@ -236,7 +236,7 @@ def test_self_balancing_kernel_rows_match_the_enumerated_kernel(parametrization)
     )
 
     with edge_model():
-        step = SelfBalancing(parametrization=parametrization, steps_per_draw=1)
+        step = SelfBalancing(balancing=parametrization, steps_per_draw=1)
     assert step.pairwise_ready()
     params = np.random.default_rng(8).normal(scale=1.0, size=step.lsb_params.size)
     step.lsb_params = params

@@ -179,27 +179,27 @@ def test_compiled_tuning_steps_make_the_reference_moves_and_updates(build):
 
 
 def test_sampling_runs_the_compiled_kernel_tuning_included():
-    """compiled_kernel=True: every draw, tuning included, is one compiled call and the scale
+    """compiled=True: every draw, tuning included, is one compiled call and the scale
     adapts inside it. The default "auto" runs the Python loop for the step's first
     KERNEL_AFTER_STEPS steps, then the kernel, on categorical blocks (binary ones keep the loop);
     bad values are refused."""
     with categorical_model():
         step = PathAuxiliaryLBP()
-        assert step.compiled_kernel == "auto" and not step.uses_compiled_kernel
+        assert step.compiled == "auto" and not step.uses_compiled_kernel
         step.loop_steps = KERNEL_AFTER_STEPS
         assert step.uses_compiled_kernel
     with binary_model():
         step = PathAuxiliaryLBP()
         step.loop_steps = KERNEL_AFTER_STEPS
         assert not step.uses_compiled_kernel  # binary blocks keep the loop with "auto"
-        assert PathAuxiliaryLBP(compiled_kernel=True).uses_compiled_kernel
-        assert not PathAuxiliaryLBP(compiled_kernel=False).uses_compiled_kernel
+        assert PathAuxiliaryLBP(compiled=True).uses_compiled_kernel
+        assert not PathAuxiliaryLBP(compiled=False).uses_compiled_kernel
         for bad in ("yes", "AUTO", None):
-            with pytest.raises(ValueError, match="compiled_kernel must be 'auto', True or False"):
-                PathAuxiliaryLBP(compiled_kernel=bad)
+            with pytest.raises(ValueError, match="compiled must be 'auto', True or False"):
+                PathAuxiliaryLBP(compiled=bad)
     model = categorical_model()
     with model:
-        step = PathAuxiliaryLBP([model["x"]], compiled_kernel=True)
+        step = PathAuxiliaryLBP([model["x"]], compiled=True)
         assert step.uses_compiled_kernel
         calls = {"n": 0}
         kernel = step.path_kernel
@@ -226,8 +226,8 @@ def test_sampling_runs_the_compiled_kernel_tuning_included():
         )
     assert calls["n"] == 55  # one compiled call per draw, tuning draws included
     stats = idata.sample_stats
-    assert np.all(stats["path_length"].values >= 1)
-    assert np.all(stats["step_jump_distance"].values <= stats["path_length"].values + 1e-12)
+    assert np.all(stats["mean_path_length"].values >= 1)
+    assert np.all(stats["step_jump_distance"].values <= stats["mean_path_length"].values + 1e-12)
     assert np.all(stats["path_scale"].values == stats["path_scale"].values[0, 0])
     tuned = idata.warmup_sample_stats["path_scale"].values[0]
     assert len(np.unique(tuned)) > 3  # the scale adapted inside the compiled tuning draws
@@ -273,7 +273,7 @@ def test_other_backends_path_steps_make_the_same_moves(backend, compiled):
                 path_length=2.0,
                 steps_per_draw=20,
                 differences="gradient",  # the scan kernel (a pairwise block would run numba's)
-                compiled_kernel=compiled,
+                compiled=compiled,
                 compile_kwargs={"mode": mode} if mode else None,
             )
         step.stop_tuning()

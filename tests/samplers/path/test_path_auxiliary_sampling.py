@@ -43,7 +43,7 @@ def assert_frozen_scale(idata):
     """After tuning the scale U is constant (per chain: each chain tunes its own) and every
     step's R is 1 (single-site steps), floor(U) or ceil(U) (path steps)."""
     u = idata.sample_stats.path_scale.values
-    r = idata.sample_stats.path_length.values
+    r = idata.sample_stats.mean_path_length.values
     assert np.all(u == u[:, :1]) and u.min() >= 1
     assert np.all((r == 1) | (r == np.floor(u)) | (r == np.ceil(u)))
 
@@ -228,7 +228,7 @@ def test_adaptation_reaches_target_and_freezes():
     assert_frozen_scale(idata)
     u = idata.sample_stats.path_scale.values[:, 0]
     assert u.min() > 10
-    r = idata.sample_stats.path_length.values
+    r = idata.sample_stats.mean_path_length.values
     single = r == 1
     # the single-site share: binomial, 4 standard errors
     assert abs(single.mean() - 0.1) < 4 * np.sqrt(0.1 * 0.9 / single.size)
@@ -274,7 +274,7 @@ def test_unbiased_rounding_in_steps():
     for _ in range(4000):
         res = step.mh_step(x, logp, deltas)
         x, logp, deltas = res.x, res.logp, res.deltas
-        lengths.append(res.extra["path_length"])
+        lengths.append(res.extra["mean_path_length"])
     lengths = np.array(lengths)
     assert set(np.unique(lengths)) == {1, 3, 4}
     single = lengths == 1
@@ -308,9 +308,10 @@ def test_fixed_path_length_is_constant_and_reported():
     model = product_model(60)
     step = PathAuxiliaryLBP(model=model, path_length=7, steps_per_draw=3)
     idata = sample(model, step, draws=100, tune=30, seed=6, chains=1, discard_tuned_samples=False)
-    for r in (idata.warmup_sample_stats.path_length.values, idata.sample_stats.path_length.values):
+    for group in (idata.warmup_sample_stats, idata.sample_stats):
+        r = group.mean_path_length.values
         assert set(np.unique(r)) <= {1, 3, 5, 7}  # means of three values in {1, 7}
-    r = idata.sample_stats.path_length.values
+    r = idata.sample_stats.mean_path_length.values
     n_steps = 3 * r.size
     se = 6 * np.sqrt(0.1 * 0.9 / n_steps)  # R = 1 + 6 * Bernoulli(0.9)
     assert abs(r.mean() - (0.1 + 0.9 * 7)) < 4 * se
@@ -333,7 +334,7 @@ def test_fewer_movable_sites_than_path_stays_put():
     step = PathAuxiliaryLBP([x], model=model, path_length=3, differences="exact", steps_per_draw=1)
     idata = sample(model, step, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
-    path_steps = idata.sample_stats.path_length.values == 3
+    path_steps = idata.sample_stats.mean_path_length.values == 3
     assert path_steps.any() and (~path_steps).any()
     assert np.all(idata.sample_stats.accept.values[path_steps] == 0)
     assert idata.sample_stats.n_accepted.values[~path_steps].any()
@@ -454,5 +455,5 @@ def test_registered_auto_assignment_and_options():
             )
     finally:
         pymc_lbp.unregister()
-    assert set(np.unique(idata.sample_stats.path_length.values)) <= {1, 5}
+    assert set(np.unique(idata.sample_stats.mean_path_length.values)) <= {1, 5}
     assert np.all(idata.sample_stats.path_scale.values == 5)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pymc_lbp.logp.neighbours import BlockLayout, VariableSpec
+from pymc_lbp.logp.layout import BlockLayout, VariableSpec
 from pymc_lbp.samplers.balancing import log_max, log_sqrt
 from pymc_lbp.samplers.path import numba_pieces as kernels
 from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_target_accept

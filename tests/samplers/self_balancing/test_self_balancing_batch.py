@@ -73,7 +73,7 @@ def test_learning_reproduces_the_numpy_reference(name, differences, parametrizat
     model, vars, _, states, log_pi, _ = factory()
     with model:
         step = SelfBalancing(
-            vars, parametrization=parametrization, differences=differences, n_particles=6,
+            vars, balancing=parametrization, differences=differences, n_particles=6,
             particle_weights=weights, learning_rate=0.05, steps_per_draw=1,
         )  # fmt: skip
     rng = np.random.default_rng(11)
@@ -167,7 +167,7 @@ def test_frozen_compiled_kernel_reproduces_numpy_moves(name, differences):
     model, vars, _, states, log_pi, _ = MODELS[name]()
     with model:
         step = SelfBalancing(
-            vars, parametrization="lsb2", differences=differences, n_particles=3,
+            vars, balancing="lsb2", differences=differences, n_particles=3,
             steps_per_draw=1, rng=np.random.default_rng(4),
         )  # fmt: skip
     step.lsb_params = np.random.default_rng(5).normal(scale=0.5, size=step.lsb_params.size)
@@ -218,7 +218,7 @@ def test_other_backends_make_the_same_tuning_and_frozen_moves(backend):
     for mode in modes(backend):
         with model:
             step = SelfBalancing(
-                vars, parametrization="lsb2", n_particles=4, steps_per_draw=15,
+                vars, balancing="lsb2", n_particles=4, steps_per_draw=15,
                 compile_kwargs={"mode": mode} if mode else None,
             )  # fmt: skip
         step.set_rng(np.random.default_rng(8))

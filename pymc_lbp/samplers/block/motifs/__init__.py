@@ -2,9 +2,17 @@
 
 Modules
 -------
-blocks
-    Motif specifications, blocks and block sets (grid BNs, UAI networks, lattices; block sets
-    without a motif for exact block Gibbs), Markov blankets, training samples of a motif.
+motif_api
+    Motif specifications, blocks and block sets (``MotifSpec``, ``MotifBlock``, ``BlockSet``).
+uai_blocks
+    Block sets of UAI networks: Markov blankets, blocks conditioned on them, block sets without a
+    motif for exact block Gibbs.
+lattice_blocks
+    ``k x k`` patches of Ising/Potts lattices.
+grid_bn
+    The grid-BN motif (Wang et al. 2018): its blocks on a network and its training samples.
+training_samples
+    Training samples of any motif from a model (prior samples, joint states).
 chain
     Chain motifs (HMM states, chain CRFs).
 flag_value

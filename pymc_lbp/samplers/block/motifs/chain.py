@@ -40,7 +40,7 @@ import itertools
 
 import numpy as np
 
-from pymc_lbp.samplers.block.motifs.blocks import BlockSet, MotifBlock, MotifSpec
+from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock, MotifSpec
 
 CLIP = 20.0
 """Canonical log-potentials are clipped to ``[-CLIP, CLIP]`` for the network's input."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp.logp.local_differences import term_dependencies
+from pymc_lbp.logp.site_pieces import term_dependencies
 from pymc_lbp.samplers.block.motifs.chain import chain_blocks
 
 EXACT_CHAIN_MAX_STATES = 256
@@ -97,10 +97,10 @@ def find_chains(
     Parameters
     ----------
     model : pymc.Model
-    differences : pymc_lbp.logp.neighbours.Differences
+    differences : pymc_lbp.logp.differences.Differences
         The step's target (its block vector ``_x`` and model replacements are used).
     specs : list of VarSpec
-        The block's variables (:func:`pymc_lbp.logp.neighbours.describe_block`).
+        The block's variables (:func:`pymc_lbp.logp.layout.describe_block`).
     x0 : ndarray of int
         A state of the block (shapes and constant indices are read from it).
     deps : list, optional
@@ -166,7 +166,7 @@ def default_blocks(model, differences, specs, x0: np.ndarray, deps: list | None 
     ui_reason = ""
     info = getattr(model, "uai_info", None)
     if isinstance(info, UAIModelInfo):
-        from pymc_lbp.samplers.block.motifs.blocks import uai_grid_blocks
+        from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
         from pymc_lbp.samplers.block.neural_proposal import load_proposal
 
         try:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.samplers.block.motifs.blocks import MotifSpec
+from pymc_lbp.samplers.block.motifs.motif_api import MotifSpec
 from pymc_lbp.samplers.common import draw_categorical, mh_log_ratio
 
 __all__ = [
