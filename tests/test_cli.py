@@ -472,7 +472,9 @@ def test_block_gibbs_refuses_deterministic_factors_too_large_to_enumerate(
 ):
     from pymc_lbp import cli
 
-    monkeypatch.setattr(cli, "BLOCK_GIBBS_MAX_EXACT", 3)  # the XOR factors have 4 joint states
+    monkeypatch.setattr(
+        cli.samplers, "BLOCK_GIBBS_MAX_EXACT", 3
+    )  # the XOR factors have 4 joint states
     path, _ = xor_uai
     code, out, err = run("mar", str(path), "-o", str(tmp_path / "o.MAR"))
     assert code == 2 and out == "" and err.count("\n") == 1

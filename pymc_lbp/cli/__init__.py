@@ -46,13 +46,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from pymc_lbp.cli.agreement import chain_disagreement, disagreement_warning
+from pymc_lbp.cli.samplers import (
+    DEFAULT_SAMPLER,
+    RENAMED_SAMPLERS,
+    SAMPLER_HELP,
+    SAMPLERS,
+    SamplerNotApplicableError,
+    check_sampler,
+    default_steps_per_draw,
+    grid_blocks,
+    make_steps,
+    steps_per_draw_for,
+)
 
 __all__ = [
     "EXIT_CODES",
@@ -89,229 +102,6 @@ EXIT_CODES: dict[int, str] = {
     EXIT_DISAGREE: "chains disagree: the marginals are not certified (--strict)",
 }
 
-#: Joint states of a ``block_gibbs`` block (:func:`~pymc_lbp.models.uai.uai_clusters`; its
-#: ``DEFAULT_MAX_STATES``, written out here so that importing the CLI stays light).
-BLOCK_GIBBS_MAX_STATES = 1024
-#: ``block_gibbs`` refuses a network with a deterministic factor of more joint states (a block
-#: holds it whole, and an exact update enumerates every joint state of its block).
-BLOCK_GIBBS_MAX_EXACT = 65536
-
-#: :func:`chain_disagreement`: R-hat of a value's indicator above which the chains disagree.
-DISAGREEMENT_RHAT = 1.05
-#: :func:`chain_disagreement`: a chain never visits a value another chain spends this share in.
-DISAGREEMENT_SHARE = 0.5
-
-#: A sampler factory: ``factory(value_vars, steps_per_draw) -> step or list of steps``, called
-#: inside the model context (a :func:`~pymc_lbp.models.uai.read_uai` model) with the model's free
-#: (discrete) variables. ``steps_per_draw=None`` means the sampler's own sweep (only for the
-#: samplers whose :data:`DEFAULT_STEPS_PER_DRAW` is ``"sweep"``). Every option the command line
-#: means is passed explicitly, so a change of a step class's defaults does not change it.
-SamplerFactory = Callable[[list, "int | None"], Any]
-
-
-def _gibbs_with_gradients(vars: list, steps_per_draw: int | None) -> Any:
-    from pymc_lbp.step_methods import GibbsWithGradients
-
-    return GibbsWithGradients(vars, steps_per_draw=_explicit(steps_per_draw))
-
-
-def _locally_balanced(vars: list, steps_per_draw: int | None) -> Any:
-    from pymc_lbp.step_methods import LocallyBalanced
-
-    return LocallyBalanced(
-        vars, balancing="sqrt", differences="exact", steps_per_draw=_explicit(steps_per_draw)
-    )
-
-
-def _path_auxiliary(vars: list, steps_per_draw: int | None) -> Any:
-    """PathAuxiliaryLBP with gradient differences (the PAS paper's sampler; exact on the
-    multilinear binary UAI models) and the path length tuned to 0.574 acceptance."""
-    from pymc_lbp.step_methods import PathAuxiliaryLBP
-
-    return PathAuxiliaryLBP(
-        vars, balancing="sqrt", differences="gradient", steps_per_draw=_explicit(steps_per_draw)
-    )
-
-
-def _self_balancing(vars: list, steps_per_draw: int | None) -> Any:
-    """SelfBalancing (LSB1: learned mixture of balancing functions) with exact differences,
-    learning during tuning only."""
-    from pymc_lbp.step_methods import SelfBalancing
-
-    return SelfBalancing(
-        vars,
-        balancing="lsb1",
-        differences="exact",
-        steps_per_draw=_explicit(steps_per_draw),
-    )
-
-
-def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
-    """NeuralBlock with the shipped ``grid-bn`` proposal on the 3 x 3 grid-BN motif blocks;
-    ``steps_per_draw=None``: one sweep over its update units (blocks and uncovered sites)."""
-    import pymc as pm
-
-    from pymc_lbp.samplers.block.neural_proposal import load_proposal
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
-
-    model = pm.modelcontext(None)
-    network = getattr(getattr(model, "uai_info", None), "network", None)
-    if network is None:
-        raise SamplerNotApplicableError("neural_block needs a model built by read_uai")
-    blocks = grid_blocks(network)
-    return NeuralBlock(
-        vars, blocks=blocks, proposal=load_proposal("grid-bn"), steps_per_draw=steps_per_draw
-    )
-
-
-def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
-    """NeuralBlock with ``proposal="exact"`` on the network's clusters
-    (:func:`~pymc_lbp.models.uai.uai_clusters`: every deterministic factor inside one block,
-    min-fill blocks of up to :data:`BLOCK_GIBBS_MAX_STATES` joint states): exact block Gibbs,
-    whose moves cross determinism; ``steps_per_draw=None``: one update per block on average."""
-    import pymc as pm
-
-    from pymc_lbp.models.uai.clusters import uai_clusters
-    from pymc_lbp.samplers.block.motifs.uai_blocks import uai_exact_blocks
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
-
-    model = pm.modelcontext(None)
-    info = getattr(model, "uai_info", None)
-    if info is None:
-        raise SamplerNotApplicableError("block_gibbs needs a model built by read_uai")
-    clusters = uai_clusters(info.network, info.evidence, max_states=BLOCK_GIBBS_MAX_STATES)
-    cards = info.network.cards
-    largest = max(math.prod(int(cards[v]) for v in block) for block in clusters)
-    return NeuralBlock(
-        vars,
-        blocks=uai_exact_blocks(info.network, clusters),
-        proposal="exact",
-        steps_per_draw=steps_per_draw,
-        differences="auto",
-        max_exact_states=max(largest, BLOCK_GIBBS_MAX_STATES),
-        compiled="auto",
-    )
-
-
-def _pymc_gibbs(vars: list, steps_per_draw: int | None) -> list:
-    """PyMC's own choice for these variables (what ``pm.sample()`` assigns with no ``step``):
-    BinaryGibbsMetropolis for the Bernoulli ones, CategoricalGibbsMetropolis for the others; one
-    draw is one sweep over all sites, so ``steps_per_draw`` is ignored."""
-    import pymc as pm
-
-    binary = [v for v in vars if _is_bernoulli(v)]
-    other = [v for v in vars if not _is_bernoulli(v)]
-    steps = []
-    if binary:
-        steps.append(pm.BinaryGibbsMetropolis(binary))
-    if other:
-        steps.append(pm.CategoricalGibbsMetropolis(other))
-    return steps
-
-
-def _explicit(steps_per_draw: int | None) -> int:
-    if steps_per_draw is None:
-        raise ValueError("this sampler needs an explicit steps_per_draw")
-    return steps_per_draw
-
-
-def _is_bernoulli(var: Any) -> bool:
-    """Whether a random variable (or its value variable) is a Bernoulli."""
-    import pymc as pm
-    from pytensor.tensor.random.basic import BernoulliRV
-
-    rv = pm.modelcontext(None).values_to_rvs.get(var, var)
-    return rv.owner is not None and isinstance(rv.owner.op, BernoulliRV)
-
-
-class SamplerNotApplicableError(ValueError):
-    """The chosen sampler cannot sample this network (the message says why)."""
-
-
-def grid_blocks(network: Any) -> Any:
-    """The grid-BN motif blocks of ``network`` for ``neural_block``.
-
-    Raises
-    ------
-    SamplerNotApplicableError
-        The network is not a binary N x N grid Bayesian network with N >= 3 (the motif of the
-        shipped ``grid-bn`` proposal).
-    """
-    from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
-
-    try:
-        return uai_grid_blocks(network)
-    except ValueError as exc:
-        raise SamplerNotApplicableError(
-            f"the shipped grid-bn proposal applies to binary N x N grid Bayesian networks "
-            f"(parents up and left, N >= 3); {exc}"
-        ) from exc
-
-
-#: The samplers of ``--sampler`` (and of ``benchmarks/uai_marginals.py``): name -> factory.
-#: Adding one is one line here and one in :data:`SAMPLER_HELP`.
-SAMPLERS: dict[str, SamplerFactory] = {
-    "block_gibbs": _block_gibbs,
-    "gibbs_with_gradients": _gibbs_with_gradients,
-    "locally_balanced": _locally_balanced,
-    "path_auxiliary_lbp": _path_auxiliary,
-    "self_balancing": _self_balancing,
-    "neural_block": _neural_block,
-    "pymc_gibbs": _pymc_gibbs,
-}
-DEFAULT_SAMPLER = "block_gibbs"
-
-#: Former ``--sampler`` names -> their names now (each a step class's ``name``); a former name
-#: is accepted for one release, with a warning on stderr.
-RENAMED_SAMPLERS: dict[str, str] = {"path_auxiliary": "path_auxiliary_lbp"}
-
-#: One line per sampler for ``--help``.
-SAMPLER_HELP: dict[str, str] = {
-    "block_gibbs": "NeuralBlock, exact block Gibbs on clusters that keep zero factors whole",
-    "gibbs_with_gradients": "GibbsWithGradients: gradient-informed single-site MH",
-    "locally_balanced": "LocallyBalanced: sqrt balancing, exact neighbour differences",
-    "path_auxiliary_lbp": "PathAuxiliaryLBP: several sites per step, path length tuned",
-    "self_balancing": "SelfBalancing: balancing function learned while tuning",
-    "neural_block": "NeuralBlock, shipped grid-bn proposal on 3 x 3 blocks (binary grid BNs only)",
-    "pymc_gibbs": "PyMC's BinaryGibbsMetropolis/CategoricalGibbsMetropolis (one sweep a draw)",
-}
-
-#: Default ``--steps-per-draw`` of each sampler: ``"half"`` = half the number of free variables
-#: (:func:`default_steps_per_draw`), ``"sweep"`` = the sampler's own sweep (None is passed).
-DEFAULT_STEPS_PER_DRAW: dict[str, str] = {
-    "block_gibbs": "sweep",
-    "gibbs_with_gradients": "half",
-    "locally_balanced": "half",
-    "path_auxiliary_lbp": "half",
-    "self_balancing": "half",
-    "neural_block": "sweep",
-    "pymc_gibbs": "sweep",
-}
-
-
-def check_sampler(name: str, network: Any, evidence: dict[int, int] | None = None) -> None:
-    """Raise :class:`SamplerNotApplicableError` if sampler ``name`` cannot sample ``network``.
-
-    Called before the model is built, so that an inapplicable choice costs nothing:
-    ``neural_block`` needs a binary grid BN, ``block_gibbs`` deterministic factors (with the
-    ``evidence`` substituted) of at most :data:`BLOCK_GIBBS_MAX_EXACT` joint states.
-    """
-    if name not in SAMPLERS:
-        raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}")
-    if name == "neural_block":
-        grid_blocks(network)
-    if name == "block_gibbs":
-        from pymc_lbp.models.uai.clusters import deterministic_scopes
-
-        for scope in deterministic_scopes(network, evidence):
-            size = math.prod(int(network.cards[v]) for v in scope)
-            if size > BLOCK_GIBBS_MAX_EXACT:
-                raise SamplerNotApplicableError(
-                    f"{network.name}: the deterministic factor on {scope} has {size} joint "
-                    f"states, more than the {BLOCK_GIBBS_MAX_EXACT} an exact block update may "
-                    "enumerate; choose another --sampler"
-                )
-
 
 class CLIError(Exception):
     """An error the command line reports as one line, with its exit code."""
@@ -319,35 +109,6 @@ class CLIError(Exception):
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
         self.code = code
-
-
-def steps_per_draw_for(name: str, n_sites: int, requested: int | None) -> int | None:
-    """``steps_per_draw`` passed to sampler ``name``: ``requested`` if given, else its default
-    (see :data:`DEFAULT_STEPS_PER_DRAW`; None for the samplers whose draw is one sweep)."""
-    if name == "pymc_gibbs":
-        return None
-    if requested is not None:
-        return requested
-    return default_steps_per_draw(n_sites) if DEFAULT_STEPS_PER_DRAW[name] == "half" else None
-
-
-def default_steps_per_draw(n_sites: int) -> int:
-    """Default MH steps per draw: half the number of free sites (at least 1).
-
-    A single-site step of ``GibbsWithGradients`` costs one logp and one gradient evaluation, so
-    ``n_sites / 2`` steps cost about as many evaluations as one Gibbs sweep.
-    """
-    return max(1, math.ceil(n_sites / 2))
-
-
-def make_steps(name: str, vars: list, steps_per_draw: int | None) -> list:
-    """The steps of sampler ``name`` for ``vars`` (inside the model context), as a list."""
-    try:
-        factory = SAMPLERS[name]
-    except KeyError:
-        raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}") from None
-    steps = factory(vars, steps_per_draw)
-    return list(steps) if isinstance(steps, list | tuple) else [steps]
 
 
 # --------------------------------------------------------------------------- argument parsing
@@ -673,94 +434,6 @@ def _describe_starts(starts: Any, sources: list[str]) -> str:
     return f"{how} ({distinct} distinct of {len(sources)})"
 
 
-def chain_disagreement(
-    idata: Any,
-    model: Any = None,
-    *,
-    rhat_threshold: float = DISAGREEMENT_RHAT,
-    share: float = DISAGREEMENT_SHARE,
-) -> dict[int, str]:
-    """The network variables on which the chains disagree beyond sampling noise.
-
-    For every free variable and value, the indicator series ``x_i == k`` of every chain is
-    compared: the chains disagree on the variable when, for some value, ArviZ's R-hat of the
-    indicator (``method="identity"``: the classic Gelman-Rubin statistic of whole chains, which
-    compares the chains' frequencies with the noise within them; the split and rank-normalised
-    variants also react to trends within a chain) exceeds ``rhat_threshold`` or is undefined
-    while the value is visited (chains that each stay at one value, different ones), or when
-    one chain never visits a value that another chain spends at least ``share`` of its draws
-    in. Chains that started in different regions of a network split by zero factors, under a
-    sampler that never leaves its region, disagree in this way.
-
-    Parameters
-    ----------
-    idata : arviz.InferenceData
-        With a posterior group of two or more chains (one chain: nothing to compare, ``{}``).
-    model : pymc.Model, optional
-        A model built by :func:`~pymc_lbp.models.uai.read_uai` (default: the one on the context
-        stack).
-    rhat_threshold : float
-    share : float
-
-    Returns
-    -------
-    dict of int to str
-        Network variable index -> what shows the disagreement (the worst value's R-hat and the
-        range of its per-chain frequencies), in increasing variable order.
-    """
-    import warnings
-
-    import arviz as az
-    import numpy as np
-    import xarray as xr
-
-    from pymc_lbp.models.uai import uai_variable_map
-
-    info = uai_variable_map(model)
-    found: dict[int, tuple[float, str]] = {}
-    for name in info.free_names:
-        values = np.asarray(idata.posterior[name])  # (chain, draw, members)
-        if values.shape[0] < 2:
-            return {}
-        members = info.members[name]
-        card = int(info.network.cards[members[0]])
-        for k in range(1 if card == 2 else 0, card):  # a binary variable: its value 1 suffices
-            ind = (values == k).astype(np.float64)
-            freq = ind.mean(axis=1)  # (chain, members)
-            varies = ind.min(axis=(0, 1)) < ind.max(axis=(0, 1))
-            with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-                warnings.simplefilter("ignore", RuntimeWarning)
-                data = xr.Dataset({"ind": (("chain", "draw", "member"), ind)})
-                rhat = np.asarray(az.rhat(data, method="identity")["ind"], dtype=np.float64)
-            never = (freq.min(axis=0) == 0) & (freq.max(axis=0) >= share)
-            bad = varies & (~np.isfinite(rhat) | (rhat > rhat_threshold) | never)
-            for i in np.flatnonzero(bad).tolist():
-                v = int(members[i])
-                r = float(rhat[i])
-                how = f"R-hat {r:.2f}" if np.isfinite(r) else "every chain stays at one value"
-                lo, hi = freq[:, i].min(), freq[:, i].max()
-                text = f"x{v}={k}: {how}, chain frequencies {lo:.2f}-{hi:.2f}"
-                score = r if np.isfinite(r) else np.inf
-                if v not in found or score > found[v][0]:
-                    found[v] = (score, text)
-    return {v: found[v][1] for v in sorted(found)}
-
-
-def _disagreement_warning(
-    disagree: dict[int, str], n_chains: int, n_free: int, sampler: str
-) -> str:
-    """The one ``warning: ...`` line: the variables (the first five), what to try."""
-    shown = "; ".join(list(disagree.values())[:5])
-    more = f"; and {len(disagree) - 5} more" if len(disagree) > 5 else ""
-    advice = "more draws" if sampler == "block_gibbs" else "--sampler block_gibbs or more draws"
-    return (
-        f"warning: the {n_chains} chains disagree on {len(disagree)} of {n_free} free "
-        f"variables ({shown}{more}): started in distinct random feasible states, they either "
-        "did not mix between the regions they started in or have not converged yet, so the MAR "
-        f"file may be wrong; try {advice}"
-    )
-
-
 def _sample(
     args: argparse.Namespace,
     network: Any,
@@ -831,7 +504,7 @@ def _sample(
     print(f"marginals -> {output}", file=out)
     disagree = chain_disagreement(idata, model)
     if disagree:
-        print(_disagreement_warning(disagree, args.chains, n_free, args.sampler), file=err)
+        print(disagreement_warning(disagree, args.chains, n_free, args.sampler), file=err)
         if args.strict:
             raise CLIError(
                 f"--strict: the chains disagree on {len(disagree)} variable(s): the marginals "
