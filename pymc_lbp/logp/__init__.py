@@ -30,9 +30,6 @@ relaxer
     The relaxation's rules, node by node (``_Relaxer``).
 relaxed_values
     ``LOG_FLOOR``, ``NotRelaxableError`` and the relaxed representation of a graph variable.
-differences_choice
-    ``differences="auto"``: measure whether first-order differences track the exact ones, at
-    construction and again during tuning.
 local_logp
     Factor-local log-probability differences of UAI models (block moves of NeuralBlock).
 graphs

@@ -65,47 +65,10 @@ def prepare_weights(log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] |
 
 
 def draw_from_cdf(cdf: np.ndarray, rng: np.random.Generator) -> int:
-    """Draw an index from an unnormalised cumulative sum (see :func:`prepare_weights`)."""
-    return int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
-
-
-def draw_ordered_without_replacement(
-    log_p: np.ndarray, size: int, rng: np.random.Generator
-) -> np.ndarray:
-    """Draw ``size`` distinct indices in order, each step proportional to the remaining mass.
-
-    Uses the Gumbel-top-k trick: the indices of the ``size`` largest ``log_p + Gumbel`` values, in
-    decreasing order, have exactly the law of successive draws without replacement.
-
-    Raises
-    ------
-    ValueError
-        If fewer than ``size`` entries have positive probability.
-    """
-    n_pos = int(np.count_nonzero(np.isfinite(log_p)))
-    if n_pos < size:
-        raise ValueError(f"Cannot draw {size} distinct indices from {n_pos} with probability > 0")
-    keys = np.asarray(log_p, dtype=float) + rng.gumbel(size=np.shape(log_p))
-    if size == 1:
-        return np.array([int(np.argmax(keys))])
-    top = np.argpartition(-keys, size - 1)[:size]
-    return top[np.argsort(-keys[top])]
-
-
-def log_prob_ordered(log_p: np.ndarray, order: np.ndarray) -> float:
-    """Log-probability of drawing ``order`` sequentially without replacement from ``log_p``.
-
-    ``log q = sum_r [log p(j_r) - log(1 - sum_{s<r} p(j_s))]`` with ``log_p`` normalised.
-    """
-    log_p = log_normalize(log_p)
-    picked = log_p[np.asarray(order, dtype=int)]
-    if picked.size == 0:
-        return 0.0
-    # mass already removed before each pick, computed in log space for stability
-    removed = np.concatenate(([-np.inf], np.logaddexp.accumulate(picked)[:-1]))
-    with np.errstate(divide="ignore"):
-        remaining = np.log1p(-np.minimum(np.exp(removed), 1.0))
-    return float(np.sum(picked - remaining))
+    """Draw an index from an unnormalised cumulative sum (see :func:`prepare_weights`) with one
+    uniform from ``rng``; never a zero-weight index (as the graph's ``draw_slot``)."""
+    idx = int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"))
+    return min(idx, int(np.argmax(cdf)))
 
 
 def mh_log_ratio(logp_x: float, logp_y: float, log_q_fwd: float, log_q_rev: float) -> float:
@@ -138,30 +101,28 @@ def mh_accept_probs(log_ratio: np.ndarray) -> np.ndarray:
     return np.where(nan, 0.0, np.exp(np.minimum(np.where(nan, 0.0, log_ratio), 0.0)))
 
 
-def mh_accept(log_ratio: float, rng: np.random.Generator) -> tuple[float, bool]:
-    """Accept with probability ``min(1, exp(log_ratio))``.
+def mh_accept(log_ratio: float, u: float) -> tuple[float, bool]:
+    """Accept with probability ``min(1, exp(log_ratio))``, given the step's uniform ``u``.
 
-    A finite ratio draws one uniform from ``rng``; ``-inf`` and NaN reject and ``+inf`` accepts
-    without drawing (as the numba kernels do).
+    The numpy twin of :func:`pymc_lbp.samplers.mh_graph.mh_accept`, which takes its uniform the
+    same way: ``-inf`` and NaN reject, ``+inf`` accepts, whatever ``u``.
 
     Returns
     -------
     accept_prob : float
         ``min(1, exp(log_ratio))``.
     accepted : bool
-        The outcome of the coin flip.
+        ``u < accept_prob``.
     """
     if not math.isfinite(log_ratio):
         return (1.0, True) if log_ratio > 0 else (0.0, False)
     prob = math.exp(min(log_ratio, 0.0))
-    return prob, bool(rng.random() < prob)
+    return prob, bool(u < prob)
 
 
 __all__ = [
     "draw_categorical",
-    "draw_ordered_without_replacement",
     "log_normalize",
-    "log_prob_ordered",
     "logsumexp",
     "mh_accept",
     "mh_log_ratio",

@@ -31,7 +31,7 @@ class GibbsWithGradients(LocallyBalanced):
         ``g = sqrt``); elsewhere first-order differences where they are measured to track the
         exact ones from the start point and again during tuning where the chain is (a step
         whose first-order proposals stop tracking them switches for good), exact ones
-        otherwise (see :mod:`pymc_lbp.logp.differences_choice` for the rule); "gradient":
+        otherwise (see :mod:`pymc_lbp.step_methods.differences_choice` for the rule); "gradient":
         first-order or a ``NotRelaxableError``; "exact": exact ones (the couplings where they
         apply).
         The choice and its reason are in :attr:`differences_choice` and the stat

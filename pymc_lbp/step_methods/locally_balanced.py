@@ -6,14 +6,12 @@ import numpy as np
 
 from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights, resolve_balancing
 from pymc_lbp.samplers.common import (
-    draw_from_cdf,
-    mh_accept,
-    mh_log_ratio,
     prepare_weights,
 )
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 from pymc_lbp.samplers.single_site.graph import graph_balancing
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
+from pymc_lbp.samplers.single_site.reference import single_site_step
 from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
 from pymc_lbp.step_methods.stats import document_stats
 
@@ -47,7 +45,7 @@ class LocallyBalanced(DiscreteStep):
         step; see :class:`GibbsWithGradients`), or "auto": first-order where they are measured to
         track the exact ones from the start point and again during tuning where the chain is
         (switching for good to exact ones where they stop), exact otherwise
-        (:mod:`pymc_lbp.logp.differences_choice`). On a pairwise binary block (every logp term
+        (:mod:`.differences_choice`). On a pairwise binary block (every logp term
         touches at most two of its sites) "auto" and "exact" take the exact differences from its
         couplings, and a draw's steps run in one numba call without model evaluations
         (:mod:`pymc_lbp.samplers.pairwise.couplings`, :mod:`pymc_lbp.samplers.pairwise.kernel`).
@@ -148,20 +146,11 @@ class LocallyBalanced(DiscreteStep):
         prep = self._prepared(deltas)
         if prep is None:  # no neighbour has positive probability
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False)
-        log_w, cdf, log_z = prep
-        slot = draw_from_cdf(cdf, self.rng)
-        layout = self.layout
-        site = layout.slot_site[slot]
-        old = int(x[site])
-        y = x.copy()
-        y[site] = layout.new_value(x, slot)
-        logp_y, deltas_y, prep_y = self.differences.evaluate(y)
-        log_q_rev = -np.inf
-        if prep_y is not None:
-            log_q_rev = prep_y[0][layout.reverse_slot(slot, old)] - prep_y[2]
-        log_ratio = mh_log_ratio(logp, logp_y, log_w[slot] - log_z, log_q_rev)
-        prob, accepted = mh_accept(log_ratio, self.rng)
-        if accepted:
-            self._cache_key, self._cache = deltas_y, prep_y
-            return StepResult(y, logp_y, deltas_y, prob, True)
-        return StepResult(x, logp, deltas, prob, False)
+        u_slot, u_accept = self.rng.random(), self.rng.random()
+        move = single_site_step(
+            x, logp, prep, self.layout, self.differences.evaluate, u_slot, u_accept
+        )
+        if move.accepted:
+            self._cache_key, self._cache = move.deltas, move.prepared
+            return StepResult(move.x, move.logp, move.deltas, move.accept_prob, True)
+        return StepResult(x, logp, deltas, move.accept_prob, False)

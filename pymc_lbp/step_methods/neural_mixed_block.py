@@ -299,7 +299,9 @@ class NeuralMixedBlock(ArrayStepShared):
         y[k] = flag_y
         y[n + k] = loc + scale * t_y
         logp_y = float(self._logp_fn(y))
-        prob, accepted = mh_accept(flag_value_log_ratio(logp, logp_y, log_q[0], log_q[1]), self.rng)
+        prob, accepted = mh_accept(
+            flag_value_log_ratio(logp, logp_y, log_q[0], log_q[1]), self.rng.random()
+        )
         if accepted:
             return y, logp_y, prob, True
         return q, logp, prob, False

@@ -113,7 +113,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         Neighbour differences: first-order from the relaxed logp's gradient (one evaluation per
         step; exact on logps multilinear in the block), exact (one logp evaluation per
         neighbour, batched, or local terms), or "auto": first-order where they are measured to
-        track the exact ones, exact otherwise (:mod:`pymc_lbp.logp.differences_choice`). On a
+        track the exact ones, exact otherwise (:mod:`.differences_choice`). On a
         pairwise binary block (every logp term touches at most two of its sites: Ising lattices
         however written) "auto" and "exact" take the exact differences from its couplings, and
         every step of a draw, tuning included, runs in one numba call without model evaluations
@@ -475,7 +475,9 @@ class PathAuxiliaryLBP(DiscreteStep):
             log_q_rev = log_prob_path(wy, sites[::-1], back[::-1])
         else:
             wy, log_q_rev = None, -np.inf
-        prob, accepted = mh_accept(mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), self.rng)
+        prob, accepted = mh_accept(
+            mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), self.rng.random()
+        )
         self._adapt(prob, path_step)
         if accepted:
             self._weights_cache = (deltas_y, wy)

@@ -3,7 +3,8 @@
 Sansone, "LSB: Local Self-Balancing MCMC in Discrete Spaces" (ICML 2022). The math lives in
 :mod:`pymc_lbp.samplers.self_balancing.parametrizations` (parametrizations, objective) and
 :mod:`pymc_lbp.samplers.self_balancing.learning` (compiled objective + Adam); this module is the
-stateful shell.
+stateful shell, with the learned function's parameters, optimiser state, particles and learning
+steps in the mixin :class:`pymc_lbp.step_methods.self_balancing_learned.SelfBalancingLearned`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.logp.batched_rows import BatchedRows
 from pymc_lbp.samplers.common import (
-    draw_from_cdf,
     log_normalize,
-    mh_accept,
     mh_accept_probs,
     mh_log_ratio,
     prepare_weights,
@@ -29,13 +28,14 @@ from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 from pymc_lbp.samplers.self_balancing.learning import (
     AdamState,
     BalancingLearner,
-    batch_moves,
     check_learning_size,
 )
 from pymc_lbp.samplers.self_balancing.parametrizations import PARAMETRIZATIONS, make_parametrization
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
+from pymc_lbp.samplers.single_site.reference import single_site_step
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
 from pymc_lbp.step_methods.options import Default, renamed_option
+from pymc_lbp.step_methods.self_balancing_learned import SelfBalancingLearned
 from pymc_lbp.step_methods.stats import document_stats
 
 PARTICLE_WEIGHTS = ("uniform", "target")
@@ -71,7 +71,7 @@ def _check_positive_float(name: str, value) -> float:
 
 
 @document_stats
-class SelfBalancing(DiscreteStep):
+class SelfBalancing(SelfBalancingLearned, DiscreteStep):
     """Locally balanced proposals with a balancing function learned during tuning (LSB / FLSB).
 
     From state ``x`` a one-site move ``s`` is proposed with probability
@@ -121,7 +121,7 @@ class SelfBalancing(DiscreteStep):
     differences : {"auto", "exact", "gradient"}, default "auto"
         Exact neighbour differences (LSB), first-order ones from the relaxed logp (FLSB), or
         "auto": first-order where they are measured to track the exact ones, exact otherwise
-        (:mod:`pymc_lbp.logp.differences_choice`; the choice is in :attr:`differences_choice`).
+        (:mod:`.differences_choice`; the choice is in :attr:`differences_choice`).
     n_particles : int, default 30
         Auxiliary particles advanced during tuning (the paper uses 30 on the Ising model).
         Sizes whose learning is clearly out of range are refused: more than
@@ -268,78 +268,6 @@ class SelfBalancing(DiscreteStep):
         if self.pairwise_ready():
             pairwise_kernel.warm_up()  # numba's compile (or cache load) now, not mid-draw
 
-    # -- learned parameters and their state ------------------------------------------------------
-    @property
-    def lsb_params(self) -> np.ndarray:
-        """The current parameter vector of the balancing function."""
-        return self._adam.params
-
-    @lsb_params.setter
-    def lsb_params(self, value) -> None:
-        value = np.array(value, dtype=float)
-        if value.shape != (self.parametrization.n_params,):
-            raise ValueError(
-                f"lsb_params must have shape ({self.parametrization.n_params},), got {value.shape}"
-            )
-        self._adam.params = value
-        self._version += 1
-
-    @property
-    def lsb_adam_m(self) -> np.ndarray:
-        return self._adam.m
-
-    @lsb_adam_m.setter
-    def lsb_adam_m(self, value) -> None:
-        self._adam.m = np.array(value, dtype=float)
-
-    @property
-    def lsb_adam_v(self) -> np.ndarray:
-        return self._adam.v
-
-    @lsb_adam_v.setter
-    def lsb_adam_v(self, value) -> None:
-        self._adam.v = np.array(value, dtype=float)
-
-    @property
-    def lsb_adam_t(self) -> float:
-        return float(self._adam.t)
-
-    @lsb_adam_t.setter
-    def lsb_adam_t(self, value) -> None:
-        self._adam.t = float(value)
-
-    @property
-    def lsb_particles(self) -> np.ndarray | None:
-        """The auxiliary particles' states (``None`` before the first tuning step)."""
-        return self._p_x
-
-    @lsb_particles.setter
-    def lsb_particles(self, value) -> None:
-        self._reset_particles()
-        if value is not None:
-            self._p_x = np.array(value, dtype=np.int64)  # evaluated when next used
-
-    def _reset_particles(self) -> None:
-        self._p_x = None
-
-    def __getstate__(self):
-        # the frozen kernel and its parameter input are rebuilt together after unpickling
-        state = self.__dict__.copy()
-        state["_kernel"] = None
-        state["_g_params"] = None
-        return state
-
-    def balancing_function(self, d: np.ndarray) -> np.ndarray:
-        """The current (learned) balancing function in log space, ``d -> log g(e^d)``."""
-        return self.parametrization.log_g(d, self.lsb_params)
-
-    def reset_tuning(self) -> None:
-        """Restore the untuned parameters, a fresh optimiser and no particles; tune again."""
-        super().reset_tuning()
-        self._adam = AdamState.fresh(self._initial_params)
-        self._version += 1
-        self._reset_particles()
-
     # -- the chain ------------------------------------------------------------------------------
     @property
     def kernel(self):
@@ -408,46 +336,6 @@ class SelfBalancing(DiscreteStep):
             draw.extras = {"lsb_loss": losses, "learning_steps": [len(losses)]}
         return draw
 
-    def learn(self, x: np.ndarray, n_updates: int) -> tuple[list[float], int]:
-        """``n_updates`` learning steps: each moves every particle by one transition
-        (:func:`~pymc_lbp.samplers.self_balancing.learning.batch_moves`, proposals evaluated in one
-        call of :attr:`batched_rows`) and makes one Adam update on their transitions. The particles
-        start at ``x`` the first time and are evaluated afresh first (the other variables may have
-        moved since the last call). Returns the updates' losses (NaN for one skipped or with
-        nothing to learn from) and the number of particle evaluations."""
-        if self._p_x is None:
-            self._p_x = np.tile(x, (self.n_particles, 1))
-        rows = self._p_x
-        logp, deltas = self.batched_rows(rows)
-        losses = []
-        for _ in range(n_updates):
-            res, loss = self._learning_step(rows, logp, deltas)
-            losses.append(loss)
-            rows, logp, deltas = res.x, res.logp, res.deltas
-        self._p_x = rows
-        return losses, rows.shape[0] * (n_updates + 1)
-
-    def _learning_step(self, rows, logp, deltas):
-        """One learning step of the particles from their states, logps and differences."""
-        res = batch_moves(
-            self.rng.random((rows.shape[0], 2)),
-            rows,
-            logp,
-            deltas,
-            self._adam.params,
-            parametrization=self.parametrization,
-            layout=self.layout,
-            target_rows=self.batched_rows,
-            particle_weights=self.particle_weights,
-        )
-        loss = float("nan")
-        if res.movable.any():
-            self._adam, loss, skipped = self.learner.update(self._adam, res.batch)
-            self._version += 1
-            if skipped:
-                loss = float("nan")
-        return res, loss
-
     def _prepared(self, deltas: np.ndarray):
         """``(log_w, cdf, log_z)`` of the proposal at a state (None if nothing can be proposed).
 
@@ -464,23 +352,20 @@ class SelfBalancing(DiscreteStep):
         prep = self._prepared(deltas)
         if prep is None:  # no neighbour has positive probability
             return StepResult(x, logp, deltas, 0.0, False, evaluated=False)
-        log_w, cdf, log_z = prep
-        layout = self.layout
-        slot = draw_from_cdf(cdf, self.rng)
-        site = layout.slot_site[slot]
-        old = int(x[site])
-        y = x.copy()
-        y[site] = layout.new_value(x, slot)
+        u_slot, u_accept = self.rng.random(), self.rng.random()
+        move = single_site_step(x, logp, prep, self.layout, self._evaluate, u_slot, u_accept)
+        self._lq_cache = [
+            (deltas, self._version, prep),
+            (move.deltas, self._version, move.prepared),
+        ]
+        if move.accepted:
+            return StepResult(move.x, move.logp, move.deltas, move.accept_prob, True)
+        return StepResult(x, logp, deltas, move.accept_prob, False)
+
+    def _evaluate(self, y: np.ndarray):
+        """``(logp_y, deltas_y, prepared_y)`` with the current balancing function."""
         logp_y, deltas_y = self.differences(y)
-        reverse = layout.reverse_slot(slot, old)
-        prep_y = self._prepared(deltas_y)
-        log_q_rev = -np.inf if prep_y is None else prep_y[0][reverse] - prep_y[2]
-        self._lq_cache = [(deltas, self._version, prep), (deltas_y, self._version, prep_y)]
-        log_ratio = mh_log_ratio(logp, logp_y, log_w[slot] - log_z, log_q_rev)
-        prob, accepted = mh_accept(log_ratio, self.rng)
-        if accepted:
-            return StepResult(y, logp_y, deltas_y, prob, True)
-        return StepResult(x, logp, deltas, prob, False)
+        return logp_y, deltas_y, self._prepared(deltas_y)
 
     # -- stats ----------------------------------------------------------------------------------
     def sweep_steps(self) -> int:

@@ -162,22 +162,3 @@ def document_stats(cls):
             cls.__doc__ = doc.replace(line, stats_table(stat_names(cls), indent), 1)
             return cls
     raise ValueError(f"{cls.__name__}'s docstring has no {PLACEHOLDER} line")
-
-
-def documented_stats(doc: str | None) -> list[str]:
-    """The stat names of the first stats table in a docstring (for the tests)."""
-    raw = (doc or "").splitlines()
-    header = next((i for i, line in enumerate(raw) if line.split()[:2] == ["stat", "dtype"]), None)
-    if header is None or header < 1:
-        return []
-    indent = len(raw[header]) - len(raw[header].lstrip())
-    rule = raw[header + 1].strip()
-    first = len(rule.split()[0])
-    names = []
-    for line in raw[header + 2 :]:
-        if line.strip() == rule:
-            break
-        name = line[indent : indent + first].strip()
-        if name:
-            names.append(name)
-    return names

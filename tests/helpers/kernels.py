@@ -174,10 +174,11 @@ def compiled_step_kernel(step, states: np.ndarray, kinds: list[tuple]) -> np.nda
     import pytensor.tensor as pt
     from pymc.pytensorf import compile as pm_compile
 
-    from pymc_lbp.samplers.single_site.graph import graph_balancing, proposal_log_probs
+    from pymc_lbp.samplers.single_site.graph import balanced_weights, graph_balancing
 
     d = pt.vector("d", dtype="float64")
-    log_q_fn = pm_compile([d], proposal_log_probs(d, graph_balancing(step.balancing, step.log_g)))
+    log_w, _, log_z = balanced_weights(d, graph_balancing(step.balancing, step.log_g))
+    log_q_fn = pm_compile([d], log_w - log_z)  # log Q(s|x) over slots, the kernel's row
     index = {tuple(s): n for n, s in enumerate(states)}
     n = len(states)
     T = np.zeros((n, n))

@@ -11,7 +11,6 @@ from pymc_lbp.step_methods.stats import (
     PLACEHOLDER,
     STATS,
     document_stats,
-    documented_stats,
     stat_names,
     stats_table,
 )
@@ -46,6 +45,25 @@ def test_every_stat_has_a_registry_entry_with_its_dtype(name):
     for stat, (dtype, shape) in cls.stats_dtypes_shapes.items():
         assert np.dtype(dtype) == np.dtype(STATS[stat].dtype), (name, stat)
         assert shape == []
+
+
+def documented_stats(doc: str | None) -> list[str]:
+    """The stat names of the first stats table in a docstring, read as a user reads it."""
+    raw = (doc or "").splitlines()
+    header = next((i for i, line in enumerate(raw) if line.split()[:2] == ["stat", "dtype"]), None)
+    if header is None or header < 1:
+        return []
+    indent = len(raw[header]) - len(raw[header].lstrip())
+    rule = raw[header + 1].strip()
+    first = len(rule.split()[0])
+    names = []
+    for line in raw[header + 2 :]:
+        if line.strip() == rule:
+            break
+        name = line[indent : indent + first].strip()
+        if name:
+            names.append(name)
+    return names
 
 
 def test_every_registry_entry_is_some_samplers_stat():

@@ -1,4 +1,28 @@
-"""UAI networks: reading and writing the file family, exact inference, PyMC models."""
+"""UAI networks: reading and writing the file family, exact inference, PyMC models.
+
+Files
+-----
+network
+    ``UAINetwork``, the in-memory network, and small structural helpers.
+errors
+    ``UAIFormatError``, ``ImpossibleEvidenceError``, ``TreewidthTooLargeError``.
+io
+    Reading and writing ``.uai`` networks; every reader and writer of the family is importable
+    from it. On ``tokens`` (token streams with positioned errors), ``evidence_io`` (``.evid``
+    evidence) and ``results_io`` (``.MAR``, ``.PR``, ``.MAP``).
+exact
+    Exact inference: ``exact_inference``, ``exact_marginals``, ``log_partition``,
+    ``sample_exact``. On ``elimination`` (elimination orders, ``EliminationPlan``) and
+    ``bucket_tree`` (the log-space tables and passes).
+clusters
+    Clusters for exact block Gibbs that cross the network's determinism.
+start
+    Feasible starting states.
+model
+    ``read_uai``: PyMC models of UAI networks.
+generate
+    Synthetic networks (``grid_bn``).
+"""
 
 from pymc_lbp.models.uai.clusters import deterministic_scopes, uai_clusters
 from pymc_lbp.models.uai.errors import (

@@ -11,6 +11,8 @@ random_scan_graph
     NeuralBlock's random scan (motif blocks, exact blocks, single sites) as one ``scan``.
 mdn, neural_proposal
     The mixture density network and the proposal files (``library/`` holds the shipped ones).
+    ``mdn`` is put together from ``mdn_functions`` (its module-level functions and constants),
+    ``mdn_graph`` (the pytensor graph, a mixin) and ``mdn_training`` (``fit``, a mixin).
 motifs
     The blocks proposed jointly and how they are found.
 

@@ -7,7 +7,8 @@ reference
     ``start_exponent``, ``grown_exponent``), offsets without int64 overflow.
 graph
     ``CompiledJumps``: one move per integer site of a block in one compiled call (colour
-    classes at once).
+    classes at once), from the graph builders of ``site_moves`` (one site's jump or
+    full-conditional draw) and ``class_moves`` (a colour class of sites at once).
 
 Tests holding the twins together: ``tests/samplers/integer/test_integer_jumps.py`` (enumerated
 kernel; the graph takes the reference's decisions one by one and class by class),

@@ -29,293 +29,42 @@ site, and no Python between sites. Given colour classes of sites that share no t
 (:func:`integer_jumps_at_once`, :func:`support_gibbs_at_once`): given the rest the sites'
 moves are independent, so the decisions are those of the site-after-site moves with the same
 uniforms, from one or two batched evaluations for the whole class.
+
+The one-site moves are built in :mod:`pymc_lbp.samplers.integer.site_moves`, the moves of a
+colour class at once in :mod:`pymc_lbp.samplers.integer.class_moves`; this module puts them
+together in :class:`CompiledJumps`, and their names stay importable from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.logp.graphs import pick_per_row
+from pymc_lbp.samplers.integer.class_moves import (
+    draw_slots,  # noqa: F401 (re-exported)
+    integer_jumps_at_once,
+    support_gibbs_at_once,
+)
 from pymc_lbp.samplers.integer.reference import offsets
-from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
-from pymc_lbp.samplers.single_site.graph import GraphBalancing, balanced_weights, draw_slot
+from pymc_lbp.samplers.integer.site_moves import (
+    BoundsGraph,
+    ClassRowsGraph,
+    JumpInfo,
+    SiteLogpGraph,
+    integer_jump,
+    shifted,
+    support_gibbs,
+)
+from pymc_lbp.samplers.single_site.graph import GraphBalancing
 from pymc_lbp.samplers.traces import clear_traces
-
-SiteLogpGraph = Callable[[Variable, Variable, Variable], tuple[Variable, Variable]]
-"""``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] = values[r] for every r)``."""
-
-BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
-ClassRowsGraph = Callable[[Variable, np.ndarray, Variable], Variable]
-"""``(x, sites, values (m, n)) -> change of the logp from x when sites[i] alone is set to
-values[i, k]``, shape (m, n), for sites that share no term
-(:meth:`pymc_lbp.logp.site_pieces.SitePieces.class_rows`)."""
-"""``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
-
 
 UNROLL_SITES = 4
 """Blocks with at most this many integer sites get their jumps unrolled in the graph (no
 ``scan``, whose per-iteration overhead dominates a single cheap jump); more are a ``scan``."""
-
-
-class JumpInfo(NamedTuple):
-    """What one jump reports."""
-
-    accept: Variable  # MH acceptance probability (0 when no offset could be proposed)
-    distance: Variable  # |y - x| if accepted, else 0
-
-
-_INT64 = np.iinfo(np.int64)
-
-
-def shifted(value: Variable, d: Variable) -> tuple[Variable, Variable]:
-    """``value + d`` without ``int64`` overflow, as a graph (broadcasting).
-
-    Returns
-    -------
-    values : int64 tensor
-        ``value + d`` where it is an ``int64``, ``value`` elsewhere.
-    representable : bool tensor
-        Where ``value + d`` is an ``int64``; elsewhere the offset leaves every support.
-    """
-    up, down = pt.maximum(d, 0), pt.minimum(d, 0)  # each side tested without overflowing itself
-    representable = pt.le(value, _INT64.max - up) & pt.ge(value, _INT64.min - down)
-    return value + pt.switch(representable, d, 0), representable
-
-
-def _log_weights(x, logp_x, site, d, site_logp, lower, upper, log_g):
-    """``(values, logp(x), balanced log-weights)`` of the offsets ``d`` from ``x`` (``logp_x``
-    None: evaluated with the rows)."""
-    values, representable = shifted(x[site], d)
-    inside = representable & pt.ge(values, lower) & pt.le(values, upper)
-    logp, rows = site_logp(x, pt.alloc(site, d.shape[0]), pt.switch(inside, values, x[site]))
-    logp_x = pt.cast(logp, "float64") if logp_x is None else logp_x
-    delta = pt.cast(rows, "float64") - logp_x
-    delta = pt.switch(inside & ~pt.isnan(delta), delta, -np.inf)
-    return values, logp_x, balanced_weights(delta, log_g)
-
-
-def integer_jump(
-    u: Variable,
-    x: Variable,
-    logp_x: Variable,
-    site: Variable,
-    *,
-    d: Variable,
-    site_logp: SiteLogpGraph,
-    bounds: BoundsGraph | None,
-    log_g: GraphBalancing,
-) -> tuple[Variable, Variable, JumpInfo]:
-    """One informed jump of integer site ``site`` (graph builder, pure).
-
-    Parameters
-    ----------
-    u : vector of 2 uniforms
-        ``u[0]`` picks the offset, ``u[1]`` is the MH coin.
-    x, logp_x : block vector and its logp
-    site : int64 scalar
-    d : int64 vector
-        The symmetric offsets, increasing (:func:`pymc_lbp.samplers.integer.reference.offsets`).
-    site_logp : callable
-        The batched logp at one-site changes, as graphs.
-    bounds : callable or None
-        Supports at a state (None: unbounded).
-    log_g : callable
-        Balancing function in log space, as a graph builder.
-
-    Returns
-    -------
-    (x, logp, JumpInfo)
-    """
-    if bounds is None:
-        lower, upper = pt.constant(-np.inf), pt.constant(np.inf)
-    else:
-        lo, hi = bounds(x)
-        lower, upper = lo[site], hi[site]
-    values, _, (log_w, cdf, log_z) = _log_weights(
-        x, logp_x, site, d, site_logp, lower, upper, log_g
-    )
-    has_move = finite(log_z) & finite(logp_x)
-    k = draw_slot(cdf, u[0])
-    y = pt.set_subtensor(x[site], values[k])
-    _, logp_y, (log_w_y, _, log_z_y) = _log_weights(
-        y, None, site, d, site_logp, lower, upper, log_g
-    )
-    log_q_rev = log_w_y[d.shape[0] - 1 - k] - log_z_y
-    prob, accepted = mh_accept(mh_log_ratio(logp_x, logp_y, log_w[k] - log_z, log_q_rev), u[1])
-    prob = pt.switch(has_move, prob, 0.0)
-    accepted = accepted & has_move
-    x_new = pt.switch(accepted, y, x)
-    logp_new = pt.switch(accepted, logp_y, logp_x)
-    distance = pt.switch(accepted, pt.abs(d[k]), 0)
-    return x_new, logp_new, JumpInfo(prob, distance)
-
-
-def support_gibbs(
-    u: Variable,
-    x: Variable,
-    logp_x: Variable,
-    site: Variable,
-    lower: Variable,
-    upper: Variable,
-    *,
-    n_values: int,
-    site_logp: SiteLogpGraph,
-) -> tuple[Variable, Variable, JumpInfo]:
-    """Draw integer site ``site`` from its full conditional over ``lower .. upper`` (graph
-    builder, pure).
-
-    ``n_values`` is the number of rows evaluated (at least ``upper - lower + 1``; rows beyond
-    ``upper`` weigh 0, so sites of different support sizes share one graph). ``u[0]`` picks the
-    value; with no value of positive probability the state is kept.
-    """
-    values = lower + pt.arange(n_values, dtype="int64")
-    inside = pt.le(values, upper)
-    _, rows = site_logp(x, pt.alloc(site, n_values), pt.switch(inside, values, x[site]))
-    rows = pt.cast(rows, "float64")
-    log_w = pt.switch(inside & ~pt.isnan(rows), rows, -np.inf)
-    top = pt.max(log_w)
-    cdf = pt.cumsum(pt.exp(log_w - top))
-    has_move = finite(top)
-    k = draw_slot(cdf, u[0])
-    x_new = pt.switch(has_move, pt.set_subtensor(x[site], values[k]), x)
-    logp_new = pt.switch(has_move, log_w[k], logp_x)
-    distance = pt.switch(has_move, pt.abs(values[k] - x[site]), 0)
-    return x_new, logp_new, JumpInfo(pt.switch(has_move, 1.0, 0.0), distance)
-
-
-def draw_slots(cdf: Variable, u: Variable) -> Variable:
-    """:func:`~pymc_lbp.samplers.single_site.graph.draw_slot` row by row: ``cdf`` (m, n), ``u``
-    (m,)."""
-    n = cdf.shape[1]
-    idx = pt.sum(pt.le(cdf, (u * cdf[:, -1])[:, None]), axis=1)  # searchsorted, side="right"
-    last = pt.argmax(cdf, axis=1)
-    return pt.clip(pt.minimum(idx, last), 0, n - 1)
-
-
-def _class_rows(x, logp_x, sites, values, site_logp, class_rows):
-    """Logp at ``x`` with ``sites[i]`` set to ``values[i, k]``, shape (m, n): ``logp_x`` plus
-    the changes from the class's elements (``class_rows``), or the batched whole-model
-    evaluation of every row."""
-    if class_rows is not None:
-        return logp_x + pt.cast(class_rows(x, sites, values), "float64")
-    idx = pt.constant(np.asarray(sites, dtype=np.int64))
-    _, rows = site_logp(x, pt.repeat(idx, values.shape[1]), values.ravel())
-    return pt.cast(rows.reshape((len(sites), values.shape[1])), "float64")
-
-
-def _row_log_weights(rows, inside, logp_ref, log_g):
-    """Balanced log-weights of rows of logps against ``logp_ref`` (one per row, (m, 1)):
-    ``(log_w, cdf, log_z)``, ``-inf`` outside the support or where the logp is NaN."""
-    delta = pt.cast(rows, "float64") - logp_ref
-    delta = pt.switch(inside & ~pt.isnan(delta), delta, -np.inf)
-    log_w = pt.switch(pt.eq(delta, -np.inf), -np.inf, log_g(delta))
-    top = pt.max(log_w, axis=1, keepdims=True)
-    cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
-    return log_w, cdf, top[:, 0] + pt.log(cdf[:, -1])
-
-
-def integer_jumps_at_once(
-    u: Variable,
-    x: Variable,
-    logp_x: Variable,
-    sites: np.ndarray,
-    *,
-    d: Variable,
-    site_logp: SiteLogpGraph,
-    bounds: BoundsGraph | None,
-    log_g: GraphBalancing,
-    class_rows: ClassRowsGraph | None = None,
-) -> tuple[Variable, Variable, JumpInfo, Variable]:
-    """One informed jump of every site in ``sites`` at once (graph builder, pure).
-
-    For sites that share no term of the logp (a colour class of the model's interaction
-    graph): given the rest, their jumps are independent, so this makes the decisions that
-    :func:`integer_jump` run site after site makes with the same uniforms (``u`` of shape
-    (m, 2)), from two batched logp evaluations of ``m |D|`` rows (every row ``x`` with one site
-    changed) instead of ``2 m``, or, with ``class_rows``, two evaluations of the logp's elements
-    at ``|D|`` states each. The logp of the result adds the accepted sites' changes.
-
-    Returns
-    -------
-    (x, logp, JumpInfo summed over the sites, number of sites that moved)
-    """
-    n_d = d.shape[0]
-    idx = pt.constant(np.asarray(sites, dtype=np.int64))
-    if bounds is None:
-        lower, upper = pt.constant(-np.inf), pt.constant(np.inf)
-    else:
-        lo, hi = bounds(x)
-        lower, upper = lo[idx][:, None], hi[idx][:, None]
-    here = x[idx][:, None]
-
-    def neighbourhood(centre, logp_ref):
-        values, representable = shifted(centre, d[None, :])
-        inside = representable & pt.ge(values, lower) & pt.le(values, upper)
-        rows = _class_rows(x, logp_x, sites, pt.switch(inside, values, here), site_logp, class_rows)
-        return values, rows, _row_log_weights(rows, inside, logp_ref, log_g)
-
-    values, rows, (log_w, cdf, log_z) = neighbourhood(here, logp_x)
-    k = draw_slots(cdf, u[:, 0])
-    new = pick_per_row(values, k)
-    logp_y = pt.cast(pick_per_row(rows, k), "float64")
-    _, _, (log_w_y, _, log_z_y) = neighbourhood(new[:, None], logp_y[:, None])
-    log_q_rev = pick_per_row(log_w_y, n_d - 1 - k) - log_z_y
-    prob, accepted = mh_accept(
-        mh_log_ratio(logp_x, logp_y, pick_per_row(log_w, k) - log_z, log_q_rev), u[:, 1]
-    )
-    has_move = finite(log_z) & finite(logp_x)
-    prob = pt.switch(has_move, prob, 0.0)
-    accepted = accepted & has_move
-    x_new = pt.set_subtensor(x[idx], pt.switch(accepted, new, x[idx]))
-    logp_new = logp_x + pt.sum(pt.switch(accepted, logp_y - logp_x, 0.0))
-    distance = pt.switch(accepted, pt.abs(d[k]), 0)
-    moved = pt.sum(pt.cast(pt.gt(distance, 0), "int64"))
-    return x_new, logp_new, JumpInfo(pt.sum(prob), pt.sum(distance)), moved
-
-
-def support_gibbs_at_once(
-    u: Variable,
-    x: Variable,
-    logp_x: Variable,
-    sites: np.ndarray,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    *,
-    n_values: int,
-    site_logp: SiteLogpGraph,
-    class_rows: ClassRowsGraph | None = None,
-) -> tuple[Variable, Variable, JumpInfo, Variable]:
-    """:func:`support_gibbs` for every site of a colour class at once (sites sharing no term:
-    their full conditionals given the rest are independent), from one batched logp
-    evaluation of ``m n_values`` rows (with ``class_rows``: ``n_values`` evaluations of the
-    logp's elements); same decisions as site after site with the same ``u``."""
-    idx = pt.constant(np.asarray(sites, dtype=np.int64))
-    hi = pt.constant(np.asarray(upper, dtype=np.int64))[:, None]
-    values = pt.constant(np.asarray(lower, dtype=np.int64))[:, None] + pt.arange(n_values)[None, :]
-    inside = pt.le(values, hi)
-    here = x[idx][:, None]
-    rows = _class_rows(x, logp_x, sites, pt.switch(inside, values, here), site_logp, class_rows)
-    log_w = pt.switch(inside & ~pt.isnan(rows), rows, -np.inf)
-    top = pt.max(log_w, axis=1, keepdims=True)
-    cdf = pt.cumsum(pt.exp(log_w - top), axis=1)
-    has_move = finite(top[:, 0]) & finite(logp_x)  # feasible states only: no NaN sums
-    k = draw_slots(cdf, u[:, 0])
-    new = pt.switch(has_move, pick_per_row(values, k), x[idx])
-    logp_y = pick_per_row(log_w, k)
-    x_new = pt.set_subtensor(x[idx], new)
-    logp_new = logp_x + pt.sum(pt.switch(has_move, logp_y - logp_x, 0.0))
-    distance = pt.abs(new - x[idx])
-    moved = pt.sum(pt.cast(pt.gt(distance, 0), "int64"))
-    info = JumpInfo(pt.sum(pt.switch(has_move, 1.0, 0.0)), pt.sum(distance))
-    return x_new, logp_new, info, moved
 
 
 MAX_CLASSES = 8

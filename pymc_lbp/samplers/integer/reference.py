@@ -229,7 +229,9 @@ def jump(
     logp_y, log_w_y = neighbourhood_log_weights(site_logp, y, site, d, log_g, support)
     prep_y = prepare_weights(log_w_y)
     log_q_rev = -np.inf if prep_y is None else log_w_y[d.shape[0] - 1 - k] - prep_y[2]
-    prob, accepted = mh_accept(mh_log_ratio(logp_x, logp_y, log_w[k] - log_z, log_q_rev), rng)
+    prob, accepted = mh_accept(
+        mh_log_ratio(logp_x, logp_y, log_w[k] - log_z, log_q_rev), rng.random()
+    )
     if accepted:
         return Jump(y, logp_y, prob, int(abs(d[k])))
     return Jump(x, logp_x, prob, 0)

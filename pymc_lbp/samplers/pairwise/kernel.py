@@ -42,7 +42,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_lbp.samplers.path.numba_pieces import linear_weights_into, log_prob_order_log, njit
+from pymc_lbp.samplers.path.numba_pieces import (
+    adapt_update,
+    linear_weights_into,
+    log_prob_order_log,
+    njit,
+)
 from pymc_lbp.samplers.self_balancing.parametrizations import D_CLIP, GRID_DENSITY
 
 BALANCING_CODES = {"sqrt": 0, "barker": 1, "min": 2, "max": 3}
@@ -160,25 +165,6 @@ def pick_sites(tree: np.ndarray, size: int, lin: np.ndarray, out: np.ndarray, rn
         tree_set(tree, size, i, 0.0)
     for r in range(out.shape[0]):
         tree_set(tree, size, out[r], lin[out[r]])
-
-
-@njit(cache=True, nogil=True)
-def adapt_update(
-    log_u, log_u_bar, count, accept, doubling, target, max_length, gamma0, t0, kappa, avg_kappa
-):
-    """:meth:`pymc_lbp.samplers.path.adaptation.PathLengthAdaptation.update`, the same
-    arithmetic."""
-    log_max = math.log(max_length)
-    if doubling:
-        if accept >= target and log_u < log_max:
-            log_u = min(log_u + math.log(2.0), log_max)
-            return log_u, log_u, 0, True
-        doubling = False
-    gain = gamma0 * (count + 1 + t0) ** (-kappa)
-    log_u = min(max(log_u + gain * (accept - target), 0.0), log_max)
-    eta = (count + 1) ** (-avg_kappa)
-    log_u_bar = eta * log_u + (1.0 - eta) * log_u_bar
-    return log_u, log_u_bar, count + 1, doubling
 
 
 RESCALE_ABOVE = 600.0

@@ -211,6 +211,25 @@ def log_prob_order_log(
     return out
 
 
+@njit(cache=True, nogil=True)
+def adapt_update(
+    log_u, log_u_bar, count, accept, doubling, target, max_length, gamma0, t0, kappa, avg_kappa
+):
+    """:meth:`pymc_lbp.samplers.path.adaptation.PathLengthAdaptation.update`, the same
+    arithmetic (the numba twin; the pairwise kernels tune inside their loop with it)."""
+    log_max = math.log(max_length)
+    if doubling:
+        if accept >= target and log_u < log_max:
+            log_u = min(log_u + math.log(2.0), log_max)
+            return log_u, log_u, 0, True
+        doubling = False
+    gain = gamma0 * (count + 1 + t0) ** (-kappa)
+    log_u = min(max(log_u + gain * (accept - target), 0.0), log_max)
+    eta = (count + 1) ** (-avg_kappa)
+    log_u_bar = eta * log_u + (1.0 - eta) * log_u_bar
+    return log_u, log_u_bar, count + 1, doubling
+
+
 def warm_up() -> None:
     """Compile (or load from numba's cache) every kernel once."""
     if not ENABLED:

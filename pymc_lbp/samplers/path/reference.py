@@ -224,16 +224,6 @@ def _log_prob_sites_numpy(weights: PathWeights, sites: np.ndarray) -> float:
     return float(np.sum(log_picked - log_remaining))
 
 
-def log_prob_sites(site_log_w: np.ndarray, sites: np.ndarray) -> float:
-    """Log-probability of drawing ``sites`` in this order without replacement from ``exp(W)``.
-
-    ``sum_r [W_{i_r} - log(sum of exp(W) over the sites not yet picked)]``. The remaining mass is
-    the mass off the path plus suffix sums of the path's weights (no ``1 - cumsum``
-    cancellation). Returns ``-inf`` if a site has zero weight.
-    """
-    return _log_prob_sites(PathWeights.from_site_log_weights(site_log_w), np.asarray(sites))
-
-
 def log_prob_path(weights: PathWeights, sites: np.ndarray, slots: np.ndarray) -> float:
     """Log-probability of the path ``(sites, slots)`` under ``weights``: order and values.
 
@@ -324,7 +314,6 @@ __all__ = [
     "draw_sites",
     "draw_slots",
     "log_prob_path",
-    "log_prob_sites",
     "path_weights",
     "reverse_slots",
     "site_weights",

@@ -3,8 +3,9 @@
 Versions
 --------
 reference
-    ``LocallyBalanced.mh_step`` (``pymc_lbp/step_methods/locally_balanced.py``): one transition
-    in numpy from two uniforms.
+    ``single_site_step`` (``reference.py``): one transition in numpy from two uniforms, the only
+    copy (``LocallyBalanced.mh_step``, ``SelfBalancing.mh_step`` and the ``differences="auto"``
+    probe run it).
 graph
     ``single_site_kernel``: the same transition as a pure graph builder
     ``kernel(u, state) -> (state, info)``.

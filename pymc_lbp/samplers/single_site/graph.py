@@ -194,9 +194,3 @@ def single_site_kernel(
         )
     )
     return new_state, Info(prob, accepted, has_move)
-
-
-def proposal_log_probs(deltas: Variable, log_g: GraphBalancing) -> Variable:
-    """``log Q(s|x)`` over slots, the kernel's proposal row (for exact comparisons)."""
-    log_w, _, log_z = balanced_weights(deltas, log_g)
-    return log_w - log_z

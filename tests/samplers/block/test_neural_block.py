@@ -17,7 +17,6 @@ from pymc_lbp.models import ising_log_density, ising_model, read_uai
 from pymc_lbp.models.uai import UAINetwork, forward_sample, grid_bn, uai_variable_map
 from pymc_lbp.samplers.block.motifs.grid_bn import (
     GRID_BN_MOTIF,
-    grid_bn_block_states,
     grid_bn_blocks,
     grid_bn_layout,
     grid_bn_motif_log_conditional,
@@ -436,7 +435,8 @@ def test_grid_layout_and_motif_conditional_match_the_network(uai_dir):
     network, _ = grid_bn(7, 0.5, seed=2)
     blocks = grid_bn_blocks(network)
     assert len(blocks) == 9
-    S = grid_bn_block_states()
+    # the 512 block states in the order of grid_bn_motif_log_conditional's columns
+    S = np.array(list(itertools.product(range(2), repeat=9)), dtype=np.int64)
     for full in forward_sample(network, 3, rng=0)[0]:
         for b in blocks:
             x_cond = np.where(b.cond >= 0, full[np.maximum(b.cond, 0)], b.pad)

@@ -16,13 +16,13 @@ from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_target
 from pymc_lbp.samplers.path.reference import (
     PathWeights,
     _linear_weights_numpy,
+    _log_prob_sites,
     _log_prob_sites_numpy,
     _race_numpy,
     check_single_site_share,
     draw_path_length,
     draw_sites,
     draw_slots,
-    log_prob_sites,
     path_weights,
     reverse_slots,
     slot_values,
@@ -44,6 +44,12 @@ def layout_of(*kinds):
         specs.append(VariableSpec(f"v{off}", None, (size,), off, kind, k))
         off += size
     return BlockLayout(specs)
+
+
+def log_prob_sites(site_log_w: np.ndarray, sites: np.ndarray) -> float:
+    """Log-probability of drawing ``sites`` in this order without replacement from ``exp(W)``,
+    as the path step computes it."""
+    return _log_prob_sites(PathWeights.from_site_log_weights(site_log_w), np.asarray(sites))
 
 
 def test_stochastic_round_is_unbiased():

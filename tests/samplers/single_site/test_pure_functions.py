@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -12,9 +10,7 @@ from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS, balanced_log_weight
 from pymc_lbp.samplers.common import (
     draw_categorical,
     draw_from_cdf,
-    draw_ordered_without_replacement,
     log_normalize,
-    log_prob_ordered,
     mh_accept,
     mh_log_ratio,
     prepare_weights,
@@ -52,28 +48,32 @@ def test_draws_follow_weights_and_skip_zero_weights():
         assert np.all(np.abs(c[[0, 2, 3]] / n - [0.1, 0.6, 0.3]) < 5 * se)
 
 
-def test_ordered_draws_match_their_log_probabilities():
-    rng = np.random.default_rng(1)
-    log_p = np.log(np.array([0.5, 0.2, 0.2, 0.1]))
-    orders = list(itertools.permutations(range(4), 2))
-    probs = np.array([np.exp(log_prob_ordered(log_p, np.array(o))) for o in orders])
-    assert probs.sum() == pytest.approx(1.0)
-    n = 20000
-    seen = {o: 0 for o in orders}
-    for _ in range(n):
-        seen[tuple(draw_ordered_without_replacement(log_p, 2, rng))] += 1
-    freq = np.array([seen[o] for o in orders]) / n
-    assert np.all(np.abs(freq - probs) < 5 * np.sqrt(probs * (1 - probs) / n) + 1e-12)
-
-
 def test_mh_acceptance_edge_cases():
-    rng = np.random.default_rng(2)
     assert mh_log_ratio(0.0, -np.inf, 0.0, 0.0) == -np.inf
     assert mh_log_ratio(0.0, 1.0, 0.0, -np.inf) == -np.inf
-    assert mh_accept(-np.inf, rng) == (0.0, False)
-    assert mh_accept(3.0, rng) == (1.0, True)
-    prob, _ = mh_accept(np.log(0.25), rng)
-    assert prob == pytest.approx(0.25)
+    assert mh_accept(-np.inf, 0.0) == (0.0, False)
+    assert mh_accept(np.nan, 0.0) == (0.0, False)
+    assert mh_accept(np.inf, 0.999) == (1.0, True)
+    assert mh_accept(3.0, 0.999) == (1.0, True)
+    assert mh_accept(np.log(0.25), 0.2499) == (pytest.approx(0.25), True)
+    assert mh_accept(np.log(0.25), 0.2501) == (pytest.approx(0.25), False)
+
+
+def test_numpy_and_graph_mh_accept_take_the_uniform_alike():
+    """The numpy MH accept and the graph's make the same decision from the same uniform, on
+    ratios around 0 and the non-finite ones, uniforms across [0, 1)."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_lbp.samplers.mh_graph import mh_accept as graph_accept
+
+    r, u = pt.scalar("r", dtype="float64"), pt.scalar("u", dtype="float64")
+    fn = pytensor.function([r, u], graph_accept(r, u))
+    ratios = [-np.inf, -5.0, np.log(0.3), -1e-12, 0.0, 2.0, np.inf, np.nan]
+    for ratio in ratios:
+        for uniform in (0.0, 0.05, 0.3 - 1e-12, 0.3 + 1e-12, 0.5, 0.999999):
+            prob, accepted = fn(ratio, uniform)
+            assert mh_accept(ratio, uniform) == (pytest.approx(float(prob)), bool(accepted))
 
 
 @pytest.mark.parametrize(
@@ -155,3 +155,21 @@ def test_draw_blocks_never_returns_a_zero_weight_entry_when_the_uniform_rounds_u
     np.testing.assert_array_equal(pick_index(w, np.array([1.0, 1.0])), [1, 1])
     np.testing.assert_array_equal(pick_index(w, np.array([0.0, 0.0])), [0, 1])
     np.testing.assert_array_equal(pick_index(w, np.array([0.3, 0.5])), [1, 1])
+
+
+def test_numpy_and_graph_slot_draws_agree_and_skip_zero_weights():
+    """The reference's inverse-CDF draw is the graph's: the same slot from the same uniform,
+    and a uniform that rounds up to the total goes to the last slot of positive weight."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_lbp.samplers.single_site.graph import draw_slot as graph_slot
+    from pymc_lbp.samplers.single_site.reference import draw_slot
+
+    c, u = pt.vector("c", dtype="float64"), pt.scalar("u", dtype="float64")
+    fn = pytensor.function([c, u], graph_slot(c, u))
+    cdf = np.cumsum([0.0, 0.5, 0.0, 0.25, 0.25, 0.0, 0.0])
+    for uniform in (0.0, 0.2, 0.5, 0.74, 0.75, 0.9, 1.0 - 1e-16, 1.0):
+        assert draw_slot(cdf, uniform) == int(fn(cdf, uniform)), uniform
+    assert draw_slot(cdf, 1.0) == 4  # not the zero-weight slots 5 and 6
+    assert draw_slot(cdf, 0.0) == 1  # not the zero-weight slot 0

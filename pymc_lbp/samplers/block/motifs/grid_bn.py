@@ -334,11 +334,6 @@ def grid_bn_motif_log_conditional(x_cond: np.ndarray, params: np.ndarray) -> np.
     return np.where(ok, logp - norm, -np.inf)
 
 
-def grid_bn_block_states() -> np.ndarray:
-    """The 512 block states in the order of :func:`grid_bn_motif_log_conditional`."""
-    return _ALL_BLOCK_STATES.copy()
-
-
 __all__ = [
     "GRID_BN_MOTIF",
     "grid_bn_blocks",

@@ -20,7 +20,7 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from pymc_lbp import LocallyBalanced
-from pymc_lbp.logp.differences_choice import recheck_due
+from pymc_lbp.step_methods.differences_choice import recheck_due
 
 PI, TAU, SIGMA = 0.3, 2.0, 1.0
 

@@ -1,4 +1,4 @@
-"""``differences="auto"`` (pymc_lbp.logp.differences_choice): the rule, the measurements it rests
+"""``differences="auto"`` (step_methods/differences_choice.py): the rule, the measurements it rests
 on, and the samplers' defaults on models where first-order differences are exact, poor, or
 absent."""
 
@@ -14,14 +14,14 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP
-from pymc_lbp.logp.differences_choice import (
+from pymc_lbp.step_methods import base
+from pymc_lbp.step_methods.differences_choice import (
     MIN_ACCEPTANCE,
     SMALL_BLOCK_SLOTS,
     Probe,
     choose,
     probe_first_order,
 )
-from pymc_lbp.step_methods import base
 
 SAMPLE = dict(chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
 

@@ -58,7 +58,8 @@ import numpy as np
 import pytensor
 
 from pymc_lbp.samplers.balancing import balanced_log_weights
-from pymc_lbp.samplers.common import draw_from_cdf, mh_accept, mh_log_ratio, prepare_weights
+from pymc_lbp.samplers.common import prepare_weights
+from pymc_lbp.samplers.single_site.reference import single_site_step
 
 PROBE_STEPS = 48
 """Steps of the first-order single-site chain run from the start point."""
@@ -187,6 +188,11 @@ def probe_first_order(
     logp, deltas = diffs(x)
     if not np.isfinite(logp):
         return None
+
+    def evaluate(y: np.ndarray):
+        logp_y, deltas_y = diffs(y)
+        return logp_y, deltas_y, prepare_weights(balanced_log_weights(deltas_y, log_g))
+
     compare_every = max(1, n_steps // max(n_states - 1, 1))
     worst, match, compared, accept_sum = 0.0, True, 0, 0.0
     states = 0
@@ -199,21 +205,10 @@ def probe_first_order(
         prep = prepare_weights(balanced_log_weights(deltas, log_g))
         if prep is None:  # first-order differences propose nothing from here
             continue
-        log_w, cdf, log_z = prep
-        slot = draw_from_cdf(cdf, rng)
-        site = layout.slot_site[slot]
-        old = int(x[site])
-        y = x.copy()
-        y[site] = layout.new_value(x, slot)
-        logp_y, deltas_y = diffs(y)
-        prep_y = prepare_weights(balanced_log_weights(deltas_y, log_g))
-        log_q_rev = -np.inf
-        if prep_y is not None:
-            log_q_rev = prep_y[0][layout.reverse_slot(slot, old)] - prep_y[2]
-        prob, accepted = mh_accept(mh_log_ratio(logp, logp_y, log_w[slot] - log_z, log_q_rev), rng)
-        accept_sum += prob
-        if accepted:
-            x, logp, deltas = y, logp_y, deltas_y
+        move = single_site_step(x, logp, prep, layout, evaluate, rng.random(), rng.random())
+        accept_sum += move.accept_prob
+        if move.accepted:
+            x, logp, deltas = move.x, move.logp, move.deltas
     diffs.refresh_bounds(np.asarray(x0, dtype=np.int64))
     return Probe(worst, match, accept_sum / max(n_steps, 1), compared)
 

@@ -1,0 +1,332 @@
+"""The work of the ``mar`` command: the checks of its files and options before any work, the
+exact marginals (``--exact``), the sampling run and its summary, and the mapping of errors to
+exit codes (:data:`pymc_lbp.cli.parser.EXIT_CODES`).
+
+Used by :func:`pymc_lbp.cli.main`; :func:`check_output` is importable from :mod:`pymc_lbp.cli`
+too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pymc_lbp.cli.agreement import chain_disagreement, disagreement_warning
+from pymc_lbp.cli.parser import (
+    EXIT_DISAGREE,
+    EXIT_FILE,
+    EXIT_FORMAT,
+    EXIT_IMPOSSIBLE,
+    EXIT_INFEASIBLE,
+    EXIT_OK,
+    EXIT_SAMPLING,
+    EXIT_USAGE,
+    CLIError,
+)
+from pymc_lbp.cli.samplers import (
+    SamplerNotApplicableError,
+    check_sampler,
+    make_steps,
+    steps_per_draw_for,
+)
+
+
+# --------------------------------------------------------------------------- the work
+@contextlib.contextmanager
+def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
+    """Translate the library's exceptions into :class:`CLIError` with an exit code."""
+    from pymc_lbp.models.uai import (
+        ImpossibleEvidenceError,
+        TreewidthTooLargeError,
+        UAIFormatError,
+    )
+
+    try:
+        yield
+    except CLIError:
+        raise
+    except UAIFormatError as err:
+        raise CLIError(f"malformed file: {err}", EXIT_FORMAT) from err
+    except ImpossibleEvidenceError as err:
+        raise CLIError(f"impossible evidence: {err}", EXIT_IMPOSSIBLE) from err
+    except TreewidthTooLargeError as err:
+        raise CLIError(f"exact marginals infeasible: {err}", EXIT_INFEASIBLE) from err
+    except OSError as err:
+        where = f"{err.filename}: " if err.filename else ""
+        reason = err.strerror or str(err)
+        raise CLIError(f"{where}{reason}", EXIT_FILE) from err
+
+
+def _check_readable(path: str, what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise CLIError(f"{what} {path}: no such file", EXIT_FILE)
+    if not p.is_file():
+        raise CLIError(f"{what} {path}: not a regular file", EXIT_FILE)
+    return p
+
+
+def check_output(path: str) -> Path:
+    """Check, before any work, that the MAR file ``path`` can be written.
+
+    Refuses a path that ends with a path separator (``newdir/`` names a directory, although
+    ``Path`` would drop the separator and write a file ``newdir``), an existing directory, a
+    missing parent directory, a parent that is not a directory, and any path a probe open
+    (append mode, so an existing file is left as it is; a file the probe creates is removed
+    again) refuses: no permission, a read-only file system, a name too long, ...
+
+    Raises
+    ------
+    CLIError
+        With :data:`EXIT_FILE` and the reason.
+    """
+    p = Path(path)
+    try:
+        _probe_output(p, path)
+    except OSError as exc:  # e.g. a name too long for the file system, even to stat it
+        reason = exc.strerror or str(exc)
+        raise CLIError(f"output {path}: cannot be written: {reason}", EXIT_FILE) from exc
+    return p
+
+
+def _probe_output(p: Path, path: str) -> None:
+    separators = tuple(sep for sep in (os.sep, os.altsep, "/") if sep)
+    if path.endswith(separators):
+        raise CLIError(
+            f"output {path}: ends with a path separator (a directory, not a file name)", EXIT_FILE
+        )
+    if p.is_dir():
+        raise CLIError(f"output {path}: is a directory", EXIT_FILE)
+    parent = p.parent
+    if not parent.exists():
+        raise CLIError(f"output {path}: directory {parent} does not exist", EXIT_FILE)
+    if not parent.is_dir():
+        raise CLIError(f"output {path}: {parent} is not a directory", EXIT_FILE)
+    existed = p.exists()
+    with open(p, "a"):
+        pass
+    if not existed:
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
+def _effective_network(network: Any, kind: str | None) -> Any:
+    """The network the target is computed from: with the BAYES layout (asked for, or declared
+    by the file with ``--kind file``) its CPTs are checked and rescaled exactly as
+    :func:`~pymc_lbp.models.uai.read_uai` does, so ``--exact`` and sampling agree."""
+    if (kind or network.kind) != "BAYES":
+        return network
+    return network.normalised_cpts()
+
+
+@contextlib.contextmanager
+def _quiet_pymc(quiet: bool) -> Iterator[None]:
+    logger = logging.getLogger("pymc")
+    level = logger.level
+    if quiet:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _summary(idata: Any, model: Any, seconds: float) -> list[str]:
+    """Short ArviZ-based summary: Hamming-statistic ESS, acceptance, time."""
+    import numpy as np
+
+    from pymc_lbp.diagnostics import ess, hamming_trace, reference_state
+    from pymc_lbp.models.uai import uai_variable_map
+
+    info = uai_variable_map(model)
+    cards = np.concatenate([info.network.cards[info.members[n]] for n in info.free_names])
+    reference = reference_state(cards.size, cards, seed=12345)
+    trace = hamming_trace(idata, list(info.free_names), reference)
+    n_chains, n_draws = trace.shape
+    hamming_ess = ess(trace)
+    lines = [
+        f"sampled {n_chains} chain(s) x {n_draws} draws of {cards.size} free variables "
+        f"in {seconds:.1f} s",
+        f"ESS of the Hamming statistic (ArviZ bulk): {hamming_ess:.1f} "
+        f"({hamming_ess / max(seconds, 1e-9):.1f} per second)",
+    ]
+    stats = getattr(idata, "sample_stats", None)
+    if stats is not None and "accept" in stats:
+        accept = float(np.asarray(stats["accept"]).mean())
+        line = f"mean acceptance probability: {accept:.3f}"
+        if "jump_distance" in stats:
+            line += f"; mean sites changed per draw: {float(stats['jump_distance'].mean()):.2f}"
+        lines.append(line)
+    else:
+        lines.append("mean acceptance probability: n/a (the sampler records none)")
+    if n_chains > 1 and np.ptp(np.asarray(trace)) > 0:
+        import arviz as az
+
+        rhat = float(az.rhat(np.asarray(trace)))
+        lines.append(f"R-hat of the Hamming statistic: {rhat:.3f}")
+    return lines
+
+
+def _note_unused_evidence(network_path: Path, network: Any, err: Any) -> None:
+    """Say so when ``NETWORK.uai.evid`` holds evidence that was not asked for."""
+    from pymc_lbp.models.uai import UAIFormatError, read_evidence
+
+    sibling = Path(f"{network_path}.evid")
+    if not sibling.is_file():
+        return
+    try:
+        found = read_evidence(sibling, network)
+    except (UAIFormatError, OSError):
+        return
+    if found:
+        print(
+            f"note: {sibling} holds evidence on {len(found)} variable(s) but no --evidence was "
+            "given; computing the marginals without evidence",
+            file=err,
+        )
+
+
+def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
+    from pymc_lbp.models.uai import ImpossibleEvidenceError, read_evidence, read_network
+
+    # every check before any work: files, output, layout, sampler
+    network_path = _check_readable(args.network, "network file")
+    evidence_path = _check_readable(args.evidence, "evidence file") if args.evidence else None
+    output = check_output(args.output)
+    network = read_network(network_path)
+    evidence = read_evidence(evidence_path, network)
+    kind = None if args.kind == "file" else args.kind
+    try:
+        target = _effective_network(network, kind)
+    except ValueError as exc:  # not CPT-structured, or CPT rows that do not sum to 1
+        raise CLIError(f"--kind {args.kind}: {exc}", EXIT_USAGE) from exc
+    if args.strict and not args.exact and args.chains < 2:
+        raise CLIError("--strict compares chains: it needs --chains 2 or more", EXIT_USAGE)
+    if not args.exact:
+        try:
+            check_sampler(args.sampler, network, evidence)
+        except SamplerNotApplicableError as exc:
+            raise CLIError(f"--sampler {args.sampler}: {exc}", EXIT_USAGE) from exc
+    if evidence_path is None:
+        _note_unused_evidence(network_path, network, err)
+    try:
+        if args.exact:
+            return _exact(args, target, evidence, output, out)
+        return _sample(args, network, target, kind, evidence, output, out, err)
+    except ImpossibleEvidenceError as exc:
+        where = f"{evidence_path}: " if evidence_path is not None else ""
+        raise CLIError(f"impossible evidence: {where}{exc}", EXIT_IMPOSSIBLE) from exc
+
+
+def _exact(args: argparse.Namespace, network: Any, evidence: dict, output: Path, out: Any) -> int:
+    from pymc_lbp.models.uai import exact_marginals, write_mar
+    from pymc_lbp.models.uai.exact import DEFAULT_MAX_TABLE_SIZE
+
+    size = args.max_table_size or DEFAULT_MAX_TABLE_SIZE
+    t0 = time.perf_counter()
+    marginals = exact_marginals(network, evidence, max_table_size=size)
+    write_mar(output, marginals)
+    print(
+        f"exact marginals of {network.name} ({network.n_vars} variables, "
+        f"{len(evidence)} evidence) in {time.perf_counter() - t0:.2f} s -> {output}",
+        file=out,
+    )
+    return EXIT_OK
+
+
+def _describe_starts(starts: Any, sources: list[str]) -> str:
+    """The start line's ``start: ...`` text: how the chains' states were found."""
+    distinct = len({tuple(row) for row in starts.tolist()})
+    if len(sources) == 1:
+        return sources[0]
+    if len(set(sources)) == 1:
+        how = f"{sources[0]} per chain"
+    else:
+        how = ", ".join(f"chain {c}: {src}" for c, src in enumerate(sources))
+    return f"{how} ({distinct} distinct of {len(sources)})"
+
+
+def _sample(
+    args: argparse.Namespace,
+    network: Any,
+    target: Any,
+    kind: str | None,
+    evidence: dict,
+    output: Path,
+    out: Any,
+    err: Any,
+) -> int:
+    import numpy as np
+    import pymc as pm
+
+    from pymc_lbp.models.uai import (
+        random_feasible_states,
+        read_uai,
+        uai_marginals,
+        uai_point_from_state,
+        uai_variable_map,
+        write_mar,
+    )
+
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
+    # one random feasible start per chain (the target's own CPTs with --kind BAYES)
+    starts, sources = random_feasible_states(target, evidence, args.chains, rng=seed)
+    model = read_uai(network, evidence, kind=kind, start=starts[0], seed=seed)
+    info = uai_variable_map(model)
+    n_free = int(sum(info.members[n].size for n in info.free_names))
+    if n_free == 0:
+        write_mar(output, uai_marginals({}, model))
+        print(f"{network.name}: every variable is fixed; wrote the deltas -> {output}", file=out)
+        return EXIT_OK
+    initvals = [uai_point_from_state(state, model) for state in starts]
+    steps_per_draw = steps_per_draw_for(args.sampler, n_free, args.steps_per_draw)
+    with model, _quiet_pymc(args.quiet):
+        try:
+            steps = make_steps(args.sampler, [model[n] for n in info.free_names], steps_per_draw)
+        except SamplerNotApplicableError as exc:
+            raise CLIError(f"--sampler {args.sampler}: {exc}", EXIT_USAGE) from exc
+        t0 = time.perf_counter()
+        try:
+            idata = pm.sample(
+                draws=args.draws,
+                tune=args.tune,
+                chains=args.chains,
+                cores=args.cores,
+                step=steps,
+                initvals=initvals,
+                random_seed=seed,
+                progressbar=not args.quiet,
+                compute_convergence_checks=False,
+            )
+        except pm.exceptions.SamplingError as exc:
+            raise CLIError(f"sampling failed: {exc}", EXIT_SAMPLING) from exc
+        seconds = time.perf_counter() - t0
+    write_mar(output, uai_marginals(idata, model))
+    if args.sampler == "pymc_gibbs":
+        spd = "one sweep"
+    else:
+        spd = ", ".join(str(s.steps_per_draw) for s in steps if hasattr(s, "steps_per_draw"))
+    print(
+        f"{network.name}: {args.sampler}, steps_per_draw={spd}, seed={seed}, "
+        f"start: {_describe_starts(starts, sources)}",
+        file=out,
+    )
+    for line in _summary(idata, model, seconds):
+        print(line, file=out)
+    print(f"marginals -> {output}", file=out)
+    disagree = chain_disagreement(idata, model)
+    if disagree:
+        print(disagreement_warning(disagree, args.chains, n_free, args.sampler), file=err)
+        if args.strict:
+            raise CLIError(
+                f"--strict: the chains disagree on {len(disagree)} variable(s): the marginals "
+                f"in {output} are not certified",
+                EXIT_DISAGREE,
+            )
+    return EXIT_OK

@@ -1,0 +1,103 @@
+"""Reading and writing UAI evidence (``.evid`` files or ``{variable: value}`` mappings).
+
+``.evid`` evidence: ``N v1 x1 .. vN xN``; or, in other competition years, a leading sample count
+``1 N v1 x1 ..`` (the two forms differ in the parity of the token count). ``0`` = no evidence.
+:func:`read_evidence` checks the evidence against a network; it is used by everything that
+conditions on evidence (:mod:`pymc_lbp.models.uai.exact`, :mod:`pymc_lbp.models.uai.model`,
+:mod:`pymc_lbp.models.uai.clusters`, ...) and importable from :mod:`pymc_lbp.models.uai.io`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pymc_lbp.models.uai.network import UAINetwork
+from pymc_lbp.models.uai.tokens import PathLike, _Cursor, _read_text, _Tokens
+
+__all__ = ["read_evidence", "write_evidence"]
+
+
+def read_evidence(
+    source: PathLike | Mapping[int, int] | None, network: UAINetwork
+) -> dict[int, int]:
+    """Read evidence and check it against a network.
+
+    Parameters
+    ----------
+    source : path, mapping or None
+        An ``.evid`` file (``N v x ..``, or ``1 N v x ..`` with a leading sample count, or the
+        single token ``0``; an empty file also means no evidence), a ``{variable: value}``
+        mapping, or None (no evidence).
+    network : UAINetwork
+        Used to check the variable indices and values.
+
+    Returns
+    -------
+    dict of int to int
+        Evidence sorted by variable.
+
+    Raises
+    ------
+    UAIFormatError
+        Malformed file, unknown variable or value outside the variable's range, or a variable
+        given twice with different values (file names and positions in the message).
+    ValueError
+        The same for a mapping.
+    """
+    if source is None:
+        return {}
+    if isinstance(source, Mapping):
+        return _check_evidence_mapping(source, network)
+    path = Path(source)
+    toks = _Tokens(_read_text(path), str(path))
+    if len(toks) == 0:
+        return {}
+    cur = _Cursor(toks, 0)
+    if len(toks) % 2 == 0 and cur.values[0] == 1:  # other years: sample count 1, then N v x ..
+        cur.pos = 1
+    count_pos = cur.pos
+    n_ev = cur.int("number of evidence variables", low=0)
+    if n_ev > network.n_vars:
+        raise toks.error(
+            count_pos, f"{n_ev} evidence variables, but the network has {network.n_vars} variables"
+        )
+    need = 2 * n_ev
+    if len(toks) - cur.pos != need:
+        raise toks.error(
+            count_pos,
+            f"{n_ev} evidence variables need {need} numbers after the count, "
+            f"found {len(toks) - cur.pos}"
+            + (" (a leading evidence-sample count must be 1)" if len(toks) % 2 == 0 else ""),
+        )
+    evidence: dict[int, int] = {}
+    for _ in range(n_ev):
+        var_pos = cur.pos
+        v = cur.int("evidence variable", low=0, high=network.n_vars)
+        x = cur.int(f"value of evidence variable {v}", low=0, high=int(network.cards[v]))
+        if evidence.get(v, x) != x:
+            raise toks.error(var_pos, f"variable {v} is given twice with different values")
+        evidence[v] = x
+    return dict(sorted(evidence.items()))
+
+
+def _check_evidence_mapping(source: Mapping[int, int], network: UAINetwork) -> dict[int, int]:
+    evidence = {}
+    for v, x in source.items():
+        if int(v) != v or not 0 <= int(v) < network.n_vars:
+            raise ValueError(
+                f"{network.name}: evidence variable {v!r} is not in 0..{network.n_vars - 1}"
+            )
+        card = int(network.cards[int(v)])
+        if int(x) != x or not 0 <= int(x) < card:
+            raise ValueError(
+                f"{network.name}: evidence value {x!r} of variable {v} is outside 0..{card - 1}"
+            )
+        evidence[int(v)] = int(x)
+    return dict(sorted(evidence.items()))
+
+
+def write_evidence(path: PathLike, evidence: Mapping[int, int]) -> None:
+    """Write evidence as ``N v1 x1 .. vN xN`` (one line)."""
+    items = sorted((int(v), int(x)) for v, x in evidence.items())
+    Path(path).write_text(" ".join(map(str, [len(items), *(t for p in items for t in p)])) + "\n")

@@ -1,0 +1,241 @@
+"""NeuralBlock's compiled paths: the compiled chain sweep (colour classes of chain blocks, in
+one compiled call per draw) and the compiled random scan, and when the ``compiled`` option
+switches to them (:data:`KERNEL_AFTER_BLOCK_UPDATES`).
+
+A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`; the graphs are built by
+:mod:`pymc_lbp.samplers.block.sweep_graph` and :mod:`pymc_lbp.samplers.block.random_scan_graph`,
+and their numpy references are in :mod:`pymc_lbp.step_methods.neural_block_kernel`.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from functools import cached_property
+
+import numpy as np
+
+from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
+from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan, ScanFactors, ScanUnits
+from pymc_lbp.samplers.block.sweep_graph import ChainColour, CompiledChainSweep
+from pymc_lbp.step_methods.base import DrawResult
+from pymc_lbp.step_methods.neural_block_units import ModelLogp
+from pymc_lbp.step_methods.options import check_compiled
+
+_log = logging.getLogger("pymc_lbp")
+
+KERNEL_AFTER_BLOCK_UPDATES = 100_000
+"""``compiled="auto"``: block updates a step makes in numpy before it compiles its sweep.
+A numpy block update of a chain colour class costs 25-70 us and the compiled sweep's compilation
+6-8 s; a numpy random-scan step 40-200 us and the compiled scan's compilation 0.5-3 s warm (16 s
+with an empty compile cache). The switch comes when numpy has taken about as long as compiling
+takes with a cold cache (the rent-or-buy rule), and a short run never compiles."""
+
+
+class NeuralBlockCompiled:
+    """The compiled sweep and compiled random scan of :class:`NeuralBlock`."""
+
+    # ------------------------------------------------------------------ compiled sweep
+    @cached_property
+    def sweep_compilable(self) -> bool:
+        """Whether the sweeps can run compiled: colour classes of chain blocks (neural or exact
+        block updates), scored with the model logp (fixed at construction; checked once)."""
+        if self.colours is None or not isinstance(self.differences, ModelLogp):
+            return False
+        for colour in self.colours:
+            units = [self._units[u] for u in colour]
+            if not all(u.free.all() and u.kind == units[0].kind for u in units):
+                return False
+            if units[0].kind == "neural" and not all(u.chain is not None for u in units):
+                return False
+            same = all(np.array_equal(u.states, units[0].states) for u in units)
+            if units[0].kind == "exact" and not same:
+                return False
+            if units[0].kind not in ("neural", "exact"):
+                return False
+        return True
+
+    def _compiles_now(self, compilable: bool) -> bool:
+        """The ``compiled`` option for a path that can compile: ``True`` always,
+        ``"auto"`` once :attr:`block_updates` reaches :data:`KERNEL_AFTER_BLOCK_UPDATES`."""
+        if self.compiled is False or not compilable:
+            return False
+        return self.compiled is True or self.block_updates >= KERNEL_AFTER_BLOCK_UPDATES
+
+    def _announce_compile(self, what: str) -> None:
+        """With ``"auto"`` the compilation comes mid-run: a pause of seconds deserves a word."""
+        if self.compiled == "auto":
+            _log.info(
+                "NeuralBlock: compiling the %s after %d block updates "
+                "(compiled='auto'; seconds, once)",
+                what,
+                self.block_updates,
+            )
+
+    @property
+    def compiled_sweep(self) -> bool | str:
+        """Deprecated former name of :attr:`compiled`."""
+        warnings.warn(
+            "NeuralBlock.compiled_sweep is deprecated; use .compiled", FutureWarning, stacklevel=2
+        )
+        return self.compiled
+
+    @compiled_sweep.setter
+    def compiled_sweep(self, value: bool | str) -> None:
+        warnings.warn(
+            "NeuralBlock.compiled_sweep is deprecated; use .compiled", FutureWarning, stacklevel=2
+        )
+        self.compiled = check_compiled(value)
+
+    @property
+    def uses_compiled_sweep(self) -> bool:
+        """Whether the next sweeps run compiled (:meth:`_compiles_now`)."""
+        return self._compiles_now(self.sweep_compilable)
+
+    @property
+    def chain_sweep(self) -> CompiledChainSweep:
+        """The compiled sweep (:class:`pymc_lbp.samplers.block.sweep_graph.CompiledChainSweep`),
+        compiled on first use."""
+        if self._chain_sweep is None:
+            self._announce_compile("chain sweep")
+            colours = []
+            for colour in self.colours:
+                units = [self._units[u] for u in colour]
+                sites = np.stack([u.sites for u in units])
+                if units[0].kind == "exact":
+                    colours.append(ChainColour(sites, states=units[0].states))
+                else:
+                    colours.append(ChainColour(sites, *units[0].chain))
+            self._chain_sweep = CompiledChainSweep(
+                colours,
+                self.layout.n_sites,
+                self.differences.rows_graph,
+                self.proposal.net if isinstance(self.proposal, NeuralProposal) else None,
+                self.differences._compile_kwargs,
+            )
+        return self._chain_sweep
+
+    def _run_compiled_sweeps(self, x, logp, n_sweeps: int) -> tuple[np.ndarray, float, float, int]:
+        sweep = self.chain_sweep
+        if isinstance(self.proposal, NeuralProposal):
+            weights = self.proposal.graph_inputs()
+        else:  # exact block updates only: the network inputs are unused
+            weights = [np.zeros((1,) * nd) for nd in (1, 2, 2, 1, 2, 1)]
+        total_accept, n_accepted = 0.0, 0
+        for _ in range(n_sweeps):
+            # the uniforms colour_update draws, in its order
+            us = [self.rng.random((c.sites.shape[0], c.uniform_width)) for c in sweep.colours]
+            x, logp, acc, won, evals = sweep(x, logp, us, weights)
+            total_accept += acc
+            n_accepted += won
+            self._draw_evals += evals
+        return x, logp, total_accept, n_accepted
+
+    # ------------------------------------------------------------------ compiled random scan
+    @cached_property
+    def scan_compilable(self) -> bool:
+        """Whether the random-scan steps can run compiled
+        (:mod:`pymc_lbp.samplers.block.random_scan_graph`): every unit but chain blocks, whose
+        parameters are read from the model at each update (they run as colour-class sweeps)."""
+        return all(u.chain is None for u in self._units)
+
+    @property
+    def uses_compiled_scan(self) -> bool:
+        """Whether the next random-scan steps run compiled (:meth:`_compiles_now`)."""
+        return self._compiles_now(self.scan_compilable)
+
+    def scan_units(self) -> tuple[ScanUnits, ScanFactors | None]:
+        """The units (and factor-local targets) as the padded arrays of the compiled scan;
+        positions index ``z = [x, outside values, 0]``, padding points at the last entry."""
+        units = self._units
+        U, D = len(units), self.scan_width - 3
+        dummy = self.layout.n_sites + len(self._outside)
+        M = max(u.cond_idx.size for u in units)
+        neural = np.array([u.kind == "neural" for u in units])
+        block_idx = np.full((U, D), dummy, dtype=np.int64)
+        free = np.zeros((U, D), dtype=bool)
+        cond_idx = np.full((U, M), dummy, dtype=np.int64)
+        tables: dict[bytes, int] = {}
+        state_list, state_set = [], np.zeros(U, dtype=np.int64)
+        n_states = np.zeros(U, dtype=np.int64)
+        for i, u in enumerate(units):
+            if u.kind == "neural":
+                block_idx[i, : u.block_idx.size] = u.block_idx
+                free[i, : u.free.size] = u.free
+                cond_idx[i, : u.cond_idx.size] = u.cond_idx
+                continue
+            block_idx[i, : u.sites.size] = u.sites
+            free[i, : u.sites.size] = True
+            key = u.states.tobytes() + str(u.states.shape).encode()
+            if key not in tables:
+                tables[key] = len(state_list)
+                state_list.append(u.states)
+            state_set[i], n_states[i] = tables[key], u.states.shape[0]
+        S = max((t.shape[0] for t in state_list), default=1)
+        states = np.zeros((max(len(state_list), 1), S, D), dtype=np.int64)
+        for t, st in enumerate(state_list):
+            states[t, : st.shape[0], : st.shape[1]] = st
+        scan_units = ScanUnits(neural, block_idx, free, cond_idx, states, state_set, n_states)
+        if self._factors is None:
+            return scan_units, None
+        F = max(u.factors.offsets.size for u in units)
+        R = self._factors.scope_pos.shape[1]
+        flat = np.concatenate([self._factors.flat, [0.0]])
+        offsets = np.full((U, F), flat.size - 1, dtype=np.int64)
+        positions = np.zeros((U, F, R), dtype=np.int64)
+        strides = np.zeros((U, F, R), dtype=np.int64)
+        slot = np.full((U, F, R), -1, dtype=np.int64)
+        for i, u in enumerate(units):
+            f = u.factors.offsets.size
+            offsets[i, :f] = u.factors.offsets
+            positions[i, :f] = u.factors.positions
+            strides[i, :f] = u.factors.strides
+            if u.kind != "neural":
+                for d, site in enumerate(u.sites.tolist()):
+                    slot[i, :f][u.factors.positions == site] = d
+        return scan_units, ScanFactors(flat, offsets, positions, strides, slot)
+
+    @property
+    def random_scan(self) -> CompiledRandomScan:
+        """The compiled random scan
+        (:class:`pymc_lbp.samplers.block.random_scan_graph.CompiledRandomScan`), compiled on first
+        use."""
+        if self._random_scan is None:
+            self._announce_compile("random scan")
+            units, factors = self.scan_units()
+            neural = isinstance(self.proposal, NeuralProposal)
+            self._random_scan = CompiledRandomScan(
+                units,
+                factors,
+                self.differences.rows_graph,
+                self.layout.n_sites,
+                len(self._outside),
+                self.proposal.net if neural else None,
+                self.differences._compile_kwargs,
+            )
+        return self._random_scan
+
+    def _scan_network(self) -> list[np.ndarray]:
+        """The network arrays of the compiled scan
+        (:data:`pymc_lbp.samplers.block.random_scan_graph. NETWORK_NAMES`) for the current
+        weights."""
+        if not isinstance(self.proposal, NeuralProposal):
+            return [np.zeros((1,) * nd) for nd in (2, 3, 2, 1, 2, 1)]
+        version = self.proposal.net.version
+        if self._scan_arrays is None or self._scan_arrays[0] != version:  # once per weights
+            R, base, _ = self.proposal._first_layer()
+            prepared = np.zeros((len(self._units), base.size))
+            for i, u in enumerate(self._units):
+                if u.kind == "neural":
+                    prepared[i] = self.proposal.prepare(u.params)
+            w = self.proposal.net._w64
+            self._scan_arrays = (version, [prepared, R, w["W1"], w["b1"], w["W2"], w["b2"]])
+        return self._scan_arrays[1]
+
+    def _run_compiled_scan(self, x, logp, deltas, n_steps: int) -> DrawResult:
+        noise = self.rng.random((n_steps, self.scan_width))  # the rows scan_step would draw
+        x, logp, total_accept, n_accepted, evals, last = self.random_scan(
+            x, logp, self._outside_values, noise, self._scan_network()
+        )
+        self._draw_evals += evals
+        return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, 0, {"block": [last]})

@@ -1,0 +1,224 @@
+"""NeuralBlock's numpy kernel: the unit targets, the proposals, the random-scan step
+(:meth:`~NeuralBlockKernel.scan_step`) and the colour-class update of chain blocks
+(:meth:`~NeuralBlockKernel.colour_update`).
+
+A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`; these are the numpy
+references of its compiled sweep and compiled random scan
+(:mod:`pymc_lbp.step_methods.neural_block_compiled`), which take the same uniforms.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+
+from pymc_lbp.samplers.block.motifs.chain import (
+    canonical_chain_params,
+    chain_potentials_from_reference,
+    chain_reference_states,
+)
+from pymc_lbp.samplers.block.reference import (
+    block_log_probs,
+    blocks_log_probs,
+    clamp_mixture,
+    draw_blocks,
+    pick_index,
+)
+from pymc_lbp.samplers.common import (
+    mh_accept_probs,
+    mh_log_ratio,
+    mh_log_ratios,
+)
+from pymc_lbp.step_methods.base import StepResult
+from pymc_lbp.step_methods.neural_block_units import _Unit
+
+
+class NeuralBlockKernel:
+    """The numpy block updates of :class:`NeuralBlock`."""
+
+    # ------------------------------------------------------------------ targets
+    def _z(self, x: np.ndarray) -> np.ndarray:
+        return np.concatenate([x, self._outside_values]) if self._outside else x
+
+    def _local_delta(self, unit: _Unit, x: np.ndarray, y: np.ndarray) -> float:
+        """Factor-local ``log pi(y) - log pi(x)`` for states differing on the unit's sites."""
+        lv = self._factors.log_value(unit.factors, np.stack([self._z(x), self._z(y)]))
+        if not np.isfinite(lv[1]):
+            return -np.inf
+        return float(lv[1] - lv[0])
+
+    def _target_states(self, unit: _Unit, x: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        """``log pi`` (up to a constant shared by all rows) at states ``Y`` that differ from
+        ``x`` only on the unit's sites."""
+        if unit.factors is None:
+            return self.differences.logp_batch(Y)
+        Z = np.concatenate(
+            [Y, np.broadcast_to(self._outside_values, (Y.shape[0], self._outside_values.size))],
+            axis=1,
+        )
+        return self._factors.log_value(unit.factors, Z)
+
+    def unit_proposal(self, u: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The (clamped) mixture that unit ``u`` proposes its free entries from at state ``x``.
+
+        Returns
+        -------
+        log_w : ndarray, shape (K,)
+        log_tables : ndarray, shape (K, D_free, C)
+        """
+        unit = self._units[u]
+        z = self._z(x)
+        if unit.chain is not None:
+            prepared = self.proposal.prepare(self.chain_params(unit, x))
+        else:
+            version = self.proposal.net.version
+            if unit.prepared is None or unit.prepared[0] != version:
+                unit.prepared = (version, self.proposal.prepare(unit.params))
+            prepared = unit.prepared[1]
+        log_w, log_tables = self.proposal.mixture_at(z[unit.cond_idx], prepared)
+        return clamp_mixture(log_w, log_tables, ~unit.free, z[unit.block_idx])
+
+    def _batched_target(self, units: list[_Unit], x: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """Model logp at ``x`` with each unit's sites set to each of ``states`` (one batched
+        call): shape (len(units), len(states))."""
+        S = states.shape[0]
+        Y = np.repeat(x[None, :], len(units) * S, axis=0)
+        for j, unit in enumerate(units):
+            Y[j * S : (j + 1) * S, unit.sites] = states
+        self._draw_evals += Y.shape[0]
+        return self.differences.logp_batch(Y).reshape(len(units), S)
+
+    def colour_update(
+        self, colour: np.ndarray, x: np.ndarray, logp: float, uniforms: np.ndarray | None = None
+    ) -> tuple[np.ndarray, float, float, int]:
+        """Update every chain block of one colour class at once.
+
+        The blocks share no term (:meth:`_chain_colours`), so given the rest their updates are
+        independent and each is the unit's own update (exact block Gibbs, or the MH step of its
+        proposal): the same kernel as updating them one after another, with one batched logp
+        call for all blocks' reference states (or joint states) and one for all proposals, and
+        one batched network evaluation. Returns ``(x, logp, sum of acceptances, accepted)``.
+
+        ``uniforms`` (drawn from ``self.rng`` when not given): for neural blocks shape
+        ``(blocks, block size + 2)``, per block the component's uniform, one per entry, and the
+        MH coin; for exact blocks ``(blocks, 1)``, the joint state's (inverse CDF). The
+        compiled sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`) takes the same.
+        """
+        units = [self._units[u] for u in colour]
+        x = x.copy()
+        if units[0].kind == "exact":
+            states = units[0].states
+            sites = np.stack([u.sites for u in units])  # (B, block size)
+            lp = self._batched_target(units, x, states)  # (B, joint states)
+            lp = np.where(np.isnan(lp), -np.inf, lp)
+            u = self.rng.random((len(units), 1)) if uniforms is None else uniforms
+            new = pick_index(np.exp(lp - lp.max(axis=1, keepdims=True)), u[:, 0])
+            current = np.argmax((states[None] == x[sites][:, None]).all(axis=-1), axis=1)
+            rows = np.arange(len(units))
+            x[sites] = states[new]
+            logp += float(np.sum(lp[rows, new] - lp[rows, current]))
+            return x, logp, float(len(units)), len(units)
+        K, L = units[0].chain
+        lp = self._batched_target(units, x, chain_reference_states(K, L))
+        a, b = chain_potentials_from_reference(lp, K, L)
+        params = canonical_chain_params(a, b)
+        log_w, log_tables = self.proposal.net.mixture_from_preactivation(
+            self.proposal.prepare(params)
+        )
+        sites = np.stack([u.sites for u in units])  # (B, block size)
+        old = x[sites]
+        # per block: a component's uniform, one per entry, the MH coin
+        u = self.rng.random((len(units), sites.shape[1] + 2)) if uniforms is None else uniforms
+        new = draw_blocks(log_w, log_tables, u[:, :-1])
+        moved = np.flatnonzero((new != old).any(axis=1))
+        accept = np.ones(len(units))
+        n_accepted = len(units) - moved.size  # a proposal equal to the block: accepted as is
+        if moved.size:
+            Y = np.repeat(x[None, :], moved.size, axis=0)
+            Y[np.arange(moved.size)[:, None], sites[moved]] = new[moved]
+            self._draw_evals += moved.size
+            lp_y = self.differences.logp_batch(Y)
+            log_q = blocks_log_probs(
+                log_w[moved], log_tables[moved], np.stack([new[moved], old[moved]], axis=1)
+            )
+            # the blocks share no term: independent MH decisions, additive logp changes
+            ratio = mh_log_ratios(np.full(moved.size, logp), lp_y, log_q[:, 0], log_q[:, 1])
+            accept[moved] = mh_accept_probs(ratio)
+            won = u[moved, -1] < accept[moved]
+            x[sites[moved[won]]] = new[moved[won]]
+            logp += float(np.sum(lp_y[won] - logp))
+            n_accepted += int(won.sum())
+        return x, logp, float(accept.sum()), n_accepted
+
+    def chain_params(self, unit: _Unit, x: np.ndarray) -> np.ndarray:
+        """The chain motif's parameters of ``unit`` at ``x``: the model logp at the block's
+        reference states (:func:`pymc_lbp.samplers.block.motifs.chain.chain_reference_states`, one
+        batched call) turned into canonical log-potentials. They depend on the rest of the state
+        only, never on the block's own values."""
+        K, L = unit.chain
+        ref = chain_reference_states(K, L)
+        Y = np.repeat(x[None, :], ref.shape[0], axis=0)
+        Y[:, unit.sites] = ref
+        lp = self._target_states(unit, x, Y)
+        self._draw_evals += ref.shape[0]
+        return canonical_chain_params(*chain_potentials_from_reference(lp, K, L))
+
+    @cached_property
+    def scan_width(self) -> int:
+        """Uniforms per random-scan step (:meth:`scan_step`): the unit, the component (or the
+        joint state of an exact unit), one per block entry, the MH coin (the units are fixed at
+        construction; read at every step)."""
+        return max(u.block_idx.size for u in self._units) + 3
+
+    def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
+        return self.scan_step(x, logp, deltas, self.rng.random(self.scan_width))
+
+    def scan_step(
+        self, x: np.ndarray, logp: float, deltas: np.ndarray, u: np.ndarray
+    ) -> StepResult:
+        """One random-scan step from the uniforms ``u`` (:attr:`scan_width` of them): the unit
+        ``floor(u[0] * units)``; for an exact unit (or an uncovered site) the joint state by
+        inverse CDF from ``u[1]``; for a motif block the mixture's component from ``u[1]``, free
+        entry ``i`` from ``u[2 + i]`` (clamped entries keep their values), the MH coin
+        ``u[-1]``. The numpy reference of the compiled random scan
+        (:mod:`pymc_lbp.samplers.block.random_scan_graph`), which takes the same uniforms."""
+        j = min(int(u[0] * len(self._units)), len(self._units) - 1)
+        unit = self._units[j]
+        extra = {"block": j}
+        if unit.kind != "neural":
+            return self._exact_step(unit, x, logp, deltas, extra, u[1])
+        log_w, log_tables = self.unit_proposal(j, x)
+        columns = np.concatenate(([1], 2 + np.flatnonzero(unit.free)))
+        new = draw_blocks(log_w[None], log_tables[None], u[None, columns])[0]
+        old = x[unit.sites]
+        if np.array_equal(new, old):
+            return StepResult(x, logp, deltas, 1.0, True, evaluated=False, extra=extra)
+        y = x.copy()
+        y[unit.sites] = new
+        if unit.factors is None:
+            logp_y = self.differences.logp(y)
+        else:
+            logp_y = logp + self._local_delta(unit, x, y)
+        self._draw_evals += 1
+        log_q_new, log_q_old = block_log_probs(log_w, log_tables, np.stack([new, old]))
+        prob = float(mh_accept_probs(mh_log_ratio(logp, logp_y, log_q_new, log_q_old)))
+        if u[-1] < prob:
+            return StepResult(y, logp_y, deltas, prob, True, extra=extra)
+        return StepResult(x, logp, deltas, prob, False, extra=extra)
+
+    def _exact_step(self, unit: _Unit, x, logp, deltas, extra, u: float) -> StepResult:
+        Y = np.repeat(x[None, :], unit.states.shape[0], axis=0)
+        Y[:, unit.sites] = unit.states
+        lp = self._target_states(unit, x, Y)
+        self._draw_evals += Y.shape[0]
+        lp = np.where(np.isnan(lp), -np.inf, lp)
+        if not np.isfinite(lp).any():  # cannot happen from a feasible x
+            return StepResult(x, logp, deltas, 0.0, False, extra=extra)
+        s = int(pick_index(np.exp(lp - lp.max()), np.asarray(u)))
+        if unit.factors is None:
+            logp_y = float(lp[s])
+        else:
+            current = int(np.flatnonzero((unit.states == x[unit.sites]).all(axis=1))[0])
+            logp_y = logp + float(lp[s] - lp[current])
+        return StepResult(Y[s], logp_y, deltas, 1.0, True, extra=extra)
