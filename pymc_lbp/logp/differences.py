@@ -138,6 +138,17 @@ class Differences:
         logp_x, deltas = self(x)
         return logp_x, deltas, prepare_weights(balanced_log_weights(deltas, self.log_g))
 
+    def bounds_at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every site's support ``(lower, upper)`` at ``x`` (float, infinite where unbounded),
+        without changing the layout's (see :meth:`refresh_bounds`)."""
+        constant = self.__dict__.get("_constant_bounds")
+        if constant is None:
+            constant = self._constant_bounds = self.bounds_are_constant()
+        if self._bounds_fn is None or constant:
+            return self.layout.lower, self.layout.upper
+        lo, hi = self._bounds_fn(x)
+        return np.asarray(lo), np.asarray(hi)
+
     def refresh_bounds(self, x: np.ndarray) -> None:
         """Recompute integer supports (their parameters may have moved)."""
         if self._bounds_fn is not None:

@@ -240,7 +240,9 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
             self._jump_exponent = self._block_jump_exponent()
             self._move_classes = self._independent_classes(model)
             self._jump_compile_kwargs = compile_kwargs
-            self._jumps = self._compile_jumps()  # every draw makes them
+            # numpy jumps until compiling them pays (samplers/integer/numpy_jumps.py)
+            self._integer_moves = 0
+            self._numpy_jumps = None
             stats["integer_accept"] = (np.float64, [])
             stats["integer_jump"] = (np.float64, [])
         self._site_pieces = None  # the classes keep what they need

@@ -19,6 +19,7 @@ from pymc_lbp.logp.site_colouring import greedy_colouring
 from pymc_lbp.logp.site_pieces import site_pieces
 from pymc_lbp.samplers.balancing import log_sqrt
 from pymc_lbp.samplers.integer.graph import CompiledJumps
+from pymc_lbp.samplers.integer.numpy_jumps import COMPILE_AFTER_SITE_MOVES, NumpyJumps
 from pymc_lbp.samplers.integer.reference import (
     LARGEST_SCALE_EXPONENT,
     MAX_SCALE_EXPONENT,
@@ -213,10 +214,10 @@ class DiscreteStepJumps:
         return out[0], out[1], pieces
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
-        """One move per integer site in one compiled call (:attr:`jumps`; the numpy references
-        are :func:`pymc_lbp.samplers.integer.reference.jump` and
-        :func:`~pymc_lbp.samplers.integer.reference.support_gibbs`); returns the state, its logp,
-        the stats, the jumps accepted and the logp evaluations made.
+        """One move per integer site: in numpy for the step's first site moves
+        (:meth:`_jumps_in_numpy`), then in one compiled call (:attr:`jumps`), the same moves
+        from the same uniforms; returns the state, its logp, the stats, the jumps accepted and
+        the logp evaluations made.
 
         While tuning, the jumps' exponent ``J`` adapts where the supports do not fix it
         (:meth:`_tune_jump_exponent`); after tuning it is frozen, so the kernel is one fixed
@@ -224,13 +225,45 @@ class DiscreteStepJumps:
         """
         if self.tune and self._jump_exponent_grows and self._tune_draws == 0:
             self._restart_jump_exponent(x)  # a chain's first tuning draw: J from its start
-        jumps = self.jumps
-        res = jumps(x, self.rng.random((self._integer_sites.size, 2)))
+        n = self._integer_sites.size
+        uniforms = self.rng.random((n, 2))
+        if self._integer_moves >= COMPILE_AFTER_SITE_MOVES:
+            jumps = self.jumps
+            res, evals = jumps(x, uniforms), jumps.logp_evals_per_call
+        else:  # the same moves from the same uniforms, without compiling (yet)
+            numpy_jumps = self._jumps_in_numpy()
+            res = numpy_jumps(x, uniforms)
+            evals = numpy_jumps.logp_evals
+        self._integer_moves += n
         if self.tune and self._jump_exponent_grows:
             self._tune_jump_exponent(x, res.x)
-        n = self._integer_sites.size
         stats = {"integer_accept": res.sum_accept / n, "integer_jump": res.sum_distance / n}
-        return res.x, res.logp, stats, res.n_accepted, jumps.logp_evals_per_call
+        return res.x, res.logp, stats, res.n_accepted, evals
+
+    def _jumps_in_numpy(self) -> NumpyJumps:
+        """The numpy twin of :attr:`jumps` at the current ``J``
+        (:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`): a step's first
+        :data:`~pymc_lbp.samplers.integer.numpy_jumps.COMPILE_AFTER_SITE_MOVES` site moves, so
+        a run that moves few integer sites never compiles the jumps."""
+        jumps = self._numpy_jumps
+        if jumps is None or jumps.exponent != self._jump_exponent:
+            _, fn = self._balancing()
+            jump_classes, gibbs_classes, _ = self._move_classes
+            lower, upper = self._site_supports(self._gibbs_sites)
+            jumps = NumpyJumps(
+                self._jump_sites,
+                self._gibbs_sites,
+                self._jump_exponent,
+                self._site_logp,
+                self._jump_target.bounds_at,
+                lower,
+                upper,
+                fn if callable(fn) else log_sqrt,
+                jump_classes,
+                gibbs_classes,
+            )
+            self._numpy_jumps = jumps
+        return jumps
 
     def _jump_exponent_at(self, x: np.ndarray) -> int:
         """``J`` a chain started at ``x`` starts from, on a block whose supports do not fix it:

@@ -81,6 +81,23 @@ def _classes(classes: list[np.ndarray] | None, n: int) -> list[np.ndarray]:
     return out
 
 
+def move_order(
+    sites: np.ndarray,
+    gibbs_sites: np.ndarray,
+    jump_classes: list[np.ndarray] | None = None,
+    gibbs_classes: list[np.ndarray] | None = None,
+) -> np.ndarray:
+    """Every moved site in the order of the rows of a call's uniforms: the jumping sites, then
+    the support-Gibbs sites, each group class by class (one by one without classes)."""
+    sites = np.asarray(sites, dtype=np.int64)
+    gibbs_sites = np.asarray(gibbs_sites, dtype=np.int64)
+    return np.concatenate(
+        [sites[c] for c in _classes(jump_classes, sites.size)]
+        + [gibbs_sites[c] for c in _classes(gibbs_classes, gibbs_sites.size)]
+        + [np.zeros(0, np.int64)]
+    ).astype(np.int64)
+
+
 @dataclass
 class JumpsResult:
     """State after one jump per integer site, and the jumps' summaries."""
@@ -162,11 +179,7 @@ class CompiledJumps:
         self.gibbs_sites = np.asarray(gibbs_sites, dtype=np.int64)
         self.jump_classes = _classes(jump_classes, self.sites.size)
         self.gibbs_classes = _classes(gibbs_classes, self.gibbs_sites.size)
-        self.order = np.concatenate(
-            [self.sites[c] for c in self.jump_classes]
-            + [self.gibbs_sites[c] for c in self.gibbs_classes]
-            + [np.zeros(0, np.int64)]
-        ).astype(np.int64)
+        self.order = move_order(self.sites, self.gibbs_sites, jump_classes, gibbs_classes)
         lower = np.asarray(gibbs_lower, dtype=np.int64)
         upper = np.asarray(gibbs_upper, dtype=np.int64)
         self.n_values = int((upper - lower).max()) + 1 if self.gibbs_sites.size else 0
@@ -307,4 +320,12 @@ class CompiledJumps:
         return JumpsResult(np.array(x_out), float(logp), float(acc), int(dist), int(n_acc))
 
 
-__all__ = ["CompiledJumps", "JumpInfo", "JumpsResult", "integer_jump", "shifted", "support_gibbs"]
+__all__ = [
+    "CompiledJumps",
+    "JumpInfo",
+    "JumpsResult",
+    "integer_jump",
+    "move_order",
+    "shifted",
+    "support_gibbs",
+]

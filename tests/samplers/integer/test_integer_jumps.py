@@ -307,6 +307,86 @@ def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_de
     assert moved > 200
 
 
+def _mixed_supports_model(dependent: bool):
+    """Fixed supports: support-Gibbs sites of different sizes, counts that jump, colour
+    classes. ``dependent``: also a count below a total held by another site (its support moves
+    with that site; the block's sites then all jump)."""
+    with pm.Model() as model:
+        n = pm.DiscreteUniform("n", 0, 12, initval=6)
+        m = pm.Binomial("m", n=5, p=0.4, initval=1)
+        c = pm.Poisson("c", mu=n + 1.0, shape=2, initval=[3, 9])
+        pm.Potential("modes", pm.math.logaddexp(-0.5 * (n - 2) ** 2, -0.25 * (n - 10) ** 2))
+        pm.Potential("couple", -0.1 * (m - c[0]) ** 2)
+        vars = [n, m, c]
+        if dependent:
+            t = pm.Poisson("t", mu=20.0, initval=15)
+            vars += [t, pm.Binomial("k", n=t, p=0.3, initval=4)]
+    return model, vars
+
+
+@pytest.mark.parametrize("dependent", [False, True], ids=["fixed", "moving"])
+def test_numpy_jumps_make_the_compiled_moves(dependent):
+    """:class:`NumpyJumps` (what a step runs before compiling) makes the moves of
+    :class:`CompiledJumps` from the same uniforms: the same states, logps and summaries, with
+    support-Gibbs sites, jumps and colour classes, or with a support that moves with another
+    site."""
+    model, vars = _mixed_supports_model(dependent)
+    with model:
+        step = LocallyBalanced(vars)
+    numpy_jumps, compiled = step._jumps_in_numpy(), step.jumps
+    np.testing.assert_array_equal(numpy_jumps.order, compiled.order)
+    if dependent:
+        assert len(compiled.gibbs_sites) == 0 and len(compiled.sites) == 6
+    else:
+        assert len(compiled.gibbs_sites) == 2 and len(compiled.sites) == 2
+        assert [len(c) for c in compiled.jump_classes + compiled.gibbs_classes] == [2, 2]
+    rng = np.random.default_rng(5)
+    x = step._x0.copy()
+    moved = 0
+    for _ in range(300):
+        u = rng.random((compiled.order.size, 2))
+        a, b = numpy_jumps(x, u), compiled(x, u)
+        np.testing.assert_array_equal(a.x, b.x)
+        np.testing.assert_allclose(a.logp, b.logp, rtol=1e-12)
+        np.testing.assert_allclose(a.sum_accept, b.sum_accept, rtol=1e-12)
+        assert (a.sum_distance, a.n_accepted) == (b.sum_distance, b.n_accepted)
+        assert not dependent or 0 <= a.x[5] <= a.x[4]  # k stays below its total t
+        moved += int(np.any(a.x != x))
+        x = a.x
+    assert moved > 250
+
+
+def test_a_step_jumps_in_numpy_first_and_compiles_later_with_the_same_draws(monkeypatch):
+    """A step makes its first COMPILE_AFTER_SITE_MOVES integer moves in numpy and then compiles
+    them; its draws are those of a step that compiled from the first draw, and a short run of a
+    few integer sites never compiles."""
+    from pymc_lbp.samplers.integer import numpy_jumps
+
+    model, vars = _mixed_supports_model(dependent=True)
+    default = numpy_jumps.COMPILE_AFTER_SITE_MOVES
+
+    def draws(threshold):
+        monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
+        from pymc_lbp.step_methods import discrete_step_jumps
+
+        monkeypatch.setattr(discrete_step_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
+        with model:
+            step = LocallyBalanced(vars, rng=np.random.default_rng(11))
+        point, out = model.initial_point(), []
+        for _ in range(30):
+            point, _ = step.step(point)
+            out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
+        return np.array(out), step
+
+    switched, step = draws(6 * 10)  # 6 integer sites: numpy for 10 draws, then compiled
+    assert step._integer_moves == 6 * 30 and step._jumps is not None
+    compiled_from_start, _ = draws(0)
+    np.testing.assert_array_equal(switched, compiled_from_start)
+    never, step = draws(default)
+    assert step._jumps is None and not step.__dict__.get("_jumps_by_exponent")
+    np.testing.assert_array_equal(never, compiled_from_start)
+
+
 # -- through pm.sample ---------------------------------------------------------------------------
 def _z(draws: np.ndarray, expected: float) -> float:
     mcse = float(np.ravel(az.mcse(draws))[0])
