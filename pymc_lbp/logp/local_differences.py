@@ -85,11 +85,8 @@ class LocalDifferences:
         self.plan = plan
         self.layout = layout
         self._kw = dict(compile_kwargs or {})
-        self._fn = pm_compile(
-            [plan.x], [plan.logp, plan.deltas], on_unused_input="ignore", **self._kw
-        )
-        self._fn.trust_input = True
-        self._logp_fn = None
+        self._fn = None  # compiled on first call: a step whose draws are all full-conditional
+        self._logp_fn = None  # draws of independent sites never calls it
         self.evals_per_call = plan.n_rows + 1 + (layout.n_slots if plan.n_global_pieces else 0)
         shared = [v for v in ancestors([plan.logp, plan.deltas]) if isinstance(v, SharedVariable)]
         self._shared = [(v, np.shape(v.get_value(borrow=True))) for v in shared]
@@ -116,6 +113,12 @@ class LocalDifferences:
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         self.check_shapes()
+        if self._fn is None:
+            plan = self.plan
+            self._fn = pm_compile(
+                [plan.x], [plan.logp, plan.deltas], on_unused_input="ignore", **self._kw
+            )
+            self._fn.trust_input = True
         logp_x, deltas = self._fn(x)
         logp_x = float(logp_x)
         if not self._checked and np.isfinite(logp_x):
