@@ -8,7 +8,8 @@ evidence)), the mean absolute error of the sampled marginals against the exact o
 elimination) and writes the sampled marginals in the UAI MAR format.
 
 The same run from the command line:
-``python -m pymc_lbp mar BN_0.uai --evidence BN_0.uai.evid -o BN_0.MAR``.
+``python -m pymc_lbp mar BN_0.uai --evidence BN_0.uai.evid --method sample -o BN_0.MAR``
+(``--method auto``, the default, would write the exact marginals: BN_0's elimination fits).
 
 Run: ``python examples/uai_network.py [--network FILE --evidence FILE] [--draws N] [--out F]``.
 """

@@ -124,10 +124,40 @@ def test_impossible_evidence_exits_5(tmp_path, exact):
     evid = tmp_path / "eq.evid"
     evid.write_text("2 0 0 1 1\n")
     argv = ["mar", str(net), "--evidence", str(evid), "-o", str(tmp_path / "o.MAR")]
-    code, _, err = run(*argv, *(["--exact"] if exact else []))
+    code, _, err = run(*argv, *(["--exact"] if exact else ["--method", "sample"]))
     assert code == 5 and "impossible" in err and "Traceback" not in err
     assert err.startswith(f"pymc_lbp: error: impossible evidence: {evid}: ")
     assert "factor 0 on (0, 1) is zero at x0=0, x1=1" in err  # the factor and values named
+
+
+def test_method_auto_is_exact_where_elimination_fits_and_says_so(uai_dir, tmp_path, monkeypatch):
+    """--method auto (the default) writes the exact marginals when the elimination's largest
+    table fits --max-table-size, and samples otherwise; stdout's log line and stderr say which
+    and why; --exact is --method exact, and contradicting --method sample is a usage error."""
+    from pymc_lbp.cli import mar as mar_module
+
+    network = str(uai_dir / SMALL)
+    target = tmp_path / "auto.MAR"
+    code, out, err = run("mar", network, "-o", str(target))
+    assert code == 0, err
+    assert out.startswith("method: exact (auto: elimination's largest table ")
+    assert "pymc_lbp mar: exact marginals (auto: elimination's largest table" in err
+    expected = exact_marginals(read_network(uai_dir / SMALL))
+    for got, want in zip(read_mar(target), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-9)  # the file's 10 significant digits
+    calls = []
+    monkeypatch.setattr(mar_module, "_sample", lambda *a: calls.append(a) or 0)
+    code, out, err = run("mar", network, "-o", str(target), "--max-table-size", "4")
+    assert code == 0 and len(calls) == 1
+    assert out.startswith("method: sample (auto: elimination needs a table of ")
+    assert "> 4 entries" in out
+    code, out, _ = run("mar", network, "-o", str(target), "--method", "exact")
+    assert out.startswith("method: exact (--method exact given)")
+    code, out, _ = run("mar", network, "-o", str(target), "--exact", "--quiet")
+    assert out.startswith("method: exact (--exact given)")
+    code, _, err = run("mar", network, "-o", str(target), "--exact", "--method", "sample")
+    assert code == 2 and "--exact is --method exact" in err
+    assert len(calls) == 1  # --method exact never samples
 
 
 def test_exact_too_large_exits_6(uai_dir, tmp_path):
@@ -219,7 +249,7 @@ def test_bayes_cpt_rows_are_checked_for_exact_and_sampling_alike(
 ):
     """Issue #14.7: --exact --kind BAYES accepted CPT rows that do not sum to 1."""
     results = []
-    for extra in (["--exact"], []):
+    for extra in (["--exact"], ["--method", "sample"]):
         argv = ["mar", str(unnormalised_bn), "--kind", kind, "-o", str(tmp_path / "o.MAR")]
         code, out, err = run(*argv, *extra)
         results.append((code, err))
@@ -289,7 +319,16 @@ def test_cli_offers_every_sampler_that_applies_to_uai_networks():
 @pytest.mark.parametrize("sampler", SINGLE_SITE)
 def test_every_sampler_matches_exact_on_a_small_network(uai_dir, tmp_path, sample_spy, sampler):
     target = tmp_path / "out.MAR"
-    argv = ["mar", str(uai_dir / SMALL), "-o", str(target), "--sampler", sampler]
+    argv = [
+        "mar",
+        str(uai_dir / SMALL),
+        "-o",
+        str(target),
+        "--sampler",
+        sampler,
+        "--method",
+        "sample",
+    ]
     argv += ["--draws", "1000", "--tune", "200", "--chains", "2", "--seed", "7", "--quiet"]
     code, out, err = run(*argv)
     assert code == 0, err
@@ -316,6 +355,7 @@ def test_neural_block_matches_exact_on_a_grid_bn(tmp_path, small_grid_bn, sample
     target = tmp_path / "out.MAR"
     argv = ["mar", str(path), "--evidence", str(evid), "-o", str(target)]
     argv += ["--sampler", "neural_block", "--draws", "600", "--tune", "50", "--seed", "3"]
+    argv += ["--method", "sample"]
     code, out, err = run(*argv, "--quiet")
     assert code == 0, err
     assert "neural_block, steps_per_draw=4," in out  # one sweep: 4 overlapping 3 x 3 blocks
@@ -325,14 +365,17 @@ def test_neural_block_matches_exact_on_a_grid_bn(tmp_path, small_grid_bn, sample
 
 def test_neural_block_refuses_networks_that_are_not_grid_bns(uai_dir, tmp_path, no_sampling):
     target = str(tmp_path / "x.MAR")
-    code, out, err = run("mar", str(uai_dir / SMALL), "--sampler", "neural_block", "-o", target)
+    code, out, err = run(
+        "mar", str(uai_dir / SMALL), "--sampler", "neural_block", "-o", target, "--method", "sample"
+    )
     assert code == 2 and out == ""
     assert err.startswith("pymc_lbp: error: --sampler neural_block: the shipped grid-bn proposal")
     assert "DBN_11.small.uai: not a grid Bayesian network" in err and err.count("\n") == 1
 
 
 # ------------------------------------------------- zero factors that split the state space
-XOR_ARGS = ("--chains", "4", "--draws", "300", "--tune", "50", "--seed", "5", "--quiet")
+XOR_ARGS = ("--method", "sample", "--chains", "4", "--draws", "300", "--tune", "50", "--seed", "5")
+XOR_ARGS += ("--quiet",)
 
 
 @pytest.fixture
@@ -410,6 +453,7 @@ def test_sampler_names_are_the_step_classes_names():
 def test_former_sampler_name_works_for_one_release_with_a_warning(tmp_path, xor_uai):
     path, _ = xor_uai
     args = ("--chains", "1", "--draws", "20", "--tune", "10", "--seed", "5", "--quiet")
+    args += ("--method", "sample")
     old, new = tmp_path / "old.MAR", tmp_path / "new.MAR"
     code, out, err = run("mar", str(path), "-o", str(old), "--sampler", "path_auxiliary", *args)
     assert code == 0, err
@@ -462,7 +506,15 @@ def test_strict_makes_disagreeing_chains_exit_7(tmp_path, xor_uai):
 
 
 def test_strict_needs_two_chains(uai_dir, tmp_path, no_sampling):
-    argv = ["mar", str(uai_dir / SMALL), "-o", str(tmp_path / "o.MAR"), "--strict"]
+    argv = [
+        "mar",
+        str(uai_dir / SMALL),
+        "-o",
+        str(tmp_path / "o.MAR"),
+        "--strict",
+        "--method",
+        "sample",
+    ]
     code, out, err = run(*argv, "--chains", "1")
     assert code == 2 and out == "" and "--strict compares chains" in err
 
@@ -483,7 +535,16 @@ def test_block_gibbs_refuses_deterministic_factors_too_large_to_enumerate(
     evid = tmp_path / "x0.evid"
     evid.write_text("1 0 0\n")  # x0 = 0: no deterministic factor is left among the free ones
     with pytest.raises(AssertionError, match="work started"):  # past the check, to pm.sample
-        run("mar", str(path), "--evidence", str(evid), "-o", str(tmp_path / "o.MAR"))
+        run(
+            "mar",
+            str(path),
+            "--evidence",
+            str(evid),
+            "-o",
+            str(tmp_path / "o.MAR"),
+            "--method",
+            "sample",
+        )
 
 
 def test_chains_start_from_distinct_random_feasible_states(tmp_path, xor_uai, sample_spy):
@@ -507,6 +568,7 @@ def test_chains_start_from_distinct_random_feasible_states(tmp_path, xor_uai, sa
 def test_block_gibbs_matches_exact_without_determinism(uai_dir, tmp_path, sample_spy):
     target = tmp_path / "out.MAR"
     argv = ["mar", str(uai_dir / SMALL), "-o", str(target), "--sampler", "block_gibbs"]
+    argv += ["--method", "sample"]
     code, out, err = run(*argv, "--draws", "300", "--tune", "20", "--seed", "2", "--quiet")
     assert code == 0 and err == "", err
     assert "block_gibbs, steps_per_draw=1," in out  # DBN_11.small: one cluster of 4 variables

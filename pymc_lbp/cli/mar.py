@@ -206,9 +206,12 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
         target = _effective_network(network, kind)
     except ValueError as exc:  # not CPT-structured, or CPT rows that do not sum to 1
         raise CLIError(f"--kind {args.kind}: {exc}", EXIT_USAGE) from exc
-    if args.strict and not args.exact and args.chains < 2:
+    if args.exact and args.method == "sample":
+        raise CLIError("--exact is --method exact: not with --method sample", EXIT_USAGE)
+    method = "exact" if args.exact else args.method
+    if args.strict and method == "sample" and args.chains < 2:
         raise CLIError("--strict compares chains: it needs --chains 2 or more", EXIT_USAGE)
-    if not args.exact:
+    if method != "exact":
         try:
             check_sampler(args.sampler, network, evidence)
         except SamplerNotApplicableError as exc:
@@ -216,12 +219,36 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
     if evidence_path is None:
         _note_unused_evidence(network_path, network, err)
     try:
-        if args.exact:
-            return _exact(args, target, evidence, output, out)
-        return _sample(args, network, target, kind, evidence, output, out, err)
+        chosen, why = _choose_method(method, args, target, evidence)
+        print(f"method: {chosen} ({why})", file=out)
+        if chosen == "exact":
+            code = _exact(args, target, evidence, output, out)
+        else:
+            if args.strict and args.chains < 2:
+                raise CLIError("--strict compares chains: it needs --chains 2 or more", EXIT_USAGE)
+            code = _sample(args, network, target, kind, evidence, output, out, err)
+        if method == "auto" and not args.quiet:  # what auto chose, beside the log line
+            print(f"pymc_lbp mar: {chosen} marginals ({why})", file=err)
+        return code
     except ImpossibleEvidenceError as exc:
         where = f"{evidence_path}: " if evidence_path is not None else ""
         raise CLIError(f"impossible evidence: {where}{exc}", EXIT_IMPOSSIBLE) from exc
+
+
+def _choose_method(method: str, args: argparse.Namespace, network: Any, evidence: dict):
+    """``(method, why)``: ``--method auto`` is exact when the elimination's largest table fits
+    ``--max-table-size``, sampling otherwise; the others are what was asked."""
+    if method != "auto":
+        flag = "--exact" if args.exact else f"--method {method}"
+        return method, f"{flag} given"
+    from pymc_lbp.models.uai.elimination import elimination_plan
+    from pymc_lbp.models.uai.exact import DEFAULT_MAX_TABLE_SIZE
+
+    limit = args.max_table_size or DEFAULT_MAX_TABLE_SIZE
+    largest = elimination_plan(network, evidence).max_table_size
+    if largest <= limit:
+        return "exact", f"auto: elimination's largest table {largest} <= {limit} entries"
+    return "sample", f"auto: elimination needs a table of {largest} > {limit} entries"
 
 
 def _exact(args: argparse.Namespace, network: Any, evidence: dict, output: Path, out: Any) -> int:

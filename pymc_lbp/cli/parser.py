@@ -79,6 +79,10 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
+METHODS = ("auto", "exact", "sample")
+"""``mar --method``: exact where elimination fits, else sampling; always exact; always sampled."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``python -m pymc_lbp`` argument parser."""
     parser = argparse.ArgumentParser(
@@ -92,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         "mar",
         help="marginals of a UAI network (sampled, or exact) written as a MAR file",
         description=(
-            "Sample a UAI network with pm.sample and write the per-variable marginal "
-            "frequencies in the UAI MAR format (or, with --exact, the exact marginals). "
+            "Write the per-variable marginals of a UAI network in the UAI MAR format: exact "
+            "(variable elimination) where its tables fit, else sampled with pm.sample "
+            "(--method). "
             "Evidence variables are fixed and written as 0/1 deltas."
         ),
         epilog=_sampler_epilog() + "\n\n" + _exit_code_epilog(),
@@ -131,15 +136,24 @@ def build_parser() -> argparse.ArgumentParser:
         "the file declares; the target is the same",
     )
     mar.add_argument(
+        "--method",
+        choices=METHODS,
+        default="auto",
+        help="auto (default): exact marginals (variable elimination) when the elimination's "
+        "largest table fits --max-table-size, sampling otherwise; exact: elimination or exit "
+        "code 6; sample: always sample. The run says which it used and why",
+    )
+    mar.add_argument(
         "--exact",
         action="store_true",
-        help="write exact marginals (variable elimination) instead of sampling",
+        help="the same as --method exact",
     )
     mar.add_argument(
         "--max-table-size",
         type=_positive_int,
         default=None,
-        help="--exact: largest elimination table allowed, in entries (default 2^27, ~1 GiB)",
+        help="largest elimination table allowed (--method auto or exact), in entries "
+        "(default 2^27, ~1 GiB)",
     )
     mar.add_argument(
         "--strict",
