@@ -217,3 +217,25 @@ def test_chain_crf_quick(tmp_path):
     assert all(0 < r["final_error"] < 1 and r["draws"] >= 20 for r in rows.values())
     assert "chain-k3-b3" in rows["neural"]["blocks_reason"]
     assert (tmp_path / "chain_crf_quick.png").stat().st_size > 0
+
+
+def test_first_run_table_pairs_ours_with_pymc_per_cache():
+    """benchmarks.first_run: one row per model and cache state, ours beside PyMC's defaults,
+    the ratio of first-run seconds (build + first pm.sample); an unpaired run makes no row."""
+    from benchmarks.first_run import table
+
+    def run(model, sampler, cache, build, sample):
+        return {"model": model, "sampler": sampler, "cache": cache, "construction_s": build,
+                "sample_s": sample, "first_run_s": build + sample}  # fmt: skip
+
+    rows = [
+        run("m", "ours", "cold", 2.0, 4.0),
+        run("m", "pymc", "cold", 1.0, 2.0),
+        run("m", "ours", "warm", 0.5, 0.5),
+        run("m", "pymc", "warm", 1.0, 1.0),
+        run("other", "ours", "warm", 1.0, 1.0),
+    ]
+    out = table(rows)
+    assert [(r["model"], r["cache"]) for r in out] == [("m", "cold"), ("m", "warm")]
+    assert out[0]["ratio"] == pytest.approx(2.0) and out[1]["ratio"] == pytest.approx(0.5)
+    assert out[0]["ours_build"] == 2.0 and out[0]["pymc_total"] == 3.0

@@ -5,9 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights, resolve_balancing
-from pymc_lbp.samplers.common import (
-    prepare_weights,
-)
+from pymc_lbp.samplers.common import prepare_weights
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 from pymc_lbp.samplers.single_site.graph import graph_balancing
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
