@@ -18,8 +18,9 @@ from pymc_lbp.logp.layout import BINARY, INTEGER
 from pymc_lbp.logp.site_colouring import greedy_colouring
 from pymc_lbp.logp.site_pieces import site_pieces
 from pymc_lbp.samplers.balancing import log_sqrt
+from pymc_lbp.samplers.integer import numpy_jumps
 from pymc_lbp.samplers.integer.graph import CompiledJumps
-from pymc_lbp.samplers.integer.numpy_jumps import COMPILE_AFTER_SITE_MOVES, NumpyJumps
+from pymc_lbp.samplers.integer.numpy_jumps import NumpyJumps
 from pymc_lbp.samplers.integer.reference import (
     LARGEST_SCALE_EXPONENT,
     MAX_SCALE_EXPONENT,
@@ -227,13 +228,13 @@ class DiscreteStepJumps:
             self._restart_jump_exponent(x)  # a chain's first tuning draw: J from its start
         n = self._integer_sites.size
         uniforms = self.rng.random((n, 2))
-        if self._integer_moves >= COMPILE_AFTER_SITE_MOVES:
+        if self._integer_moves >= numpy_jumps.COMPILE_AFTER_SITE_MOVES:
             jumps = self.jumps
             res, evals = jumps(x, uniforms), jumps.logp_evals_per_call
         else:  # the same moves from the same uniforms, without compiling (yet)
-            numpy_jumps = self._jumps_in_numpy()
-            res = numpy_jumps(x, uniforms)
-            evals = numpy_jumps.logp_evals
+            in_numpy = self._jumps_in_numpy()
+            res = in_numpy(x, uniforms)
+            evals = in_numpy.logp_evals
         self._integer_moves += n
         if self.tune and self._jump_exponent_grows:
             self._tune_jump_exponent(x, res.x)

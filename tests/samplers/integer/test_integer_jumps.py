@@ -367,9 +367,6 @@ def test_a_step_jumps_in_numpy_first_and_compiles_later_with_the_same_draws(monk
 
     def draws(threshold):
         monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
-        from pymc_lbp.step_methods import discrete_step_jumps
-
-        monkeypatch.setattr(discrete_step_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
         with model:
             step = LocallyBalanced(vars, rng=np.random.default_rng(11))
         point, out = model.initial_point(), []

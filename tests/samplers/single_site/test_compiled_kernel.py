@@ -228,11 +228,16 @@ def test_other_backends_make_the_same_moves(backend, general_paths):
 
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
-def test_other_backends_for_integer_jumps_and_independent_sites(backend):
+def test_other_backends_for_integer_jumps_and_independent_sites(backend, monkeypatch):
     """The integer jumps (and the full-conditional draws of independent sites, which share their
     compiled call) with the input shapes fixed under JAX: under JAX and NUMBA they make the C
-    backend's moves."""
+    backend's moves (compiled from the first draw here: a step otherwise makes its first moves
+    in numpy)."""
     import pymc as pm
+
+    from pymc_lbp.samplers.integer import numpy_jumps
+
+    monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", 0)
 
     with pm.Model() as model:
         k = pm.Poisson("k", 20.0, shape=3)
@@ -254,6 +259,7 @@ def test_other_backends_for_integer_jumps_and_independent_sites(backend):
         for _ in range(20):
             for step in steps:
                 p, _ = step.step(p)
+        assert all(step._jumps is not None for step in steps)  # the compiled calls ran
         finals.append(p)
     for name in ("k", "g"):
         np.testing.assert_array_equal(finals[0][name], finals[1][name])
