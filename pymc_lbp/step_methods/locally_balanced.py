@@ -7,9 +7,10 @@ import numpy as np
 from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights, resolve_balancing
 from pymc_lbp.samplers.common import prepare_weights
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
+from pymc_lbp.samplers.single_site import reference as single_site_reference
 from pymc_lbp.samplers.single_site.graph import graph_balancing
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
-from pymc_lbp.samplers.single_site.reference import single_site_step
+from pymc_lbp.samplers.single_site.reference import single_site_step, single_site_steps
 from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
 from pymc_lbp.step_methods.stats import document_stats
 
@@ -101,6 +102,7 @@ class LocallyBalanced(DiscreteStep):
         )
         self._compile_kwargs = compile_kwargs
         self._kernel = None
+        self._numpy_steps = 0  # steps made in numpy before the kernel is compiled
         if self.pairwise_ready():
             pairwise_kernel.warm_up()  # numba's compile (or cache load) now, not mid-draw
 
@@ -125,11 +127,22 @@ class LocallyBalanced(DiscreteStep):
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """All ``n_steps`` transitions in one call of the compiled kernel
         (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel`), two uniforms per step from
-        ``self.rng``; on a pairwise binary block, of :mod:`pymc_lbp.samplers.pairwise.kernel` (no
-        model evaluation per step)."""
+        ``self.rng``; the step's first
+        :data:`~pymc_lbp.samplers.single_site.reference.COMPILE_AFTER_STEPS` steps make the same
+        moves from the same uniforms in numpy (:func:`~pymc_lbp.samplers.single_site.reference.
+        single_site_steps`), so a short run never compiles the kernel. On a pairwise binary
+        block, :mod:`pymc_lbp.samplers.pairwise.kernel` (no model evaluation per step)."""
         if self.pairwise_ready():
             return self.run_pairwise(x, logp, n_steps, share=1.0)[0]
-        return self.draw_from_kernel(self.kernel(x, logp, deltas, self.rng.random((n_steps, 2))))
+        uniforms = self.rng.random((n_steps, 2))
+        if self._numpy_steps < single_site_reference.COMPILE_AFTER_STEPS:
+            # the kernel's moves from the same uniforms, in numpy, until compiling it pays
+            self._numpy_steps += n_steps
+            res = single_site_steps(
+                x, logp, deltas, self._prepared, self.layout, self.differences.evaluate, uniforms
+            )
+            return self.draw_from_kernel(res)
+        return self.draw_from_kernel(self.kernel(x, logp, deltas, uniforms))
 
     def _prepared(self, deltas: np.ndarray):
         """Proposal weights of the current state (cached between steps of a draw)."""

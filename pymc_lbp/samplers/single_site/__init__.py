@@ -5,7 +5,8 @@ Versions
 reference
     ``single_site_step`` (``reference.py``): one transition in numpy from two uniforms, the only
     copy (``LocallyBalanced.mh_step``, ``SelfBalancing.mh_step`` and the ``differences="auto"``
-    probe run it).
+    probe run it); ``single_site_steps``, a run of them, is what ``LocallyBalanced`` runs for
+    its first ``COMPILE_AFTER_STEPS`` steps, before compiling the loop's kernel.
 graph
     ``single_site_kernel``: the same transition as a pure graph builder
     ``kernel(u, state) -> (state, info)``.

@@ -21,6 +21,7 @@ from pymc_lbp.samplers.common import mh_accept_probs, mh_log_ratios
 from pymc_lbp.samplers.common import mh_log_ratio as np_mh_log_ratio
 from pymc_lbp.samplers.mh_graph import mh_accept, mh_log_ratio
 from pymc_lbp.samplers.single_site.graph import draw_slot
+from pymc_lbp.samplers.single_site.reference import single_site_steps
 from tests.helpers.backends import OTHER_BACKENDS, modes
 from tests.samplers.single_site.test_kernels import MODELS, quadratic_binary_model
 
@@ -135,13 +136,20 @@ def test_compiled_kernel_reproduces_numpy_reference_moves(name, balancing, diffe
         xs.append(x)
     assert 30 < n_acc < 300  # the chain moved, and not always
     assert len({tuple(v) for v in xs}) > 3
-    # all 300 steps in one call end where the step-by-step chain ended
+    # all 300 steps in one call end where the step-by-step chain ended, and so do the 300
+    # numpy steps a step makes before compiling its kernel
     x0 = states[int(np.argmax(log_pi))].copy()
     logp0, deltas0 = step.differences(x0)
     whole = step.kernel(x0, logp0, deltas0, U)
     np.testing.assert_array_equal(whole.x, x)
     assert whole.n_accepted == n_acc
     assert whole.n_evaluated == 300
+    evaluate = step.differences.evaluate
+    numpy_run = single_site_steps(x0, logp0, deltas0, step._prepared, step.layout, evaluate, U)
+    np.testing.assert_array_equal(numpy_run.x, x)
+    assert (numpy_run.n_accepted, numpy_run.n_evaluated) == (n_acc, 300)
+    np.testing.assert_allclose(numpy_run.sum_accept, whole.sum_accept, rtol=1e-9)
+    np.testing.assert_allclose(numpy_run.logp, whole.logp, rtol=1e-12)
 
 
 def test_draw_stats_from_the_compiled_kernel():
@@ -200,12 +208,46 @@ def test_same_rng_same_draw():
     assert not np.array_equal(a.x, c.x) or a.n_accepted != c.n_accepted
 
 
+def test_a_step_runs_numpy_steps_first_and_its_kernel_later_with_the_same_draws(monkeypatch):
+    """LocallyBalanced makes its first COMPILE_AFTER_STEPS steps in numpy, then compiles its
+    kernel: its draws are those of a step compiled from the first draw, and a short run never
+    compiles it."""
+    from pymc_lbp.samplers.single_site import reference
+
+    model = ising_model((3, 3), 0.4, 0.1)
+    default = reference.COMPILE_AFTER_STEPS
+
+    def draws(threshold):
+        monkeypatch.setattr(reference, "COMPILE_AFTER_STEPS", threshold)
+        with model:
+            step = GibbsWithGradients(
+                [model["x"]], steps_per_draw=9, differences="gradient", rng=np.random.default_rng(2)
+            )
+        point, out = model.initial_point(), []
+        for _ in range(25):
+            point, _ = step.step(point)
+            out.append(point["x"].copy())
+        return np.array(out), step
+
+    switched, step = draws(9 * 10)  # numpy for 10 draws, then the kernel
+    assert step._kernel is not None
+    compiled, _ = draws(0)
+    np.testing.assert_array_equal(switched, compiled)
+    assert len({x.tobytes() for x in compiled}) > 5  # the chain moves: a comparison with teeth
+    never, step = draws(default)
+    assert step._kernel is None
+    np.testing.assert_array_equal(never, compiled)
+
+
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
-def test_other_backends_make_the_same_moves(backend, general_paths):
+def test_other_backends_make_the_same_moves(backend, general_paths, monkeypatch):
     """compile_kwargs={"mode": "JAX"} (jax is optional: skipped without it) or "NUMBA": the
     compiled steps (under JAX built for the shapes of their arguments: JAX traces shapes as
     values) make the C backend's moves from the same uniforms, for GibbsWithGradients and
     LocallyBalanced's scan kernel (numba's pairwise kernel off, so the lattice takes it)."""
+    from pymc_lbp.samplers.single_site import reference
+
+    monkeypatch.setattr(reference, "COMPILE_AFTER_STEPS", 0)  # the kernels, from the first step
     c_mode, mode = modes(backend)
     model = ising_model((3, 3), 0.4, 0.1)
     ref, other = (_final_state(model, 42, m) for m in (c_mode, mode))
@@ -224,6 +266,7 @@ def test_other_backends_make_the_same_moves(backend, general_paths):
         runs.append(step.run_steps(x0, logp, deltas, step.steps_per_draw))
     np.testing.assert_array_equal(runs[0].x, runs[1].x)
     assert runs[0].n_accepted == runs[1].n_accepted > 5
+    assert lb._kernel is not None and ref._kernel is not None  # the compiled kernels ran
     assert lb.kernel.static_shapes == (mode == "JAX") and not ref.kernel.static_shapes
 
 
