@@ -19,12 +19,12 @@ from typing import NamedTuple
 import numpy as np
 
 from pymc_lbp.samplers.common import mh_accept, mh_log_ratio
+from pymc_lbp.samplers.single_site.loop import StepsResult
 
 __all__ = [
     "COMPILE_AFTER_STEPS",
     "Prepared",
     "SingleSiteMove",
-    "StepsInNumpy",
     "draw_slot",
     "single_site_step",
     "single_site_steps",
@@ -105,17 +105,6 @@ def single_site_step(
     return SingleSiteMove(y, logp_y, deltas_y, prepared_y, prob, accepted)
 
 
-class StepsInNumpy(NamedTuple):
-    """A run of steps and its summaries, as the compiled kernel reports them."""
-
-    x: np.ndarray
-    logp: float
-    deltas: np.ndarray
-    sum_accept: float
-    n_accepted: int
-    n_evaluated: int
-
-
 def single_site_steps(
     x: np.ndarray,
     logp: float,
@@ -124,7 +113,7 @@ def single_site_steps(
     layout,
     evaluate: Callable[[np.ndarray], tuple[float, np.ndarray, Prepared | None]],
     uniforms: np.ndarray,
-) -> StepsInNumpy:
+) -> StepsResult:
     """One :func:`single_site_step` per row of ``uniforms`` (slot, accept): the moves and
     summaries of the compiled kernel (:class:`pymc_lbp.samplers.single_site.loop.CompiledSteps`)
     from the same uniforms; ``prepare(deltas)`` gives the start's proposal. A state from which
@@ -140,4 +129,4 @@ def single_site_steps(
         if move.accepted:
             x, logp, deltas, prepared = move.x, move.logp, move.deltas, move.prepared
             n_accepted += 1
-    return StepsInNumpy(x, float(logp), deltas, sum_accept, n_accepted, n_evaluated)
+    return StepsResult(x, float(logp), deltas, sum_accept, n_accepted, n_evaluated)
