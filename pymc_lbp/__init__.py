@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     )
     from pymc_lbp.step_methods.neural_block import NeuralBlock
     from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
+    from pymc_lbp.whole_model import NotInProgramError, sample
 
 __version__ = "0.1.0"
 
@@ -50,9 +51,11 @@ _LAZY: dict[str, str] = {
     "ProposalFileError": "pymc_lbp.samplers.block.neural_proposal",
     "SelfBalancing": "pymc_lbp.step_methods",
     "load_proposal": "pymc_lbp.samplers.block.neural_proposal",
+    "NotInProgramError": "pymc_lbp.whole_model",
     "register": "pymc_lbp.registry",
     "registered": "pymc_lbp.registry",
     "unregister": "pymc_lbp.registry",
+    "sample": "pymc_lbp.whole_model",
     "uai_grid_blocks": "pymc_lbp.samplers.block.motifs.grid_bn",
 }
 
@@ -64,6 +67,7 @@ __all__ = [
     "NeuralBlock",
     "NeuralMixedBlock",
     "NeuralProposal",
+    "NotInProgramError",
     "NotRelaxableError",
     "PathAuxiliaryLBP",
     "ProposalFileError",
@@ -71,6 +75,7 @@ __all__ = [
     "load_proposal",
     "register",
     "registered",
+    "sample",
     "uai_grid_blocks",
     "unregister",
 ]

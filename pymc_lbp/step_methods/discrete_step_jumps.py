@@ -163,6 +163,13 @@ class DiscreteStepJumps:
         cached = self.__dict__.setdefault("_jumps_by_exponent", {})
         if self._jump_exponent in cached:
             return cached[self._jump_exponent]
+        jumps = cached[self._jump_exponent] = self.build_jumps(compile_now=True)
+        return jumps
+
+    def build_jumps(self, compile_now: bool = False) -> CompiledJumps:
+        """The integer sites' moves at the current :attr:`_jump_exponent` as one
+        :class:`~pymc_lbp.samplers.integer.graph.CompiledJumps`, compiled or (default) only its
+        graphs (:mod:`pymc_lbp.whole_model` compiles them to JAX)."""
         name, fn = self._balancing()
         log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
         target = self._jump_target
@@ -182,8 +189,8 @@ class DiscreteStepJumps:
             gibbs_classes=gibbs_classes,
             class_rows=None if pieces is None else pieces.class_rows,
             n_sites=self.layout.n_sites,
+            compile_now=compile_now,
         )
-        cached[self._jump_exponent] = jumps
         return jumps
 
     def _independent_classes(self, model) -> tuple[list | None, list | None, object]:

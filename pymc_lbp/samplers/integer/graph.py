@@ -147,6 +147,9 @@ class CompiledJumps:
     n_sites : int, optional
         Length of the block vector. Given, the inputs' shapes are fixed in the graph, which
         the JAX backend needs (it traces shapes as values).
+    compile_now : bool
+        False: only the graphs are built (:attr:`inputs`, :attr:`outputs`; the JAX program of
+        :mod:`pymc_lbp.whole_model` compiles them itself); calling the object then fails.
 
     Attributes
     ----------
@@ -156,6 +159,9 @@ class CompiledJumps:
     logp_evals_per_call : int
         Model logp evaluations per call: two batches of ``|D| + 1`` rows per jumping site, one
         batch of the largest support's size per support-Gibbs site.
+    inputs, outputs : list
+        The call as graphs: ``[x, uniforms]`` to ``[x, logp, sum_accept, sum_distance,
+        n_accepted]``.
     """
 
     def __init__(
@@ -174,6 +180,7 @@ class CompiledJumps:
         gibbs_classes: list[np.ndarray] | None = None,
         class_rows: ClassRowsGraph | None = None,
         n_sites: int | None = None,
+        compile_now: bool = True,
     ):
         self.sites = np.asarray(sites, dtype=np.int64)
         self.gibbs_sites = np.asarray(gibbs_sites, dtype=np.int64)
@@ -302,13 +309,13 @@ class CompiledJumps:
                 carry = tuple(o[-1] for o in outs)
         outs = list(carry)
         clear_traces(outs)
-        self._fn = pm_compile(
-            [x0, uniforms],
-            outs,
-            on_unused_input="ignore",
-            **dict(compile_kwargs or {}),
-        )
-        self._fn.trust_input = True
+        self.inputs, self.outputs = [x0, uniforms], outs
+        self._fn = None
+        if compile_now:
+            self._fn = pm_compile(
+                self.inputs, outs, on_unused_input="ignore", **dict(compile_kwargs or {})
+            )
+            self._fn.trust_input = True
 
     def __call__(self, x: np.ndarray, uniforms: np.ndarray) -> JumpsResult:
         """Move every integer site once from ``x``; ``uniforms`` has shape ``(len(order), 2)``

@@ -101,6 +101,9 @@ class CompiledSteps:
         bound).
     compile_kwargs : dict, optional
         Passed to :func:`pymc.pytensorf.compile` (e.g. ``{"mode": "NUMBA"}``).
+    compile_now : bool
+        False: nothing is compiled until the first call (the JAX program only reads
+        :meth:`graph`).
     """
 
     def __init__(
@@ -109,17 +112,21 @@ class CompiledSteps:
         n_uniforms: int,
         prepare: Callable,
         compile_kwargs: dict | None = None,
+        compile_now: bool = True,
     ):
         self.n_uniforms = int(n_uniforms)
         self._parts = (kernel, prepare, dict(compile_kwargs or {}))
         self.static_shapes = needs_static_shapes(compile_kwargs)
         self._fns: dict[tuple, object] = {}
-        if not self.static_shapes:
+        if not self.static_shapes and compile_now:
             self._fns[None] = self._compile(None)
 
-    def _compile(self, shapes: tuple | None):
-        """The compiled run; ``shapes = (n_sites, n_slots, n_steps)`` fixes the input shapes."""
-        kernel, prepare, compile_kwargs = self._parts
+    def graph(self, shapes: tuple | None) -> tuple[list, list]:
+        """Inputs ``[x, logp, deltas, uniforms]`` and outputs ``[x, logp, deltas, sum_accept,
+        n_accepted, n_evaluated]`` of the run as graphs; ``shapes = (n_sites, n_slots,
+        n_steps)`` fixes the input shapes (the JAX program of :mod:`pymc_lbp.whole_model`
+        compiles these graphs itself)."""
+        kernel, prepare, _ = self._parts
         n_sites, n_slots, n_steps = shapes if shapes is not None else (None, None, None)
         x = pt.tensor("x", dtype="int64", shape=(n_sites,))
         logp = pt.scalar("logp", dtype="float64")
@@ -127,9 +134,12 @@ class CompiledSteps:
         uniforms = pt.tensor("uniforms", dtype="float64", shape=(n_steps, self.n_uniforms))
         outs = steps_graph(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
         clear_traces(outs)
-        fn = pm_compile(
-            [x, logp, deltas, uniforms], outs, on_unused_input="ignore", **compile_kwargs
-        )
+        return [x, logp, deltas, uniforms], outs
+
+    def _compile(self, shapes: tuple | None):
+        """The compiled run; ``shapes = (n_sites, n_slots, n_steps)`` fixes the input shapes."""
+        inputs, outs = self.graph(shapes)
+        fn = pm_compile(inputs, outs, on_unused_input="ignore", **self._parts[2])
         fn.trust_input = True
         return fn
 
@@ -158,14 +168,22 @@ class CompiledSteps:
 
 
 def compile_steps(
-    kernel: Kernel, n_uniforms: int, prepare: Callable, compile_kwargs: dict | None = None
+    kernel: Kernel,
+    n_uniforms: int,
+    prepare: Callable,
+    compile_kwargs: dict | None = None,
+    compile_now: bool = True,
 ) -> CompiledSteps:
     """Compile ``kernel`` to run many steps per call (see :class:`CompiledSteps`)."""
-    return CompiledSteps(kernel, n_uniforms, prepare, compile_kwargs)
+    return CompiledSteps(kernel, n_uniforms, prepare, compile_kwargs, compile_now)
 
 
 def compile_single_site_steps(
-    differences, layout, log_g: Callable, compile_kwargs: dict | None = None
+    differences,
+    layout,
+    log_g: Callable,
+    compile_kwargs: dict | None = None,
+    compile_now: bool = True,
 ) -> CompiledSteps:
     """:func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel` on a step's differences and
     block layout with the balancing function ``log_g`` (a graph builder), compiled to run many steps
@@ -176,4 +194,5 @@ def compile_single_site_steps(
         log_g=log_g,
         moves=SingleSiteMoves(layout),
     )
-    return compile_steps(kernel, 2, partial(balanced_weights, log_g=log_g), compile_kwargs)
+    prepare = partial(balanced_weights, log_g=log_g)
+    return compile_steps(kernel, 2, prepare, compile_kwargs, compile_now)

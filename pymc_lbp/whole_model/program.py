@@ -1,0 +1,188 @@
+"""One chain of the compiled program: discrete draws, then NUTS given them, in one ``lax.scan``.
+
+A draw of the chain (:func:`chain_program`) is every discrete block's draw
+(:mod:`pymc_lbp.whole_model.discrete_blocks`) in turn, then one NUTS transition of the continuous
+variables given the new discrete values: BlackJAX's ``nuts`` kernel on the model's logp (PyMC's
+JAX conversion), its state's logp and gradient computed afresh at the draw's start because the
+discrete move changed the target. Warmup runs the same draws while Stan's window adaptation
+(:mod:`pymc_lbp.whole_model.warmup`, on BlackJAX's pieces) tunes the step size and the diagonal
+inverse mass matrix; they are frozen for the draws kept. A model without continuous variables
+has no NUTS part; one without discrete variables is plain NUTS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+NUTS_STAT_DTYPES = {
+    "diverging": bool,
+    "energy": np.float64,
+    "tree_depth": np.int64,
+    "n_steps": np.int64,
+    "acceptance_rate": np.float64,
+    "step_size": np.float64,
+}
+"""NUTS's stats under PyMC's names (``tree_depth``: BlackJAX's trajectory expansions)."""
+
+
+class ChainResult(NamedTuple):
+    """A chain's draws: values in ``model.value_vars`` order (draw axis first) and stats."""
+
+    warmup_values: tuple
+    warmup_stats: dict
+    values: tuple
+    stats: dict
+
+
+@dataclass
+class Program:
+    """What a chain runs.
+
+    Attributes
+    ----------
+    blocks : list of BlockDraw
+    continuous : list of int
+        Indices in ``model.value_vars`` of the variables NUTS samples.
+    logp : callable
+        ``logp(*values)``: the model's logp (JAX).
+    target_accept : float
+    max_treedepth : int
+    """
+
+    blocks: list
+    continuous: list[int]
+    logp: Callable
+    target_accept: float = 0.8
+    max_treedepth: int = 10
+
+    def run_chain(self, key, values: tuple, tune: int, draws: int, progress=None) -> ChainResult:
+        """Warmup then draws from ``values`` (a chain's start); JAX-traceable in ``key`` and
+        ``values`` (``tune``, ``draws`` static)."""
+        import jax
+        import jax.numpy as jnp
+        from blackjax.mcmc import hmc, nuts
+
+        from pymc_lbp.whole_model.warmup import schedule, warmup
+
+        cont = self.continuous
+        kernel = nuts.build_kernel()
+        adapt_init, adapt_update, adapt_final = warmup(self.target_accept)
+
+        def merged(values, position):
+            out = list(values)
+            for i, p in zip(cont, position, strict=True):
+                out[i] = p
+            return tuple(out)
+
+        def transition(key, values, step_size, inverse_mass_matrix):
+            keys = jax.random.split(key, len(self.blocks) + 1)
+            per_block = []
+            for i, block in enumerate(self.blocks):
+                values, block_stats = block.draw(keys[i], values)
+                per_block.append(block_stats)
+            # as pm.sample records them: a stat several steps record is stacked, step by step
+            stats = {
+                name: per_block[0][name]
+                if len(per_block) == 1
+                else jnp.stack([b[name] for b in per_block if name in b])
+                for name in dict.fromkeys(k for b in per_block for k in b)
+            }
+            if cont:
+
+                def logdensity(position):
+                    return self.logp(*merged(values, position))
+
+                state = hmc.init([values[i] for i in cont], logdensity)
+                state, info = kernel(
+                    keys[-1],
+                    state,
+                    logdensity,
+                    step_size,
+                    inverse_mass_matrix,
+                    max_num_doublings=self.max_treedepth,
+                )
+                values = merged(values, state.position)
+                stats.update(
+                    diverging=info.is_divergent,
+                    energy=jnp.asarray(info.energy, jnp.float64),
+                    tree_depth=jnp.asarray(info.num_trajectory_expansions, jnp.int64),
+                    n_steps=jnp.asarray(info.num_integration_steps, jnp.int64),
+                    acceptance_rate=jnp.asarray(info.acceptance_rate, jnp.float64),
+                    step_size=jnp.asarray(step_size, jnp.float64),
+                )
+                lp = state.logdensity
+            else:
+                info = None
+                lp = self.logp(*values)
+            stats["lp"] = jnp.asarray(lp, jnp.float64)
+            return values, stats, info
+
+        transition = jax.jit(transition)  # traced once for warmup and draws
+
+        every = max(1, (tune + draws) // 50)
+
+        def tick(i, phase):
+            if progress is None:
+                return
+            jax.lax.cond(
+                (i + 1) % every == 0,
+                lambda: jax.debug.callback(progress, phase, i),
+                lambda: None,
+            )
+
+        if cont:
+            adapt_state = adapt_init([values[i] for i in cont], 1.0)
+        else:
+            adapt_state = None
+
+        def warm(carry, xs):
+            values, adapt_state = carry
+            key, stage, i = xs
+            if cont:
+                step_size = adapt_state.step_size
+                imm = adapt_state.inverse_mass_matrix
+            else:
+                step_size = imm = None
+            values, stats, info = transition(key, values, step_size, imm)
+            if cont:
+                adapt_state = adapt_update(
+                    adapt_state,
+                    stage,
+                    [values[j] for j in cont],
+                    info.acceptance_rate,
+                )
+            tick(i, 0)
+            return (values, adapt_state), (values, stats)
+
+        k_warm, k_draw = jax.random.split(key)
+        if tune:
+            stages = jnp.asarray(schedule(tune))
+            (values, adapt_state), (w_values, w_stats) = jax.lax.scan(
+                warm,
+                (values, adapt_state),
+                (jax.random.split(k_warm, tune), stages, jnp.arange(tune)),
+            )
+        else:
+            w_values, w_stats = None, None
+        if cont:
+            if tune:
+                step_size, imm = adapt_final(adapt_state)
+            else:
+                step_size, imm = adapt_state.step_size, adapt_state.inverse_mass_matrix
+        else:
+            step_size = imm = None
+
+        def sample(values, xs):
+            key, i = xs
+            values, stats, _ = transition(key, values, step_size, imm)
+            tick(i, 1)
+            return values, (values, stats)
+
+        _, (d_values, d_stats) = jax.lax.scan(
+            sample, values, (jax.random.split(k_draw, draws), jnp.arange(draws))
+        )
+        return ChainResult(w_values, w_stats, d_values, d_stats)

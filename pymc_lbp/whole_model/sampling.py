@@ -1,0 +1,328 @@
+"""``pymc_lbp.sample``: a mixed model's discrete steps and NUTS compiled whole, chains vectorised.
+
+``pm.sample`` runs each step in Python between draws, and a NUTS draw there costs what PyMC's
+Python NUTS costs; ``pm.sample(nuts_sampler="numpyro" | "blackjax")`` refuses discrete variables.
+:func:`sample` compiles one program per model (:mod:`pymc_lbp.whole_model.program`): the discrete
+steps' transitions (:mod:`pymc_lbp.whole_model.discrete_blocks`) and BlackJAX's NUTS on PyMC's
+JAX conversion of the model, warmup and draws in ``jax.lax.scan``, chains by ``jax.vmap``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pymc as pm
+
+from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw
+from pymc_lbp.whole_model.jaxify import jax_function, model_value_replacements
+from pymc_lbp.whole_model.program import Program
+from pymc_lbp.whole_model.progress import ProgressBar
+
+_log = logging.getLogger("pymc_lbp")
+
+CHAIN_METHODS = ("vectorized", "sequential", "parallel")
+
+
+def _require_jax():
+    try:
+        import blackjax  # noqa: F401
+        import jax
+    except ImportError as err:  # pragma: no cover - the bare install
+        raise ImportError(
+            f"pymc_lbp.sample needs the optional extra pymc_lbp[jax] (jax and blackjax): {err}. "
+            "Install it with: pip install 'pymc_lbp[jax]'"
+        ) from err
+    jax.config.update("jax_enable_x64", True)
+    use_compilation_cache()
+
+
+def use_compilation_cache() -> str | None:
+    """Keep JAX's compiled programs on disk, so a model sampled again (in a later process too)
+    skips XLA's compilation: JAX's persistent compilation cache, in ``$PYMC_LBP_JAX_CACHE``
+    (default ``~/.cache/pymc_lbp/jax``; ``0`` turns it off), unless the user configured one
+    (``jax_compilation_cache_dir``), which is kept. Returns the directory in use."""
+    import os
+    from pathlib import Path
+
+    import jax
+
+    current = jax.config.jax_compilation_cache_dir
+    setting = os.environ.get("PYMC_LBP_JAX_CACHE", "")
+    if current or setting == "0":
+        return current
+    base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    directory = setting or str(base / "pymc_lbp" / "jax")
+    jax.config.update("jax_compilation_cache_dir", directory)
+    return directory
+
+
+def _steps_list(step) -> list:
+    if step is None:
+        return []
+    if isinstance(step, pm.step_methods.CompoundStep):
+        return list(step.methods)
+    if isinstance(step, list | tuple):
+        out = []
+        for s in step:
+            out.extend(_steps_list(s))
+        return out
+    return [step]
+
+
+def assign_steps(model, step) -> tuple[list, list[int]]:
+    """The discrete steps of the program and the positions (in ``model.value_vars``) of the
+    variables NUTS samples.
+
+    Steps the user built are kept with their options; discrete variables no step covers get the
+    default sampler, one step over all of them, as :func:`pymc_lbp.register` makes
+    ``pm.sample`` do (the registered class, else :class:`~pymc_lbp.LocallyBalanced`); every
+    continuous variable is NUTS's.
+
+    Raises
+    ------
+    TypeError
+        For a step that is not one of pymc_lbp's discrete steps (PyMC's own steps: NUTS is
+        BlackJAX's here, Metropolis and the others have no place in the program).
+    ValueError
+        For a variable two steps sample.
+    """
+    from pymc_lbp.registry import registered
+    from pymc_lbp.step_methods.base import DiscreteStep
+    from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+
+    steps = _steps_list(step)
+    names = [v.name for v in model.value_vars]
+    covered: dict[str, str] = {}
+    for s in steps:
+        if not isinstance(s, DiscreteStep):
+            raise TypeError(
+                f"pymc_lbp.sample: step {type(s).__name__} is not a pymc_lbp discrete step. "
+                "Pass only pymc_lbp's discrete steps: the continuous variables are sampled by "
+                "BlackJAX's NUTS inside the compiled program (for PyMC's own steps use "
+                "pm.sample)."
+            )
+        for v in s.vars:
+            if v.name in covered:
+                raise ValueError(
+                    f"pymc_lbp.sample: variable {v.name!r} is sampled by two steps "
+                    f"({covered[v.name]} and {type(s).__name__}); give each variable one step."
+                )
+            covered[v.name] = type(s).__name__
+    discrete = [
+        v for v in model.value_vars if v.dtype in pm.discrete_types and v.name not in covered
+    ]
+    if discrete:
+        cls = registered() or LocallyBalanced
+        steps.append(cls(discrete, model=model))
+        for v in discrete:
+            covered[v.name] = cls.__name__
+    continuous = [i for i, name in enumerate(names) if name not in covered]
+    return steps, continuous
+
+
+def chain_seeds(random_seed, chains: int) -> list[int]:
+    """One integer seed per chain; chain ``i``'s depends on ``random_seed`` and ``i`` only, not on
+    how many chains run (``numpy.random.SeedSequence`` spawn keys). A sequence of ``chains``
+    seeds is used as given."""
+    if isinstance(random_seed, Sequence | np.ndarray) and not isinstance(random_seed, str):
+        if len(random_seed) != chains:
+            raise ValueError(
+                f"pymc_lbp.sample: random_seed has {len(random_seed)} entries for {chains} chains"
+            )
+        return [int(s) for s in random_seed]
+    if isinstance(random_seed, np.random.Generator):
+        random_seed = int(random_seed.integers(2**63))
+    root = np.random.SeedSequence(random_seed)
+    return [
+        int(np.random.SeedSequence(root.entropy, spawn_key=(i,)).generate_state(1)[0])
+        for i in range(chains)
+    ]
+
+
+def _starts(model, chains, initvals, seeds, continuous, logp_fn, steps) -> list[tuple]:
+    """Each chain's start in ``model.value_vars`` order: PyMC's initial points with the
+    continuous variables jittered (``jitter+adapt_diag``'s uniform in [-1, 1] on the
+    transformed values, up to 10 tries for a finite logp), discrete values as given."""
+    from pymc.initial_point import make_initial_point_fns_per_chain
+
+    names = [v.name for v in model.value_vars]
+    rvs = [model.values_to_rvs[model.value_vars[i]] for i in continuous]
+    fns = make_initial_point_fns_per_chain(
+        model=model, overrides=initvals, jitter_rvs=set(rvs), chains=chains
+    )
+    starts = []
+    for c, (fn, seed) in enumerate(zip(fns, seeds, strict=True)):
+        rng = np.random.default_rng(seed)
+        for _ in range(10):
+            point = fn(rng.integers(2**30))
+            values = tuple(np.asarray(point[n]) for n in names)
+            logp = float(logp_fn(*values)[0])
+            if np.isfinite(logp):
+                break
+        for s in steps:
+            x = s._state_vector(point)
+            s._check_values(x, f"the start point of chain {c}")
+        if not np.isfinite(logp):
+            raise pm.exceptions.SamplingError(
+                f"pymc_lbp.sample: the start point of chain {c} has model log-probability "
+                f"{logp} (after 10 jitters of the continuous variables). Give a feasible start "
+                "via initvals=..."
+            )
+        starts.append(values)
+    return starts
+
+
+def sample(
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    *,
+    step=None,
+    model=None,
+    random_seed=None,
+    chain_method: str = "vectorized",
+    progressbar: bool = True,
+    compute_convergence_checks: bool = True,
+    idata_kwargs: dict | None = None,
+    initvals=None,
+    target_accept: float = 0.8,
+    max_treedepth: int = 10,
+    discard_tuned_samples: bool = True,
+):
+    """Sample a model with discrete and continuous variables as one compiled JAX program.
+
+    Each draw of a chain is every discrete step's draw (our kernels, as in ``pm.sample``), then
+    one NUTS transition (BlackJAX) of the continuous variables given the discrete ones; warmup
+    adapts NUTS's step size and diagonal mass matrix with Stan's windows while the discrete
+    steps move. Chains run in one vectorised call by default.
+
+    Parameters
+    ----------
+    draws, tune, chains : int
+        Draws kept per chain, warmup draws per chain, chains.
+    step : step or list of steps, optional
+        pymc_lbp discrete steps built on the model (their options are kept). Discrete
+        variables without one get the default sampler (:func:`pymc_lbp.register`'s class,
+        else :class:`~pymc_lbp.LocallyBalanced`); continuous ones are NUTS's.
+    model : pymc.Model, optional
+    random_seed : int, optional
+        The same seed gives the same draws; chain ``i``'s draws do not depend on ``chains``.
+    chain_method : {"vectorized", "sequential", "parallel"}
+        ``jax.vmap`` over chains in one compiled call; one chain after another (same compiled
+        function); ``jax.pmap`` over the devices (at most one chain per device).
+    progressbar : bool
+    compute_convergence_checks : bool
+        ArviZ's R-hat and ESS checks, logged as ``pm.sample`` logs them.
+    idata_kwargs : dict, optional
+        Passed to :func:`arviz.from_dict` (``coords`` and ``dims`` update the model's).
+    initvals : dict or list of dict, optional
+        Start values, as in ``pm.sample``.
+    target_accept : float
+        NUTS's target acceptance (PyMC's default 0.8).
+    max_treedepth : int
+        NUTS's largest tree depth (doublings).
+    discard_tuned_samples : bool
+        False keeps the warmup draws in ``warmup_posterior`` / ``warmup_sample_stats``.
+
+    Returns
+    -------
+    arviz.InferenceData
+        The groups, names, dims and coords of ``pm.sample`` on the same model
+        (deterministics included); ``sample_stats`` holds the discrete steps' stats, NUTS's
+        (``diverging``, ``energy``, ``tree_depth``, ``n_steps``, ``acceptance_rate``,
+        ``step_size``), ``lp`` and ``tune``.
+
+    Raises
+    ------
+    ImportError
+        Without jax and blackjax (``pip install 'pymc_lbp[jax]'``).
+    NotInProgramError
+        For a step whose transitions the program cannot run (named).
+    TypeError, ValueError
+        For steps that are not ours, bad option values.
+    """
+    for name, value in (("draws", draws), ("tune", tune), ("chains", chains)):
+        if not isinstance(value, int | np.integer) or value < (1 if name != "tune" else 0):
+            raise ValueError(
+                f"pymc_lbp.sample: {name} must be an integer >= {1 if name != 'tune' else 0}, "
+                f"got {value!r}"
+            )
+    if chain_method not in CHAIN_METHODS:
+        raise ValueError(
+            f"pymc_lbp.sample: chain_method must be one of {CHAIN_METHODS}, got {chain_method!r}"
+        )
+    if not 0 < target_accept < 1:
+        raise ValueError(f"pymc_lbp.sample: target_accept must be in (0, 1), got {target_accept}")
+    _require_jax()
+    import jax
+    import jax.numpy as jnp
+
+    model = pm.modelcontext(model)
+    if not model.value_vars:
+        raise ValueError("pymc_lbp.sample: the model has no free variables to sample.")
+    t0 = time.perf_counter()
+    steps, continuous = assign_steps(model, step)
+    replacements = model_value_replacements(model, steps)
+    logp_fn = jax_function([], [model.logp()], model, {})
+    seeds = chain_seeds(random_seed, chains)
+    starts = _starts(model, chains, initvals, seeds, continuous, logp_fn, steps)
+    blocks = [
+        block_draw(s, model, replacements, [s._state_vector(_point(model, v)) for v in starts])
+        for s in steps
+    ]
+    program = Program(
+        blocks, continuous, lambda *v: logp_fn(*v)[0], float(target_accept), int(max_treedepth)
+    )
+    bar = ProgressBar(tune, draws, chains, chain_method, enabled=progressbar)
+
+    def run(key, values):
+        return program.run_chain(key, values, tune, draws, bar.callback)
+
+    keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
+    if chain_method == "parallel" and chains > jax.local_device_count():
+        raise ValueError(
+            f"pymc_lbp.sample: chain_method='parallel' runs one chain per device; {chains} "
+            f"chains, {jax.local_device_count()} device(s). Use chain_method='vectorized'."
+        )
+    if chain_method == "sequential":
+        fn = jax.jit(run).lower(keys[0], starts[0]).compile()
+        args = [(keys[c], starts[c]) for c in range(chains)]
+    else:
+        stacked = tuple(jnp.stack([s[i] for s in starts]) for i in range(len(starts[0])))
+        batched = jax.pmap(run) if chain_method == "parallel" else jax.jit(jax.vmap(run))
+        fn = batched.lower(keys, stacked).compile()
+        args = [(keys, stacked)]
+    t_built = time.perf_counter()
+    with bar:
+        results = [jax.block_until_ready(fn(*a)) for a in args]
+    t_sampled = time.perf_counter()
+    if chain_method == "sequential":
+        result = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *results)
+    else:
+        result = results[0]
+    from pymc_lbp.whole_model.inference_data import to_inference_data
+
+    idata = to_inference_data(
+        model,
+        result,
+        blocks,
+        tune=tune,
+        discard_tuned_samples=discard_tuned_samples,
+        times={"build_time": t_built - t0, "sampling_time": t_sampled - t_built},
+        idata_kwargs=idata_kwargs,
+    )
+    if compute_convergence_checks:
+        from pymc.stats.convergence import log_warnings, run_convergence_checks
+
+        log_warnings(run_convergence_checks(idata, model))
+    return idata
+
+
+def _point(model, values: Sequence) -> dict:
+    return {v.name: np.asarray(x) for v, x in zip(model.value_vars, values, strict=True)}
+
+
+__all__ = ["NotInProgramError", "assign_steps", "sample"]

@@ -1,0 +1,80 @@
+"""Stan's windowed warmup for NUTS whose target changes each draw, on BlackJAX's pieces.
+
+BlackJAX's ``window_adaptation`` runs its own loop on a fixed log density; ours changes after
+every discrete move, so the warmup runs inside our scan, one :func:`update` per draw. The pieces
+are BlackJAX's public ones: ``build_schedule`` (Stan's fast / slow windows),
+``dual_averaging_adaptation`` (step size toward the target acceptance) and
+``mass_matrix_adaptation`` (Welford's diagonal variance, regularised as Stan does); what is here
+is only their composition, as in Stan: the step size adapts every draw, the variance estimate
+accumulates in slow windows and becomes the inverse mass matrix at a slow window's end, where
+the step size's dual averaging restarts from its averaged value.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+
+class WarmupState(NamedTuple):
+    """The adaptation's state: the step size's and the mass matrix's."""
+
+    step_size_state: tuple
+    mass_matrix_state: tuple
+    step_size: object
+    inverse_mass_matrix: object
+
+
+def schedule(tune: int) -> np.ndarray:
+    """``(tune, 2)`` int array: each warmup draw's window kind (0 fast, 1 slow) and whether it
+    ends a slow window (Stan's schedule, BlackJAX's ``build_schedule``)."""
+    import jax
+    from blackjax.adaptation.window_adaptation import build_schedule
+
+    with jax.ensure_compile_time_eval():  # a constant of the program, never traced
+        return np.array(build_schedule(tune), dtype=np.int64).reshape(tune, 2)
+
+
+def warmup(target_accept: float):
+    """``(init, update, final)`` of the windowed adaptation (see the module docs).
+
+    ``init(position, step_size) -> WarmupState``;
+    ``update(state, stage, position, acceptance_rate) -> WarmupState`` with ``stage`` a row of
+    :func:`schedule`; ``final(state) -> (step_size, inverse_mass_matrix)``.
+    """
+    import jax
+    import jax.numpy as jnp
+    from blackjax.adaptation.mass_matrix import mass_matrix_adaptation
+    from blackjax.adaptation.step_size import dual_averaging_adaptation
+
+    da_init, da_update, da_final = dual_averaging_adaptation(target_accept)
+    mm_init, mm_update, mm_final = mass_matrix_adaptation(is_diagonal_matrix=True)
+
+    def init(position, step_size) -> WarmupState:
+        n = jax.flatten_util.ravel_pytree(position)[0].size
+        mm = mm_init(n)
+        return WarmupState(da_init(step_size), mm, jnp.asarray(step_size), mm.inverse_mass_matrix)
+
+    def update(state: WarmupState, stage, position, acceptance_rate) -> WarmupState:
+        kind, window_end = stage[0], stage[1].astype(bool)
+        ss = da_update(state.step_size_state, acceptance_rate)
+        mm = jax.lax.cond(
+            kind == 1,
+            lambda m: mm_update(m, position),
+            lambda m: m,
+            state.mass_matrix_state,
+        )
+
+        def end_window(args):
+            ss, mm = args
+            mm = mm_final(mm)
+            return da_init(da_final(ss)), mm
+
+        ss, mm = jax.lax.cond(window_end, end_window, lambda args: args, (ss, mm))
+        return WarmupState(ss, mm, jnp.exp(ss.log_step_size), mm.inverse_mass_matrix)
+
+    def final(state: WarmupState):
+        return jnp.exp(state.step_size_state.log_step_size_avg), state.inverse_mass_matrix
+
+    return init, update, final

@@ -1,0 +1,95 @@
+"""The discrete steps' draws in the JAX program make the numpy references' moves (issue #25).
+
+A block's draw takes its uniforms from its key (:mod:`pymc_lbp.whole_model.discrete_blocks`:
+the single-site steps' from the first half of ``jax.random.split(key)``, the jumps' from the
+second); the same uniforms given to the numpy references
+(:func:`pymc_lbp.samplers.single_site.reference.single_site_steps`,
+:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`) must give the same states and
+summaries, with the other variables at the values the draw was given.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+pytest.importorskip("blackjax", reason="pymc_lbp[jax] extra (jax, blackjax) not installed")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+import pymc_lbp  # noqa: E402
+from pymc_lbp.samplers.single_site.reference import single_site_steps  # noqa: E402
+from pymc_lbp.whole_model.discrete_blocks import block_draw  # noqa: E402
+from pymc_lbp.whole_model.jaxify import model_value_replacements  # noqa: E402
+from pymc_lbp.whole_model.sampling import _require_jax  # noqa: E402
+
+
+def _jax_block(model, step, point):
+    _require_jax()
+    x = step._state_vector(point)
+    block = block_draw(step, model, model_value_replacements(model, [step]), [x])
+    values = tuple(jnp.asarray(point[v.name]) for v in model.value_vars)
+    for name, shared in step.shared.items():  # the numpy references read the others here
+        shared.set_value(point[name])
+    return block, values, x
+
+
+def _potts_model():
+    """A categorical chain with a continuous field: not pairwise-binary, not independent."""
+    with pm.Model() as model:
+        c = pm.Categorical("c", p=np.ones(3) / 3, shape=5)
+        h = pm.Normal("h", 0.0, 1.0, shape=3)
+        pm.Potential("agree", 0.7 * pm.math.sum(pm.math.eq(c[1:], c[:-1])) + pm.math.sum(h[c]))
+    return model
+
+
+@pytest.mark.parametrize("cls", ["LocallyBalanced", "GibbsWithGradients"])
+def test_single_site_steps_match_the_numpy_reference(cls):
+    model = _potts_model()
+    point = model.initial_point()
+    point["c"] = np.array([0, 2, 1, 1, 0])
+    point["h"] = np.array([0.4, -0.3, 0.9])
+    with model:
+        step = getattr(pymc_lbp, cls)([model["c"]], steps_per_draw=40, initial_point=point)
+    block, values, x = _jax_block(model, step, point)
+    n_moved = 0
+    for seed in range(5):
+        key = jax.random.PRNGKey(seed)
+        new, stats = jax.jit(block.draw)(key, values)
+        uniforms = np.asarray(jax.random.uniform(jax.random.split(key)[0], (40, 2)))
+        logp, deltas = step.differences(x)
+        ref = single_site_steps(
+            x, logp, deltas, step._prepared, step.layout, step.differences.evaluate, uniforms
+        )
+        np.testing.assert_array_equal(np.asarray(new[0]), ref.x)
+        assert int(stats["n_accepted"]) == ref.n_accepted
+        np.testing.assert_allclose(float(stats["accept"]), ref.sum_accept / 40, rtol=1e-9)
+        n_moved += int(np.any(ref.x != x))
+    assert n_moved >= 4  # the draws move (the comparison is not of standing chains)
+
+
+def test_integer_jumps_match_the_numpy_reference():
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", 3.0, 0.5)
+        n = pm.Poisson("N", lam, shape=3)
+        pm.Binomial("y", n, 0.6, observed=[5, 2, 7])
+    point = model.initial_point()
+    point["N"] = np.array([9, 4, 12])
+    point["lam_log__"] = np.array(np.log(7.0))
+    with model:
+        step = pymc_lbp.LocallyBalanced([n], initial_point=point)
+    block, values, x = _jax_block(model, step, point)
+    numpy_jumps = step._jumps_in_numpy()
+    n_moves = step._integer_sites.size  # one move per integer site
+    moved = 0
+    for seed in range(5):
+        key = jax.random.PRNGKey(seed)
+        new, stats = jax.jit(block.draw)(key, values)
+        uniforms = np.asarray(jax.random.uniform(jax.random.split(key)[1], (n_moves, 2)))
+        ref = numpy_jumps(x, uniforms)
+        np.testing.assert_array_equal(np.asarray(new[1]), ref.x)
+        np.testing.assert_allclose(float(stats["integer_accept"]), ref.sum_accept / n_moves)
+        moved += int(np.any(ref.x != x))
+    assert moved >= 3

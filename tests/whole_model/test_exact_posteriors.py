@@ -1,0 +1,138 @@
+"""pymc_lbp.sample against exact posteriors of small mixed models (issue #25).
+
+Each model's posterior is computed exactly by enumerating the discrete variables and
+integrating the continuous ones in closed form (conjugate Normal means, a Gamma rate); the
+sampled means and standard deviations must lie within 4 Monte Carlo standard errors (ArviZ's
+``mcse``, from the draws' own ESS) of the exact values. Fixed seeds.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+from scipy import stats
+from scipy.special import gammaln, logsumexp
+
+pytest.importorskip("blackjax", reason="pymc_lbp[jax] extra (jax, blackjax) not installed")
+
+import pymc_lbp  # noqa: E402
+
+Z_BOUND = 4.0  # |estimate - exact| / MCSE; P(|N(0,1)| > 4) = 6e-5 per quantity
+
+
+def _mcse_of_mean(draws: np.ndarray) -> float:
+    """ArviZ's MCSE of the mean of ``(chain, draw)`` values (from their bulk-mean ESS)."""
+    return float(az.mcse(az.convert_to_dataset({"q": draws}), method="mean")["q"])
+
+
+def _check(idata, var, exact_mean, exact_sd, index=()):
+    """Sampled mean and sd of ``var[index]`` within Z_BOUND MCSE of the exact ones."""
+    draws = idata.posterior[var].values[(slice(None), slice(None), *index)].astype(float)
+    mean, sd = draws.mean(), draws.std()
+    se_mean = _mcse_of_mean(draws)
+    # the sd's standard error by the delta method from that of the squared deviations' mean
+    se_sd = _mcse_of_mean((draws - mean) ** 2) / (2 * sd)
+    assert abs(mean - exact_mean) <= Z_BOUND * se_mean, (var, index, mean, exact_mean, se_mean)
+    assert abs(sd - exact_sd) <= Z_BOUND * se_sd, (var, index, sd, exact_sd, se_sd)
+
+
+def test_indicator_with_conjugate_normal_coefficient():
+    """z ~ Bernoulli(0.3), beta ~ N(0, 1.5^2), y_i ~ N(z beta x_i, 1): P(z = 1 | y) from the
+    two marginal likelihoods, beta | z = 1 conjugate, beta | z = 0 its prior."""
+    x = np.array([-1.0, -0.5, 0.3, 0.8, 1.2])
+    y = np.array([-0.9, -0.1, -0.2, 0.9, 0.6])
+    prior, tau = 0.3, 1.5
+    l0 = stats.multivariate_normal(np.zeros(5), np.eye(5)).logpdf(y)
+    l1 = stats.multivariate_normal(np.zeros(5), np.eye(5) + tau**2 * np.outer(x, x)).logpdf(y)
+    p1 = 1 / (1 + np.exp(np.log(1 - prior) + l0 - np.log(prior) - l1))
+    v1 = 1 / (1 / tau**2 + x @ x)
+    m1 = v1 * (x @ y)
+    e_beta = p1 * m1
+    e_beta2 = p1 * (v1 + m1**2) + (1 - p1) * tau**2
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", prior)
+        beta = pm.Normal("beta", 0.0, tau)
+        pm.Normal("y", z * beta * x, 1.0, observed=y)
+    idata = pymc_lbp.sample(
+        2000, tune=500, chains=4, model=model, random_seed=11, progressbar=False
+    )
+    _check(idata, "z", p1, np.sqrt(p1 * (1 - p1)))
+    _check(idata, "beta", e_beta, np.sqrt(e_beta2 - e_beta**2))
+
+
+def test_two_component_mixture_on_six_points_enumerated():
+    """z_i ~ Bernoulli(0.5) assigns y_i to mu_0 ~ N(-1, 1) or mu_1 ~ N(1, 1), y_i ~ N(mu, 1):
+    all 64 assignments enumerated, the means integrated in closed form."""
+    y = np.array([-1.5, -0.8, -0.2, 0.4, 1.1, 1.7])
+    prior_mean = np.array([-1.0, 1.0])
+    logw, post_means, post_m2 = [], [], []
+    for z in itertools.product((0, 1), repeat=6):
+        z = np.array(z)
+        total, m, m2 = np.log(0.5) * 6, [], []
+        for k in (0, 1):
+            yk = y[z == k]
+            n = yk.size
+            total += (
+                stats.multivariate_normal(
+                    np.full(n, prior_mean[k]), np.eye(n) + np.ones((n, n))
+                ).logpdf(yk)
+                if n
+                else 0.0
+            )
+            var = 1 / (1 + n)
+            mean = var * (prior_mean[k] + yk.sum())
+            m.append(mean)
+            m2.append(var + mean**2)
+        logw.append(total)
+        post_means.append(m)
+        post_m2.append(m2)
+    zs = np.array(list(itertools.product((0, 1), repeat=6)))
+    w = np.exp(np.array(logw) - logsumexp(logw))
+    p_z = w @ zs
+    e_mu, e_mu2 = w @ np.array(post_means), w @ np.array(post_m2)
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.5, shape=6)
+        mu = pm.Normal("mu", prior_mean, 1.0, shape=2)
+        pm.Normal("y", mu[z], 1.0, observed=y)
+    idata = pymc_lbp.sample(
+        2000, tune=500, chains=4, model=model, random_seed=12, progressbar=False
+    )
+    for i in range(6):
+        _check(idata, "z", p_z[i], np.sqrt(p_z[i] * (1 - p_z[i])), (i,))
+    for k in (0, 1):
+        _check(idata, "mu", e_mu[k], np.sqrt(e_mu2[k] - e_mu[k] ** 2), (k,))
+
+
+def test_poisson_count_with_gamma_rate():
+    """lam ~ Gamma(3, 0.5), N ~ Poisson(lam), y ~ Binomial(N, 0.6) observed 5: N's posterior by
+    enumeration of its negative-binomial marginal, E[lam | N] = (3 + N) / 1.5."""
+    a, b, p, y_obs = 3.0, 0.5, 0.6, 5
+    n = np.arange(y_obs, 400)
+    log_nb = (
+        gammaln(a + n) - gammaln(a) - gammaln(n + 1) + a * np.log(b / (b + 1)) - n * np.log(b + 1)
+    )
+    logw = log_nb + stats.binom.logpmf(y_obs, n, p)
+    w = np.exp(logw - logsumexp(logw))
+    e_n, e_n2 = w @ n, w @ n**2
+    lam_mean = (a + n) / (b + 1)
+    lam_var = (a + n) / (b + 1) ** 2
+    e_lam, e_lam2 = w @ lam_mean, w @ (lam_var + lam_mean**2)
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", alpha=a, beta=b)
+        count = pm.Poisson("N", lam)
+        pm.Binomial("y", count, p, observed=y_obs)
+    idata = pymc_lbp.sample(
+        2000,
+        tune=500,
+        chains=4,
+        model=model,
+        random_seed=13,
+        progressbar=False,
+        initvals={"N": 10},
+    )
+    _check(idata, "N", e_n, np.sqrt(e_n2 - e_n**2))
+    _check(idata, "lam", e_lam, np.sqrt(e_lam2 - e_lam**2))

@@ -1,0 +1,144 @@
+"""pymc_lbp.sample's contract (issue #25): pm.sample's groups and names, chains, seeds, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+import pytest
+
+pytest.importorskip("blackjax", reason="pymc_lbp[jax] extra (jax, blackjax) not installed")
+
+import pymc_lbp  # noqa: E402
+from pymc_lbp.whole_model import NotInProgramError, assign_steps  # noqa: E402
+
+Y = np.array([0.1, 1.2, 0.3, -0.4])
+
+
+def mixed_model() -> pm.Model:
+    """Coupled binary sites (a chain of agreements), a mean, an sd, a deterministic; dims."""
+    with pm.Model(coords={"obs": range(4)}) as model:
+        z = pm.Bernoulli("z", 0.5, dims="obs")
+        pm.Potential("agree", 0.8 * pm.math.sum(pm.math.eq(z[1:], z[:-1])))
+        mu = pm.Normal("mu", 0.0, 1.0)
+        sd = pm.HalfNormal("sd", 1.0)
+        pm.Normal("y", mu + z, sd, observed=Y, dims="obs")
+        pm.Deterministic("twice", 2 * mu)
+    return model
+
+
+def run(model, **kwargs):
+    options = dict(draws=30, tune=20, model=model, random_seed=5, progressbar=False)
+    options.update(kwargs)
+    options.setdefault("compute_convergence_checks", False)
+    return pymc_lbp.sample(**options)
+
+
+def test_groups_names_dims_and_stats_as_pm_sample():
+    model = mixed_model()
+    idata = run(model, chains=2, discard_tuned_samples=False)
+    assert set(idata.groups()) >= {
+        "posterior",
+        "sample_stats",
+        "observed_data",
+        "warmup_posterior",
+        "warmup_sample_stats",
+    }
+    post = idata.posterior
+    assert set(post.data_vars) == {"z", "mu", "sd", "twice"}
+    assert post["z"].dims == ("chain", "draw", "obs")
+    assert post["z"].dtype == np.int64 and post.sizes == {"chain": 2, "draw": 30, "obs": 4}
+    np.testing.assert_allclose(post["twice"], 2 * post["mu"])
+    assert float(post["sd"].min()) > 0  # untransformed
+    stats = idata.sample_stats
+    for name in ("diverging", "tree_depth", "step_size", "energy", "lp", "tune", "accept"):
+        assert name in stats, name
+    assert not stats["tune"].any() and idata.warmup_sample_stats["tune"].all()
+    assert idata.warmup_posterior.sizes["draw"] == 20
+    # lp is the model's logp at the recorded draw
+    logp = model.compile_logp()
+    point = {
+        "z": post["z"].values[1, 7],
+        "mu": post["mu"].values[1, 7],
+        "sd_log__": np.log(post["sd"].values[1, 7]),
+    }
+    np.testing.assert_allclose(float(stats["lp"].values[1, 7]), logp(point), rtol=1e-10)
+
+
+def test_same_seed_same_draws_and_chain_i_independent_of_chain_count():
+    model = mixed_model()
+    a = run(model, chains=3)
+    b = run(model, chains=3)
+    c = run(model, chains=1)
+    for name in ("z", "mu", "sd"):
+        np.testing.assert_array_equal(a.posterior[name].values, b.posterior[name].values)
+        np.testing.assert_allclose(
+            a.posterior[name].values[:1], c.posterior[name].values, rtol=1e-9, atol=1e-12
+        )
+
+
+def test_vectorized_chains_equal_sequential_ones():
+    model = mixed_model()
+    vec = run(model, chains=2, chain_method="vectorized")
+    seq = run(model, chains=2, chain_method="sequential")
+    np.testing.assert_array_equal(vec.posterior["z"].values, seq.posterior["z"].values)
+    for name in ("mu", "sd"):
+        np.testing.assert_allclose(
+            vec.posterior[name].values, seq.posterior[name].values, rtol=1e-9, atol=1e-12
+        )
+
+
+def test_continuous_only_model_is_plain_nuts():
+    """No discrete step; the draws match the conjugate posterior of a Normal mean."""
+    y = np.array([0.3, -0.2, 1.1, 0.7, 0.4])
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+    steps, continuous = assign_steps(model, None)
+    assert steps == [] and continuous == [0]
+    idata = run(model, chains=4, draws=1000, tune=500)
+    assert "accept" not in idata.sample_stats and "diverging" in idata.sample_stats
+    draws = idata.posterior["mu"].values
+    exact_mean, exact_sd = y.sum() / 6, np.sqrt(1 / 6)
+    se = float(pm.stats.mcse(idata, var_names=["mu"])["mu"])
+    assert abs(draws.mean() - exact_mean) < 4 * se
+    # with an ESS over 1000 the sd's relative standard error is about 2%: 10% is 5 of them
+    assert float(pm.stats.ess(idata, var_names=["mu"])["mu"]) > 1000
+    assert abs(draws.std() / exact_sd - 1) < 0.1
+
+
+def test_discrete_only_model_has_no_nuts_part():
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.5, shape=3)
+        pm.Potential("agree", 0.5 * pm.math.sum(pm.math.eq(z[1:], z[:-1])))
+    idata = run(model, chains=1)
+    assert "diverging" not in idata.sample_stats and "lp" in idata.sample_stats
+
+
+def test_user_step_options_are_kept():
+    model = mixed_model()
+    with model:
+        step = pymc_lbp.LocallyBalanced([model["z"]], balancing="barker", steps_per_draw=3)
+    idata = run(model, chains=1, step=[step])
+    assert (idata.sample_stats["mh_steps"] == 3).all()
+    assert idata.posterior.attrs["discrete_steps"] == "LocallyBalanced" or list(
+        np.atleast_1d(idata.posterior.attrs["discrete_steps"])
+    ) == ["LocallyBalanced"]
+
+
+def test_clear_errors():
+    model = mixed_model()
+    with model:
+        metropolis = pm.Metropolis([model["mu"]])
+        path = pymc_lbp.PathAuxiliaryLBP([model["z"]])
+    with pytest.raises(TypeError, match="not a pymc_lbp discrete step"):
+        run(model, step=[metropolis])
+    with pytest.raises(NotInProgramError, match="PathAuxiliaryLBP"):
+        run(model, step=[path])
+    with pytest.raises(ValueError, match="chain_method"):
+        run(model, chain_method="threads")
+    with pytest.raises(ValueError, match="draws"):
+        run(model, draws=0)
+    with pytest.raises(ValueError, match="one chain per device"):
+        run(model, chains=64, chain_method="parallel")
+    with pytest.raises(ValueError, match="not a value of 'z'"):
+        run(model, initvals={"z": np.array([0, 2, 0, 1])})
