@@ -49,6 +49,12 @@ class Program:
         Indices in ``model.value_vars`` of the variables NUTS samples.
     logp : callable
         ``logp(*values)``: the model's logp (JAX).
+    logp_and_gradient : callable
+        ``(*values) -> [logp, *gradient]``, the gradient with respect to the continuous values:
+        PyTensor's symbolic gradient (what ``pm.sample``'s NUTS uses), converted to JAX. NUTS
+        differentiates through it, not through the converted logp: ``jax.grad`` of a
+        ``switch`` whose other branch is infinite gives NaN (``0 * inf``, e.g. the gradient of
+        ``Bernoulli(z * p)`` at ``z = 0``), PyTensor's gradient does not.
     target_accept : float
     max_treedepth : int
     """
@@ -56,6 +62,7 @@ class Program:
     blocks: list
     continuous: list[int]
     logp: Callable
+    logp_and_gradient: Callable | None = None
     target_accept: float = 0.8
     max_treedepth: int = 10
 
@@ -78,6 +85,17 @@ class Program:
                 out[i] = p
             return tuple(out)
 
+        @jax.custom_jvp
+        def continuous_logp(position, values):
+            return self.logp(*merged(values, position))
+
+        @continuous_logp.defjvp
+        def _continuous_logp_jvp(primals, tangents):
+            position, values = primals
+            out = self.logp_and_gradient(*merged(values, position))
+            slope = sum(jnp.sum(g * t) for g, t in zip(out[1:], tangents[0], strict=True))
+            return out[0], slope
+
         def transition(key, values, step_size, inverse_mass_matrix):
             keys = jax.random.split(key, len(self.blocks) + 1)
             per_block = []
@@ -93,8 +111,8 @@ class Program:
             }
             if cont:
 
-                def logdensity(position):
-                    return self.logp(*merged(values, position))
+                def logdensity(position, values=values):
+                    return continuous_logp(tuple(position), values)
 
                 state = hmc.init([values[i] for i in cont], logdensity)
                 state, info = kernel(

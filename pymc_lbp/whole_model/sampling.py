@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pymc as pm
+import pytensor
 
 from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw
 from pymc_lbp.whole_model.jaxify import jax_function, model_value_replacements
@@ -273,8 +274,19 @@ def sample(
         block_draw(s, model, replacements, [s._state_vector(_point(model, v)) for v in starts])
         for s in steps
     ]
+    logp_and_gradient = None
+    if continuous:
+        logp = model.logp()
+        wrt = [model.value_vars[i] for i in continuous]
+        gradient = pytensor.grad(logp, wrt, disconnected_inputs="ignore")
+        logp_and_gradient = jax_function([], [logp, *gradient], model, {})
     program = Program(
-        blocks, continuous, lambda *v: logp_fn(*v)[0], float(target_accept), int(max_treedepth)
+        blocks,
+        continuous,
+        lambda *v: logp_fn(*v)[0],
+        logp_and_gradient,
+        float(target_accept),
+        int(max_treedepth),
     )
     bar = ProgressBar(tune, draws, chains, chain_method, enabled=progressbar)
 
