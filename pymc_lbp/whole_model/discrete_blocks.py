@@ -1,22 +1,26 @@
 """A discrete step's draw as a JAX function of the chain's values.
 
-:func:`block_draw` turns a step built on the model into ``draw(key, values) -> (values,
-stats)``: the step's own transitions (the pytensor graphs its compiled kernels are made of,
-converted by :func:`pymc_lbp.whole_model.jaxify.jax_function`), with uniforms from ``key``
-instead of the step's ``rng``. A draw is what the step's ``astep`` makes:
+:func:`block_draw` turns a step built on the model into a :class:`BlockDraw`: ``draw(key,
+values, state, tuning) -> (values, state, stats)``, what the step's ``astep`` makes, from the
+JAX versions of its algorithm (each in its algorithm's folder, built from the pytensor graphs its
+compiled kernels are made of, converted by :func:`pymc_lbp.whole_model.jaxify.jax_function`),
+with uniforms from ``key`` instead of the step's ``rng``:
 
-* ``steps_per_draw`` single-site locally balanced steps
-  (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel` in the scan of
-  :mod:`pymc_lbp.samplers.single_site.loop`) from the differences the step chose (exact, first
-  order, or a pairwise block's: there the kernel runs on the exact differences the couplings are
-  read from, the same transition as the numba kernel's);
-* then one move per integer site (:class:`pymc_lbp.samplers.integer.graph.CompiledJumps`:
-  informed jumps, full-conditional draws over small supports, conditionally independent
-  sites all at once).
+* LocallyBalanced, GibbsWithGradients: ``steps_per_draw`` single-site steps
+  (:mod:`pymc_lbp.samplers.single_site.jax_steps`) from the differences the step chose (exact,
+  first order, or a pairwise block's: there the kernel runs on the exact differences the
+  couplings are read from, the same transition as the numba kernel's);
+* PathAuxiliaryLBP: its path steps (:mod:`pymc_lbp.samplers.path.jax_steps`), the path length
+  tuned toward its target acceptance during warmup (each chain its own, carried in ``state``),
+  then frozen at its averaged value; with ``steps_per_draw=None`` the number of steps per draw
+  follows the scale (one sweep), as in ``pm.sample``;
+* then, for all of them, one move per integer site
+  (:mod:`pymc_lbp.samplers.integer.jax_jumps`: informed jumps, full-conditional draws over small
+  supports, conditionally independent sites all at once).
 
-The jumps' offset exponent ``J`` is the one the step would start the chains with (the largest
-over their starts); ``pm.sample`` may grow it during tuning, the compiled program keeps it (a
-jump reaches ``+-2^J``, ``J >= 10``; the kernel is exact for any ``J``).
+The jumps' offset exponent ``J`` is the one the step starts the chains with (the largest over
+their starts); ``pm.sample`` may grow it during tuning, the compiled program keeps it (a jump
+reaches ``+-2^J``, ``J >= 10``; the kernel is exact for any ``J``).
 
 Steps whose transitions are not in the program yet raise :class:`NotInProgramError` naming the
 step; nothing falls back to another sampler.
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -41,6 +46,9 @@ STAT_DTYPES = {
     "integer_accept": np.float64,
     "integer_jump": np.float64,
     "exact_differences": bool,
+    "mean_path_length": np.float64,
+    "step_jump_distance": np.float64,
+    "path_scale": np.float64,
 }
 """The discrete stats the program records (the steps' own names and dtypes,
 :mod:`pymc_lbp.step_methods.stats`)."""
@@ -57,32 +65,64 @@ class BlockDraw:
     Attributes
     ----------
     step : DiscreteStep
-    positions : list of int
-        Indices of the block's variables in ``model.value_vars``.
     draw : callable
-        ``(key, values) -> (values, stats)``, JAX-traceable.
+        ``(key, values, state, tuning) -> (values, state, stats)``, JAX-traceable (``tuning`` a
+        Python bool: warmup or kept draws).
+    init : callable
+        ``() -> state``: the block's own state at a chain's start (its adaptation's).
+    freeze : callable
+        ``state -> state`` at the end of warmup.
     stat_names : tuple of str
     """
 
     step: object
-    positions: list[int]
     draw: Callable
+    init: Callable
+    freeze: Callable
     stat_names: tuple[str, ...]
 
 
-def _check_supported(step) -> None:
+def _supported(step) -> str:
     from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+    from pymc_lbp.step_methods.path_auxiliary import PathAuxiliaryLBP
 
-    name = type(step).__name__
-    if type(step) not in (LocallyBalanced, GibbsWithGradients):
+    kinds = {LocallyBalanced: "single_site", GibbsWithGradients: "single_site"}
+    kinds[PathAuxiliaryLBP] = "path"
+    kind = kinds.get(type(step))
+    if kind is None:
+        name = type(step).__name__
         raise NotInProgramError(
             f"pymc_lbp.sample: {name} on {list(step.var_names)} cannot run in the compiled JAX "
-            "program yet (in it now: LocallyBalanced and GibbsWithGradients, with their integer "
-            f"jumps and full-conditional draws). Sample this model with pm.sample(step=[{name}(...)"
-            "]), or give pymc_lbp.sample a LocallyBalanced / GibbsWithGradients step for these "
-            "variables."
+            "program yet (in it now: LocallyBalanced, GibbsWithGradients and PathAuxiliaryLBP, "
+            f"with their integer jumps and full-conditional draws). Sample this model with "
+            f"pm.sample(step=[{name}(...)]), or give pymc_lbp.sample one of those steps for "
+            "these variables."
         )
+    return kind
+
+
+class _BlockVector:
+    """The block's int64 vector from the chain's values and back."""
+
+    def __init__(self, step, model):
+        names = [v.name for v in model.value_vars]
+        self.positions = [names.index(s.name) for s in step.specs]
+        self.shapes = [tuple(s.shape) for s in step.specs]
+        self.sizes = [int(np.prod(sh, dtype=np.int64)) for sh in self.shapes]
+
+    def get(self, values):
+        import jax.numpy as jnp
+
+        return jnp.concatenate([jnp.ravel(values[p]).astype(jnp.int64) for p in self.positions])
+
+    def put(self, values, x):
+        values = list(values)
+        start = 0
+        for p, shape, size in zip(self.positions, self.shapes, self.sizes, strict=True):
+            values[p] = x[start : start + size].reshape(shape).astype(values[p].dtype)
+            start += size
+        return tuple(values)
 
 
 def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> BlockDraw:
@@ -90,7 +130,7 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
 
     Parameters
     ----------
-    step : LocallyBalanced or GibbsWithGradients
+    step : LocallyBalanced, GibbsWithGradients or PathAuxiliaryLBP
     model : pymc.Model
     replacements : dict
         :func:`pymc_lbp.whole_model.jaxify.model_value_replacements` of every step.
@@ -105,84 +145,156 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     import jax
     import jax.numpy as jnp
 
+    from pymc_lbp.samplers.integer.jax_jumps import integer_moves_jax
     from pymc_lbp.samplers.single_site.graph import graph_balancing
-    from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 
-    _check_supported(step)
-    names = [v.name for v in model.value_vars]
-    positions = [names.index(s.name) for s in step.specs]
-    shapes = [tuple(s.shape) for s in step.specs]
-    sizes = [int(np.prod(sh, dtype=np.int64)) for sh in shapes]
-    lay = step.layout
-    n_steps = int(step.steps_per_draw)
+    kind = _supported(step)
+    to_jax = partial(jax_function, model=model, replacements=replacements)
+    vector = _BlockVector(step, model)
     d = step.differences
-    exact = d.kind == "exact"
-
-    steps_fn = None
-    if n_steps:
-        log_g = graph_balancing(step.balancing, step.log_g)
-        steps = compile_single_site_steps(d, lay, log_g, compile_now=False)
-        inputs, outs = steps.graph((lay.n_sites, lay.n_slots, n_steps))
-        steps_fn = jax_function(inputs, outs, model, replacements)
-        x_in = inputs[0]
-        logp_x, deltas_x = d.graph(x_in)
-        start_fn = jax_function([x_in], [logp_x, deltas_x], model, replacements)
-
-    jumps_fn, n_moves, jump_evals = None, 0, 0
+    log_g = graph_balancing(step.balancing, step.log_g)
+    steps_run = _path_steps(step, d, log_g, to_jax) if kind == "path" else None
+    if kind == "single_site" and step.steps_per_draw:
+        steps_run = _single_site_steps(step, d, log_g, to_jax)
+    jumps_run = None
     if step._integer_sites.size:
         if step._jump_exponent_grows and starts:
             step._set_jump_exponent(max(step._jump_exponent_at(x) for x in starts))
         jumps = step.build_jumps(compile_now=False)
-        jumps_fn = jax_function(jumps.inputs, jumps.outputs, model, replacements)
-        n_moves, jump_evals = int(jumps.order.size), int(jumps.logp_evals_per_call)
-
-    def to_x(values):
-        return jnp.concatenate([jnp.ravel(values[p]).astype(jnp.int64) for p in positions])
-
-    def from_x(values, x):
-        values = list(values)
-        start = 0
-        for p, shape, size in zip(positions, shapes, sizes, strict=True):
-            values[p] = x[start : start + size].reshape(shape).astype(values[p].dtype)
-            start += size
-        return tuple(values)
-
-    def draw(key, values):
-        x0 = to_x(values)
-        x = x0
-        k_steps, k_jumps = jax.random.split(key)
-        stats = {}
-        accept = jnp.float64(0.0)
-        n_accepted = jnp.int64(0)
-        evals = jnp.int64(0)
-        grads = jnp.int64(0)
-        if steps_fn is not None:
-            logp, deltas = start_fn(x, *values)
-            uniforms = jax.random.uniform(k_steps, (n_steps, 2), dtype=jnp.float64)
-            x, _, _, sum_accept, n_acc, n_eval = steps_fn(x, logp, deltas, uniforms, *values)
-            accept = sum_accept / n_steps
-            n_accepted = n_acc.astype(jnp.int64)
-            evals = (1 + n_eval) * d.logp_evals_per_call
-            grads = (1 + n_eval) * d.grad_evals_per_call
-        if jumps_fn is not None:
-            uniforms = jax.random.uniform(k_jumps, (n_moves, 2), dtype=jnp.float64)
-            moved = from_x(values, x)
-            x, _, j_acc, j_dist, j_n = jumps_fn(x, uniforms, *moved)
-            stats["integer_accept"] = j_acc / n_moves
-            stats["integer_jump"] = (j_dist / n_moves).astype(jnp.float64)
-            evals = evals + jump_evals
-            if steps_fn is None:
-                accept, n_accepted = j_acc / n_moves, j_n.astype(jnp.int64)
-        stats.update(
-            accept=jnp.asarray(accept, jnp.float64),
-            n_accepted=jnp.asarray(n_accepted, jnp.int64),
-            mh_steps=jnp.int64(n_steps),
-            jump_distance=jnp.count_nonzero(x != x0).astype(jnp.int64),
-            logp_evals=jnp.asarray(evals, jnp.int64),
-            grad_evals=jnp.asarray(grads, jnp.int64),
-            exact_differences=jnp.bool_(exact),
-        )
-        return from_x(values, x), {k: stats[k] for k in stat_names}
-
+        jumps_run = integer_moves_jax(jumps, to_jax)
+        n_moves, jump_evals = int(step._integer_sites.size), int(jumps.logp_evals_per_call)
     stat_names = tuple(k for k in STAT_DTYPES if k in step.stats_dtypes_shapes)
-    return BlockDraw(step, positions, draw, stat_names)
+
+    def draw(key, values, state, tuning: bool):
+        x0 = vector.get(values)
+        k_steps, k_jumps = jax.random.split(key)
+        stats = {
+            "accept": jnp.float64(0.0),
+            "n_accepted": jnp.int64(0),
+            "mh_steps": jnp.int64(0),
+            "logp_evals": jnp.int64(0),
+            "grad_evals": jnp.int64(0),
+        }
+        x = x0
+        if steps_run is not None:
+            x, state, run_stats = steps_run(k_steps, x, values, state, tuning)
+            stats.update(run_stats)
+        if jumps_run is not None:
+            run = jumps_run(k_jumps, x, vector.put(values, x))
+            x = run.x
+            stats["integer_accept"] = run.sum_accept / n_moves
+            stats["integer_jump"] = (run.sum_distance / n_moves).astype(jnp.float64)
+            stats["logp_evals"] = stats["logp_evals"] + jump_evals
+            if steps_run is None:
+                stats["accept"] = run.sum_accept / n_moves
+                stats["n_accepted"] = run.n_accepted.astype(jnp.int64)
+        stats["jump_distance"] = jnp.count_nonzero(x != x0).astype(jnp.int64)
+        stats["exact_differences"] = jnp.bool_(d.kind == "exact")
+        for key_, zero in (("mean_path_length", 0.0), ("step_jump_distance", 0.0)):
+            stats.setdefault(key_, jnp.float64(zero))
+        return vector.put(values, x), state, {k: stats[k] for k in stat_names}
+
+    if kind == "path":
+        init, freeze = _path_state(step)
+    else:
+        init, freeze = tuple, lambda state: state
+    return BlockDraw(step, draw, init, freeze, stat_names)
+
+
+def _single_site_steps(step, d, log_g, to_jax):
+    """The LocallyBalanced / GibbsWithGradients part of a draw."""
+    import jax.numpy as jnp
+
+    from pymc_lbp.samplers.single_site.jax_steps import single_site_steps_jax
+
+    n_steps = int(step.steps_per_draw)
+    run_steps = single_site_steps_jax(d, step.layout, log_g, n_steps, to_jax)
+
+    def run(key, x, values, state, tuning):
+        res = run_steps(key, x, values)
+        evals = 1 + res.n_evaluated
+        return (
+            res.x,
+            state,
+            {
+                "accept": res.sum_accept / n_steps,
+                "n_accepted": res.n_accepted.astype(jnp.int64),
+                "mh_steps": jnp.int64(n_steps),
+                "logp_evals": (evals * d.logp_evals_per_call).astype(jnp.int64),
+                "grad_evals": (evals * d.grad_evals_per_call).astype(jnp.int64),
+            },
+        )
+
+    return run
+
+
+def _path_state(step):
+    """``(init, freeze)`` of the path-length adaptation's state ``(log U, log Ubar, count,
+    doubling)`` as the step starts a chain and freezes it after tuning."""
+    import jax.numpy as jnp
+
+    from pymc_lbp.samplers.path.jax_steps import frozen_scale
+
+    step.reset_tuning()
+    start = tuple(step._adapt_state())
+
+    def init():
+        return (
+            jnp.float64(start[0]),
+            jnp.float64(start[1]),
+            jnp.int64(start[2]),
+            jnp.bool_(start[3]),
+        )
+
+    def freeze(state):
+        if not step.adaptive:
+            return state
+        log_u = jnp.log(frozen_scale(step.adaptation, state[1]))
+        return (log_u, state[1], state[2], state[3])
+
+    return init, freeze
+
+
+def _path_steps(step, d, log_g, to_jax):
+    """The PathAuxiliaryLBP part of a draw: its path steps, tuning the scale while warming up
+    (an adaptive step), ``steps_per_draw`` of them or one sweep at the current scale."""
+    import jax.numpy as jnp
+
+    from pymc_lbp.samplers.path.jax_steps import path_steps_jax, sweep_steps
+
+    share = step.single_site_share
+    run_steps = path_steps_jax(d, step.layout, log_g, share, step.adaptation, to_jax)
+    fixed = step._steps_per_draw
+    swept = step.swept_sites()
+
+    def run(key, x, values, state, tuning):
+        tunes = bool(tuning and step.adaptive)
+        if step.adaptive:
+            scale = jnp.exp(state[0])
+        else:
+            scale = jnp.float64(step.fixed_path_scale)
+        n_steps = (
+            jnp.int64(fixed)
+            if fixed is not None
+            else sweep_steps(swept, share, scale, step.layout.n_sites)
+        )
+        res = run_steps(key, x, values, state, scale, jnp.bool_(tunes), n_steps)
+        state = res.adapt if tunes else state
+        per = jnp.maximum(n_steps, 1)
+        evals = 1 + res.n_evaluated
+        return (
+            res.x,
+            state,
+            {
+                "accept": res.sum_accept / per,
+                "n_accepted": res.n_accepted.astype(jnp.int64),
+                "mh_steps": n_steps.astype(jnp.int64),
+                "logp_evals": (evals * d.logp_evals_per_call).astype(jnp.int64),
+                "grad_evals": (evals * d.grad_evals_per_call).astype(jnp.int64),
+                "mean_path_length": (res.sum_length / per).astype(jnp.float64),
+                "step_jump_distance": (res.sum_moved / per).astype(jnp.float64),
+                "path_scale": scale.astype(jnp.float64),
+            },
+        )
+
+    return run

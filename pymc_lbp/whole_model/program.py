@@ -96,12 +96,13 @@ class Program:
             slope = sum(jnp.sum(g * t) for g, t in zip(out[1:], tangents[0], strict=True))
             return out[0], slope
 
-        def transition(key, values, step_size, inverse_mass_matrix):
+        def transition(key, values, states, step_size, inverse_mass_matrix, tuning):
             keys = jax.random.split(key, len(self.blocks) + 1)
-            per_block = []
+            per_block, new_states = [], []
             for i, block in enumerate(self.blocks):
-                values, block_stats = block.draw(keys[i], values)
+                values, state, block_stats = block.draw(keys[i], values, states[i], tuning)
                 per_block.append(block_stats)
+                new_states.append(state)
             # as pm.sample records them: a stat several steps record is stacked, step by step
             stats = {
                 name: per_block[0][name]
@@ -137,9 +138,9 @@ class Program:
                 info = None
                 lp = self.logp(*values)
             stats["lp"] = jnp.asarray(lp, jnp.float64)
-            return values, stats, info
+            return values, tuple(new_states), stats, info
 
-        transition = jax.jit(transition)  # traced once for warmup and draws
+        transition = jax.jit(transition, static_argnums=5)  # traced once per phase
 
         every = max(1, (tune + draws) // 50)
 
@@ -158,14 +159,14 @@ class Program:
             adapt_state = None
 
         def warm(carry, xs):
-            values, adapt_state = carry
+            values, states, adapt_state = carry
             key, stage, i = xs
             if cont:
                 step_size = adapt_state.step_size
                 imm = adapt_state.inverse_mass_matrix
             else:
                 step_size = imm = None
-            values, stats, info = transition(key, values, step_size, imm)
+            values, states, stats, info = transition(key, values, states, step_size, imm, True)
             if cont:
                 adapt_state = adapt_update(
                     adapt_state,
@@ -174,18 +175,21 @@ class Program:
                     info.acceptance_rate,
                 )
             tick(i, 0)
-            return (values, adapt_state), (values, stats)
+            return (values, states, adapt_state), (values, stats)
 
         k_warm, k_draw = jax.random.split(key)
+        states = tuple(block.init() for block in self.blocks)
         if tune:
             stages = jnp.asarray(schedule(tune))
-            (values, adapt_state), (w_values, w_stats) = jax.lax.scan(
+            (values, states, adapt_state), (w_values, w_stats) = jax.lax.scan(
                 warm,
-                (values, adapt_state),
+                (values, states, adapt_state),
                 (jax.random.split(k_warm, tune), stages, jnp.arange(tune)),
             )
         else:
             w_values, w_stats = None, None
+        # tuning ends: the blocks freeze what they adapted (pm.sample's stop_tuning)
+        states = tuple(block.freeze(s) for block, s in zip(self.blocks, states, strict=True))
         if cont:
             if tune:
                 step_size, imm = adapt_final(adapt_state)
@@ -194,13 +198,14 @@ class Program:
         else:
             step_size = imm = None
 
-        def sample(values, xs):
+        def sample(carry, xs):
+            values, states = carry
             key, i = xs
-            values, stats, _ = transition(key, values, step_size, imm)
+            values, states, stats, _ = transition(key, values, states, step_size, imm, False)
             tick(i, 1)
-            return values, (values, stats)
+            return (values, states), (values, stats)
 
         _, (d_values, d_stats) = jax.lax.scan(
-            sample, values, (jax.random.split(k_draw, draws), jnp.arange(draws))
+            sample, (values, states), (jax.random.split(k_draw, draws), jnp.arange(draws))
         )
         return ChainResult(w_values, w_stats, d_values, d_stats)

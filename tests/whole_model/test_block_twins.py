@@ -57,7 +57,7 @@ def test_single_site_steps_match_the_numpy_reference(cls):
     n_moved = 0
     for seed in range(5):
         key = jax.random.PRNGKey(seed)
-        new, stats = jax.jit(block.draw)(key, values)
+        new, _, stats = jax.jit(block.draw, static_argnums=3)(key, values, (), False)
         uniforms = np.asarray(jax.random.uniform(jax.random.split(key)[0], (40, 2)))
         logp, deltas = step.differences(x)
         ref = single_site_steps(
@@ -86,10 +86,64 @@ def test_integer_jumps_match_the_numpy_reference():
     moved = 0
     for seed in range(5):
         key = jax.random.PRNGKey(seed)
-        new, stats = jax.jit(block.draw)(key, values)
+        new, _, stats = jax.jit(block.draw, static_argnums=3)(key, values, (), False)
         uniforms = np.asarray(jax.random.uniform(jax.random.split(key)[1], (n_moves, 2)))
         ref = numpy_jumps(x, uniforms)
         np.testing.assert_array_equal(np.asarray(new[1]), ref.x)
         np.testing.assert_allclose(float(stats["integer_accept"]), ref.sum_accept / n_moves)
         moved += int(np.any(ref.x != x))
     assert moved >= 3
+
+
+@pytest.mark.parametrize("tuning", [True, False])
+def test_path_steps_match_the_compiled_kernel_with_the_same_noise(tuning):
+    """The path kernel in JAX (with its adaptation while tuning) against the pytensor-compiled
+    kernel (:class:`~pymc_lbp.samplers.path.graph.CompiledPathSteps`, itself tested move for
+    move against the numpy reference) on the same noise rows."""
+    from functools import partial
+
+    from pymc_lbp.samplers.path.graph import AdaptState
+    from pymc_lbp.samplers.path.jax_steps import path_steps_jax
+    from pymc_lbp.samplers.single_site.graph import graph_balancing
+    from pymc_lbp.whole_model.jaxify import jax_function
+
+    model = _potts_model()
+    point = model.initial_point()
+    point["c"] = np.array([0, 2, 1, 1, 0])
+    point["h"] = np.array([0.4, -0.3, 0.9])
+    with model:
+        step = pymc_lbp.PathAuxiliaryLBP([model["c"]], initial_point=point)
+    _, values, x = _jax_block(model, step, point)
+    to_jax = partial(
+        jax_function, model=model, replacements=model_value_replacements(model, [step])
+    )
+    log_g = graph_balancing(step.balancing, step.log_g)
+    run = path_steps_jax(
+        step.differences, step.layout, log_g, step.single_site_share, step.adaptation, to_jax
+    )
+    kernel = step.path_kernel
+    adapt = AdaptState(np.log(2.0), np.log(2.0), 0, True)
+    n_steps, key = 30, jax.random.PRNGKey(7)
+    res = jax.jit(run)(key, x, values, tuple(adapt), 2.5, tuning, n_steps)
+    rows = []
+    for i in range(n_steps):
+        k_u, k_e = jax.random.split(jax.random.fold_in(key, i))
+        rows.append(
+            np.concatenate(
+                [
+                    np.asarray(jax.random.uniform(k_u, (3,), dtype=jnp.float64)),
+                    np.asarray(
+                        jax.random.exponential(k_e, (kernel.noise_width - 3,), dtype=jnp.float64)
+                    ),
+                ]
+            )
+        )
+    logp, deltas = step.differences(x)
+    ref = kernel(x, logp, deltas, np.array(rows), 2.5, adapt if tuning else None)
+    np.testing.assert_array_equal(np.asarray(res.x), ref.x)
+    assert int(res.n_accepted) == ref.n_accepted and int(res.sum_length) == ref.sum_length
+    np.testing.assert_allclose(float(res.sum_accept), ref.sum_accept, rtol=1e-9)
+    if tuning:
+        np.testing.assert_allclose(np.array(res.adapt[:2], float), ref.adapt_state[:2], rtol=1e-9)
+        assert int(res.adapt[2]) == ref.adapt_state.count
+    assert ref.n_accepted > 0

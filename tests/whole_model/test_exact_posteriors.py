@@ -136,3 +136,32 @@ def test_poisson_count_with_gamma_rate():
     )
     _check(idata, "N", e_n, np.sqrt(e_n2 - e_n**2))
     _check(idata, "lam", e_lam, np.sqrt(e_lam2 - e_lam**2))
+
+
+@pytest.mark.parametrize("cls", ["LocallyBalanced", "GibbsWithGradients", "PathAuxiliaryLBP"])
+def test_coupled_binary_chain_with_a_continuous_field(cls):
+    """Six coupled binary sites and a Normal field: the single-site and path kernels in the
+    program (the sites interact, so no full-conditional shortcut). logp(z, h) = 0.6 agree(z) +
+    0.4 h S(z) - h^2 / 2 + prior; integrating h gives p(z) proportional to
+    exp(0.6 agree + 0.08 S^2 + prior), h | z ~ N(0.4 S, 1)."""
+    coupling, scale, logit = 0.6, 0.4, -0.3
+    zs = np.array(list(itertools.product((0, 1), repeat=6)))
+    s = zs.sum(1)
+    agree = (zs[:, 1:] == zs[:, :-1]).sum(1)
+    logw = coupling * agree + (scale * s) ** 2 / 2 + logit * s
+    w = np.exp(logw - logsumexp(logw))
+    p_z = w @ zs
+    e_h = w @ (scale * s)
+    e_h2 = w @ (1 + (scale * s) ** 2)
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", logit_p=logit, shape=6)
+        h = pm.Normal("h", 0.0, 1.0)
+        pm.Potential("agree", coupling * pm.math.sum(pm.math.eq(z[1:], z[:-1])))
+        pm.Potential("field", scale * h * pm.math.sum(z))
+        step = getattr(pymc_lbp, cls)([z])
+    idata = pymc_lbp.sample(
+        1500, tune=500, chains=4, model=model, step=[step], random_seed=14, progressbar=False
+    )
+    for i in range(6):
+        _check(idata, "z", p_z[i], np.sqrt(p_z[i] * (1 - p_z[i])), (i,))
+    _check(idata, "h", e_h, np.sqrt(e_h2 - e_h**2))

@@ -129,11 +129,11 @@ def test_clear_errors():
     model = mixed_model()
     with model:
         metropolis = pm.Metropolis([model["mu"]])
-        path = pymc_lbp.PathAuxiliaryLBP([model["z"]])
+        selfbalancing = pymc_lbp.SelfBalancing([model["z"]])
     with pytest.raises(TypeError, match="not a pymc_lbp discrete step"):
         run(model, step=[metropolis])
-    with pytest.raises(NotInProgramError, match="PathAuxiliaryLBP"):
-        run(model, step=[path])
+    with pytest.raises(NotInProgramError, match="SelfBalancing"):
+        run(model, step=[selfbalancing])
     with pytest.raises(ValueError, match="chain_method"):
         run(model, chain_method="threads")
     with pytest.raises(ValueError, match="draws"):

@@ -185,6 +185,42 @@ def path_kernel(
     return new_state, PathInfo(prob, accepted, can_move, pt.cast(length, "int64"))
 
 
+def tuned_path_step(
+    noise: Variable,
+    state: PathState,
+    adapt: tuple,
+    scale: Variable,
+    tuning: Variable,
+    *,
+    share: float,
+    target: Target,
+    log_g: GraphBalancing,
+    moves: PathMoves,
+    adaptation: PathLengthAdaptation,
+) -> tuple[PathState, PathInfo, tuple]:
+    """:func:`path_kernel` with the path-length adaptation (graph builder, pure).
+
+    ``adapt`` is ``(log U, log Ubar, count, doubling)``. While ``tuning`` the step's scale is
+    ``exp(log U)`` and a path step (not a single-site one) updates ``adapt`` with its acceptance
+    probability (:meth:`~pymc_lbp.samplers.path.adaptation.PathLengthAdaptation.update_graph`);
+    otherwise the scale is ``scale`` and ``adapt`` passes through.
+    """
+    new, info = path_kernel(
+        noise,
+        state,
+        scale=pt.switch(tuning, pt.exp(adapt[0]), scale),
+        share=share,
+        target=target,
+        log_g=log_g,
+        moves=moves,
+    )
+    # only path steps (not the single-site ones) feed the adaptation, and only in tuning
+    adapts = tuning & pt.ge(noise[0], share)
+    updated = adaptation.update_graph(*adapt[:3], info.accept, adapt[3])
+    adapt = tuple(pt.switch(adapts, a, b) for a, b in zip(updated, adapt, strict=True))
+    return new, info, adapt
+
+
 class AdaptState(NamedTuple):
     """The path-length adaptation's state, as the step keeps it."""
 
@@ -262,19 +298,19 @@ class CompiledPathSteps:
         def body(u, *carry):
             *current, s_acc, n_acc, n_eval, s_len, s_moved = carry[:-6]
             *adapt, scale_, tuning_ = carry[-6:]
-            new, info = path_kernel(
+            new, info, adapt = tuned_path_step(
                 u,
                 PathState(*current),
-                scale=pt.switch(tuning_, pt.exp(adapt[0]), scale_),
+                tuple(adapt),
+                scale_,
+                tuning_,
                 share=share,
                 target=target,
                 log_g=log_g,
                 moves=moves,
+                adaptation=adaptation,
             )
             acc_i = pt.cast(info.accepted, "int64")
-            # only path steps (not the single-site ones) feed the adaptation, and only in tuning
-            adapts = tuning_ & pt.ge(u[0], share)
-            updated = adaptation.update_graph(*adapt[:3], info.accept, adapt[3])
             out = (
                 *new,
                 s_acc + info.accept,
@@ -282,7 +318,7 @@ class CompiledPathSteps:
                 n_eval + pt.cast(info.evaluated, "int64"),
                 s_len + info.length,
                 s_moved + info.length * acc_i,
-                *(pt.switch(adapts, a, b) for a, b in zip(updated, adapt, strict=True)),
+                *adapt,
             )
             clear_traces(out)  # the inner graph is rewritten on its own
             return out
