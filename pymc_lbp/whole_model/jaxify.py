@@ -10,9 +10,19 @@ model, in ``model.value_vars`` order. The conversion itself is PyMC's
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from pytensor.graph.replace import clone_replace
+
+from pymc_lbp.compiling import _Uncacheable, graph_key
+
+CACHE_SIZE = 64
+"""Converted graphs kept per process: a graph equal to one converted before (as
+:func:`pymc_lbp.compiling.pm_compile` compares them) reuses its JAX function, so sampling a
+model again skips PyTensor's JAX rewrites (seconds per graph)."""
+
+_CACHE: OrderedDict = OrderedDict()
 
 
 def model_value_replacements(model, steps: Sequence) -> dict:
@@ -35,4 +45,18 @@ def jax_function(
     from pymc.sampling.jax import get_jaxified_graph
 
     outs = clone_replace(list(outputs), replace=replacements)
-    return get_jaxified_graph(inputs=[*inputs, *model.value_vars], outputs=outs)
+    all_inputs = [*inputs, *model.value_vars]
+    keep: list = []
+    try:
+        key = graph_key(all_inputs, outs, {"backend": "jax"}, keep)
+    except (_Uncacheable, TypeError):
+        return get_jaxified_graph(inputs=all_inputs, outputs=outs)
+    entry = _CACHE.get(key)
+    if entry is not None:
+        _CACHE.move_to_end(key)
+        return entry[0]
+    fn = get_jaxified_graph(inputs=all_inputs, outputs=outs)
+    _CACHE[key] = (fn, keep)  # keep: what the key compares by identity stays alive
+    while len(_CACHE) > CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return fn

@@ -95,8 +95,7 @@ def test_integer_jumps_match_the_numpy_reference():
     assert moved >= 3
 
 
-@pytest.mark.parametrize("tuning", [True, False])
-def test_path_steps_match_the_compiled_kernel_with_the_same_noise(tuning):
+def test_path_steps_match_the_compiled_kernel_with_the_same_noise():
     """The path kernel in JAX (with its adaptation while tuning) against the pytensor-compiled
     kernel (:class:`~pymc_lbp.samplers.path.graph.CompiledPathSteps`, itself tested move for
     move against the numpy reference) on the same noise rows."""
@@ -124,7 +123,6 @@ def test_path_steps_match_the_compiled_kernel_with_the_same_noise(tuning):
     kernel = step.path_kernel
     adapt = AdaptState(np.log(2.0), np.log(2.0), 0, True)
     n_steps, key = 30, jax.random.PRNGKey(7)
-    res = jax.jit(run)(key, x, values, tuple(adapt), 2.5, tuning, n_steps)
     rows = []
     for i in range(n_steps):
         k_u, k_e = jax.random.split(jax.random.fold_in(key, i))
@@ -139,11 +137,16 @@ def test_path_steps_match_the_compiled_kernel_with_the_same_noise(tuning):
             )
         )
     logp, deltas = step.differences(x)
-    ref = kernel(x, logp, deltas, np.array(rows), 2.5, adapt if tuning else None)
-    np.testing.assert_array_equal(np.asarray(res.x), ref.x)
-    assert int(res.n_accepted) == ref.n_accepted and int(res.sum_length) == ref.sum_length
-    np.testing.assert_allclose(float(res.sum_accept), ref.sum_accept, rtol=1e-9)
-    if tuning:
-        np.testing.assert_allclose(np.array(res.adapt[:2], float), ref.adapt_state[:2], rtol=1e-9)
-        assert int(res.adapt[2]) == ref.adapt_state.count
-    assert ref.n_accepted > 0
+    jitted = jax.jit(run)
+    for tuning in (True, False):
+        res = jitted(key, x, values, tuple(adapt), 2.5, tuning, n_steps)
+        ref = kernel(x, logp, deltas, np.array(rows), 2.5, adapt if tuning else None)
+        np.testing.assert_array_equal(np.asarray(res.x), ref.x)
+        assert int(res.n_accepted) == ref.n_accepted and int(res.sum_length) == ref.sum_length
+        np.testing.assert_allclose(float(res.sum_accept), ref.sum_accept, rtol=1e-9)
+        if tuning:
+            np.testing.assert_allclose(
+                np.array(res.adapt[:2], float), ref.adapt_state[:2], rtol=1e-9
+            )
+            assert int(res.adapt[2]) == ref.adapt_state.count
+        assert ref.n_accepted > 0

@@ -64,27 +64,24 @@ def test_groups_names_dims_and_stats_as_pm_sample():
     np.testing.assert_allclose(float(stats["lp"].values[1, 7]), logp(point), rtol=1e-10)
 
 
-def test_same_seed_same_draws_and_chain_i_independent_of_chain_count():
-    model = mixed_model()
-    a = run(model, chains=3)
-    b = run(model, chains=3)
-    c = run(model, chains=1)
-    for name in ("z", "mu", "sd"):
-        np.testing.assert_array_equal(a.posterior[name].values, b.posterior[name].values)
-        np.testing.assert_allclose(
-            a.posterior[name].values[:1], c.posterior[name].values, rtol=1e-9, atol=1e-12
-        )
-
-
-def test_vectorized_chains_equal_sequential_ones():
+def test_seeds_chains_and_chain_methods():
+    """Vectorised chains equal sequential ones with the same seed (so the same seed gives the
+    same draws whichever way they run), and chain 0's draws do not depend on how many chains
+    run."""
     model = mixed_model()
     vec = run(model, chains=2, chain_method="vectorized")
     seq = run(model, chains=2, chain_method="sequential")
+    one = run(model, chains=1)
     np.testing.assert_array_equal(vec.posterior["z"].values, seq.posterior["z"].values)
+    np.testing.assert_array_equal(vec.posterior["z"].values[:1], one.posterior["z"].values)
     for name in ("mu", "sd"):
         np.testing.assert_allclose(
             vec.posterior[name].values, seq.posterior[name].values, rtol=1e-9, atol=1e-12
         )
+        np.testing.assert_allclose(
+            vec.posterior[name].values[:1], one.posterior[name].values, rtol=1e-9, atol=1e-12
+        )
+    assert not np.allclose(vec.posterior["mu"].values[0], vec.posterior["mu"].values[1])
 
 
 def test_continuous_only_model_is_plain_nuts():
