@@ -239,3 +239,26 @@ def test_first_run_table_pairs_ours_with_pymc_per_cache():
     assert [(r["model"], r["cache"]) for r in out] == [("m", "cold"), ("m", "warm")]
     assert out[0]["ratio"] == pytest.approx(2.0) and out[1]["ratio"] == pytest.approx(0.5)
     assert out[0]["ours_build"] == 2.0 and out[0]["pymc_total"] == 3.0
+
+
+def test_compiled_mixed_quick(tmp_path):
+    """benchmarks.compiled_mixed --quick --no-cold: coal mining sampled by PyMC (default steps
+    and ours), pymc_lbp.sample with 1 and 4 chains and, when numpyro is installed, NumPyro's
+    DiscreteHMCGibbs (plain, modified) and MixedHMC; min ESS/s, build seconds, files written."""
+    module = importlib.import_module("benchmarks.compiled_mixed")
+    payload = module.main(["--quick", "--no-cold", "--out", str(tmp_path)])
+    expected = {"pymc_default", "pymc_ours", "lbp_sample_1", "lbp_sample_4"}
+    if module.numpyro_available():  # the NumPyro samplers run when numpyro is installed
+        expected |= set(module.NUMPYRO_SAMPLERS)
+        assert payload["same_target_checks"]["coal_mining"] >= 0
+    saved = json.loads((tmp_path / "compiled_mixed.json").read_text())
+    rows = {r["sampler"]: r for r in saved["rows"]}
+    assert set(rows) == expected and {r["model"] for r in rows.values()} == {"coal_mining"}
+    for row in rows.values():
+        assert row["min_ess_per_s"] > 0 and row["seconds"] > 0 and row["build_s"] > 0
+        assert row["ess_per_grad"] > 0
+    assert rows["lbp_sample_4"]["chains"] == 4 and rows["pymc_default"]["chains"] == 2
+    assert rows["lbp_sample_4"]["vs_pymc_default"] > 0
+    assert saved["machine"]["platform"] and saved["protocol"]["draws"] == 50
+    assert (tmp_path / "compiled_mixed.png").stat().st_size > 0
+    assert "lbp_sample_4" in (tmp_path / "compiled_mixed.md").read_text()

@@ -14,6 +14,10 @@ with uniforms from ``key`` instead of the step's ``rng``:
   tuned toward its target acceptance during warmup (each chain its own, carried in ``state``),
   then frozen at its averaged value; with ``steps_per_draw=None`` the number of steps per draw
   follows the scale (one sweep), as in ``pm.sample``;
+* SelfBalancing: its chain's single-site steps with the current learned ``g`` and, while
+  warming up, its learning steps (:mod:`pymc_lbp.samplers.self_balancing.jax_learning`: every
+  particle's transition, one Adam update of the LSB objective each), the particles and the
+  learned parameters carried per chain in ``state``, frozen after warmup;
 * then, for all of them, one move per integer site
   (:mod:`pymc_lbp.samplers.integer.jax_jumps`: informed jumps, full-conditional draws over small
   supports, conditionally independent sites all at once).
@@ -49,6 +53,8 @@ STAT_DTYPES = {
     "mean_path_length": np.float64,
     "step_jump_distance": np.float64,
     "path_scale": np.float64,
+    "lsb_loss": np.float64,
+    "learning_steps": np.int64,
 }
 """The discrete stats the program records (the steps' own names and dtypes,
 :mod:`pymc_lbp.step_methods.stats`)."""
@@ -73,6 +79,9 @@ class BlockDraw:
     freeze : callable
         ``state -> state`` at the end of warmup.
     stat_names : tuple of str
+    finish : callable
+        ``stats -> stats`` on the recorded numpy arrays (SelfBalancing: its parameters per draw
+        become the step's descriptive stats, e.g. LSB1's weights).
     """
 
     step: object
@@ -80,21 +89,25 @@ class BlockDraw:
     init: Callable
     freeze: Callable
     stat_names: tuple[str, ...]
+    finish: Callable = staticmethod(lambda stats: stats)
 
 
 def _supported(step) -> str:
     from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
     from pymc_lbp.step_methods.path_auxiliary import PathAuxiliaryLBP
+    from pymc_lbp.step_methods.self_balancing import SelfBalancing
 
     kinds = {LocallyBalanced: "single_site", GibbsWithGradients: "single_site"}
     kinds[PathAuxiliaryLBP] = "path"
+    kinds[SelfBalancing] = "self_balancing"
     kind = kinds.get(type(step))
     if kind is None:
         name = type(step).__name__
         raise NotInProgramError(
             f"pymc_lbp.sample: {name} on {list(step.var_names)} cannot run in the compiled JAX "
-            "program yet (in it now: LocallyBalanced, GibbsWithGradients and PathAuxiliaryLBP, "
+            "program yet (in it now: LocallyBalanced, GibbsWithGradients, PathAuxiliaryLBP and "
+            "SelfBalancing, "
             f"with their integer jumps and full-conditional draws). Sample this model with "
             f"pm.sample(step=[{name}(...)]), or give pymc_lbp.sample one of those steps for "
             "these variables."
@@ -152,8 +165,10 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     to_jax = partial(jax_function, model=model, replacements=replacements)
     vector = _BlockVector(step, model)
     d = step.differences
-    log_g = graph_balancing(step.balancing, step.log_g)
+    log_g = None if kind == "self_balancing" else graph_balancing(step.balancing, step.log_g)
     steps_run = _path_steps(step, d, log_g, to_jax) if kind == "path" else None
+    if kind == "self_balancing" and step.steps_per_draw:
+        steps_run = _learned_steps(step, d, to_jax)
     if kind == "single_site" and step.steps_per_draw:
         steps_run = _single_site_steps(step, d, log_g, to_jax)
     jumps_run = None
@@ -192,13 +207,137 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
         stats["exact_differences"] = jnp.bool_(d.kind == "exact")
         for key_, zero in (("mean_path_length", 0.0), ("step_jump_distance", 0.0)):
             stats.setdefault(key_, jnp.float64(zero))
-        return vector.put(values, x), state, {k: stats[k] for k in stat_names}
+        kept = {k: stats[k] for k in stat_names}
+        if "lsb_params" in stats:
+            kept["lsb_params"] = stats["lsb_params"]
+        return vector.put(values, x), state, kept
 
     if kind == "path":
         init, freeze = _path_state(step)
+    elif kind == "self_balancing":
+        init, freeze = _learned_state(step), lambda state: state
+        return BlockDraw(step, draw, init, freeze, stat_names, partial(_describe_learned, step))
     else:
         init, freeze = tuple, lambda state: state
     return BlockDraw(step, draw, init, freeze, stat_names)
+
+
+def _describe_learned(step, stats: dict) -> dict:
+    """Replace the recorded parameters by the step's descriptive stats of them
+    (``parametrization.describe``, as ``pm.sample`` records them each draw)."""
+    params = stats.pop("lsb_params", None)
+    if params is None:
+        return stats
+    flat = params.reshape(-1, params.shape[-1])
+    described = [step.parametrization.describe(p) for p in flat]
+    for name in described[0] if described else ():
+        stats[name] = np.array([d[name] for d in described]).reshape(params.shape[:-1])
+    return stats
+
+
+def _learned_state(step):
+    """``init`` of SelfBalancing's carried state: its particles (set from the chain's state at
+    the first learning step), whether they are, and the learned parameters with Adam's
+    moments and count, from the step's deterministic initialisation."""
+    import jax.numpy as jnp
+
+    step.reset_tuning()
+    adam = step._adam
+
+    def init():
+        return (
+            jnp.zeros((step.n_particles, step.layout.n_sites), dtype=jnp.int64),
+            jnp.bool_(False),
+            jnp.asarray(adam.params, jnp.float64),
+            jnp.asarray(adam.m, jnp.float64),
+            jnp.asarray(adam.v, jnp.float64),
+            jnp.float64(adam.t),
+        )
+
+    return init
+
+
+def _learned_steps(step, d, to_jax):
+    """The SelfBalancing part of a draw: its chain's steps with the current ``g``, then, while
+    tuning, :attr:`~pymc_lbp.step_methods.self_balancing.SelfBalancing.learning_steps` learning
+    steps of its particles (each one transition of every particle and one Adam update)."""
+    import jax
+    import jax.numpy as jnp
+
+    from pymc_lbp.samplers.self_balancing.jax_learning import batch_moves_jax, learned_chain_jax
+
+    n_steps = int(step.steps_per_draw)
+    fns = learned_chain_jax(step, to_jax, n_steps)
+    n_updates = int(step.learning_steps)
+    n_particles = step.n_particles
+    lr, clip = step.learner.learning_rate, step.learner.param_clip
+
+    def run(key, x, values, state, tuning):
+        rows, started, params, m, v, t = state
+        k_chain, k_learn = jax.random.split(key)
+        logp, deltas = fns.start(x, *values)
+        uniforms = jax.random.uniform(k_chain, (n_steps, 2), dtype=jnp.float64)
+        x, _, _, sum_accept, n_accepted, n_evaluated = fns.steps(
+            x, logp, deltas, uniforms, params, *values
+        )
+        evals = 1 + n_evaluated
+        losses = jnp.full((max(n_updates, 1),), jnp.nan)
+        if tuning and n_updates:
+            rows = jnp.where(started, rows, jnp.broadcast_to(x, rows.shape))
+
+            def target_rows(y):
+                return jax.vmap(lambda r: tuple(fns.start(r, *values)))(y)
+
+            def log_g(dm, p):
+                return fns.log_g(dm, p, *values)[0]
+
+            r_logp, r_deltas = target_rows(rows)
+
+            def learn(carry, i):
+                rows, r_logp, r_deltas, params, m, v, t = carry
+                u = jax.random.uniform(jax.random.fold_in(k_learn, i), (n_particles, 2))
+                res = batch_moves_jax(
+                    u,
+                    rows,
+                    r_logp,
+                    r_deltas,
+                    params,
+                    log_g=log_g,
+                    layout=step.layout,
+                    target_rows=target_rows,
+                    weights=step.particle_weights,
+                )
+                out = fns.adam(params, m, v, t, lr, clip, *res.batch, *values)
+                loss, new, skipped = out[0], tuple(out[3:7]), out[7]
+                learned = jnp.any(res.movable)
+                params, m, v, t = (
+                    jnp.where(learned, a, b) for a, b in zip(new, (params, m, v, t), strict=True)
+                )
+                loss = jnp.where(learned & ~skipped & jnp.isfinite(loss), loss, jnp.nan)
+                return (res.x, res.logp, res.deltas, params, m, v, t), loss
+
+            carry, losses = jax.lax.scan(
+                learn, (rows, r_logp, r_deltas, params, m, v, t), jnp.arange(n_updates)
+            )
+            rows, _, _, params, m, v, t = carry
+            started = jnp.bool_(True)
+            evals = evals + (n_updates + 1) * n_particles
+        finite = jnp.isfinite(losses)
+        stats = {
+            "accept": sum_accept / n_steps,
+            "n_accepted": n_accepted.astype(jnp.int64),
+            "mh_steps": jnp.int64(n_steps),
+            "logp_evals": (evals * d.logp_evals_per_call).astype(jnp.int64),
+            "grad_evals": (evals * d.grad_evals_per_call).astype(jnp.int64),
+            "lsb_loss": jnp.where(
+                finite.any(), jnp.sum(jnp.where(finite, losses, 0.0)) / finite.sum(), jnp.nan
+            ),
+            "learning_steps": jnp.int64(n_updates if tuning else 0),
+            "lsb_params": params,
+        }
+        return x, (rows, started, params, m, v, t), stats
+
+    return run
 
 
 def _single_site_steps(step, d, log_g, to_jax):

@@ -27,9 +27,12 @@ def _posterior(model, values) -> dict:
     return {v.name: np.asarray(r) for v, r in zip(outputs, result, strict=True)}
 
 
-def _stats(stats: dict, tune: bool) -> dict:
+def _stats(stats: dict, tune: bool, blocks) -> dict:
     dtypes = {**STAT_DTYPES, **NUTS_STAT_DTYPES, "lp": np.float64}
-    out = {k: np.asarray(v).astype(dtypes.get(k, np.asarray(v).dtype)) for k, v in stats.items()}
+    stats = {k: np.asarray(v) for k, v in stats.items()}
+    for block in blocks:
+        stats = block.finish(stats)
+    out = {k: v.astype(dtypes.get(k, v.dtype)) for k, v in stats.items()}
     shape = next(iter(out.values())).shape[:2]
     out["tune"] = np.full(shape, tune)
     return out
@@ -71,11 +74,11 @@ def to_inference_data(
     )
     groups = {
         "posterior": _posterior(model, result.values),
-        "sample_stats": _stats(result.stats, False),
+        "sample_stats": _stats(result.stats, False, blocks),
     }
     if tune and not discard_tuned_samples:
         groups["warmup_posterior"] = _posterior(model, result.warmup_values)
-        groups["warmup_sample_stats"] = _stats(result.warmup_stats, True)
+        groups["warmup_sample_stats"] = _stats(result.warmup_stats, True, blocks)
         kwargs.setdefault("save_warmup", True)
     return az.from_dict(
         **groups,

@@ -150,3 +150,67 @@ def test_path_steps_match_the_compiled_kernel_with_the_same_noise():
             )
             assert int(res.adapt[2]) == ref.adapt_state.count
         assert ref.n_accepted > 0
+
+
+@pytest.mark.parametrize("weights", ["uniform", "target"])
+def test_self_balancing_particle_moves_match_the_numpy_reference(weights):
+    """SelfBalancing's learning step in JAX: the particles' moves and the records of the
+    objective equal the numpy reference's (batch_moves) from the same uniforms."""
+    from functools import partial
+
+    from pymc_lbp.samplers.self_balancing.jax_learning import batch_moves_jax, learned_chain_jax
+    from pymc_lbp.samplers.self_balancing.learning import batch_moves
+    from pymc_lbp.whole_model.jaxify import jax_function
+
+    model = _potts_model()
+    point = model.initial_point()
+    point["h"] = np.array([0.4, -0.3, 0.9])
+    with model:
+        step = pymc_lbp.SelfBalancing(
+            [model["c"]], initial_point=point, n_particles=20, particle_weights=weights
+        )
+    _, values, _ = _jax_block(model, step, point)
+    to_jax = partial(
+        jax_function, model=model, replacements=model_value_replacements(model, [step])
+    )
+    fns = learned_chain_jax(step, to_jax, 5)
+    rng = np.random.default_rng(3)
+    rows = rng.integers(0, 3, size=(20, 5))
+    params = np.array([0.3, -0.2, 0.5, 0.1])
+    u = rng.random((20, 2))
+    u[::2, 1] = 0.9999  # every other particle rejects unless its move is certain
+
+    def target_rows(y):
+        return jax.vmap(lambda r: tuple(fns.start(r, *values)))(y)
+
+    logp, deltas = (np.asarray(a) for a in target_rows(jnp.asarray(rows)))
+    res = batch_moves_jax(
+        jnp.asarray(u),
+        jnp.asarray(rows),
+        jnp.asarray(logp),
+        jnp.asarray(deltas),
+        jnp.asarray(params),
+        log_g=lambda dm, p: fns.log_g(dm, p, *values)[0],
+        layout=step.layout,
+        target_rows=target_rows,
+        weights=weights,
+    )
+    ref = batch_moves(
+        u,
+        rows,
+        logp,
+        deltas,
+        params,
+        parametrization=step.parametrization,
+        layout=step.layout,
+        target_rows=step.batched_rows,
+        particle_weights=weights,
+    )
+    np.testing.assert_array_equal(np.asarray(res.x), ref.x)
+    np.testing.assert_array_equal(np.asarray(res.accepted), ref.accepted)
+    np.testing.assert_allclose(np.asarray(res.accept), ref.accept, rtol=1e-9)
+    fields = ("deltas_x", "deltas_y", "slot", "reverse", "dlogp", "feasible", "weights")
+    for got, name in zip(res.batch, fields, strict=True):
+        want = getattr(ref.batch, name)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-9, atol=1e-12)
+    assert ref.accepted.any() and not ref.accepted.all()

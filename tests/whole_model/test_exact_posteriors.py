@@ -138,7 +138,9 @@ def test_poisson_count_with_gamma_rate():
     _check(idata, "lam", e_lam, np.sqrt(e_lam2 - e_lam**2))
 
 
-@pytest.mark.parametrize("cls", ["LocallyBalanced", "GibbsWithGradients", "PathAuxiliaryLBP"])
+@pytest.mark.parametrize(
+    "cls", ["LocallyBalanced", "GibbsWithGradients", "PathAuxiliaryLBP", "SelfBalancing"]
+)
 def test_coupled_binary_chain_with_a_continuous_field(cls):
     """Six coupled binary sites and a Normal field: the single-site and path kernels in the
     program (the sites interact, so no full-conditional shortcut). logp(z, h) = 0.6 agree(z) +

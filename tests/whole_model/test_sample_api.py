@@ -126,11 +126,12 @@ def test_clear_errors():
     model = mixed_model()
     with model:
         metropolis = pm.Metropolis([model["mu"]])
-        selfbalancing = pymc_lbp.SelfBalancing([model["z"]])
+        # a step class the program does not know (here a user's subclass of one it knows)
+        custom = type("MyLocallyBalanced", (pymc_lbp.LocallyBalanced,), {})([model["z"]])
     with pytest.raises(TypeError, match="not a pymc_lbp discrete step"):
         run(model, step=[metropolis])
-    with pytest.raises(NotInProgramError, match="SelfBalancing"):
-        run(model, step=[selfbalancing])
+    with pytest.raises(NotInProgramError, match="MyLocallyBalanced"):
+        run(model, step=[custom])
     with pytest.raises(ValueError, match="chain_method"):
         run(model, chain_method="threads")
     with pytest.raises(ValueError, match="draws"):

@@ -1,0 +1,166 @@
+"""SelfBalancing's chain and its learning of ``g`` as JAX functions (for
+:mod:`pymc_lbp.whole_model`).
+
+The chain's steps are the single-site kernel's graphs with ``log g`` a function of the learned
+parameters, which enter as an input (:func:`pymc_lbp.samplers.single_site.jax_steps`'s graphs
+with one more input). A learning step is :func:`batch_moves_jax`, the JAX twin of the numpy
+:func:`pymc_lbp.samplers.self_balancing.learning.batch_moves` (one locally balanced transition
+of every particle, their records for the objective; the particles' targets evaluated by
+``jax.vmap`` of the differences' graph), then one guarded Adam step on the LSB objective: the
+graph of :func:`~pymc_lbp.samplers.self_balancing.learning.adam_update_graph`, the one the step's
+compiled learner runs. Given the same uniforms the particles move as the numpy reference moves
+them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import pytensor
+import pytensor.tensor as pt
+
+from pymc_lbp.logp.layout import BINARY, CATEGORICAL
+
+
+class BatchMovesJax(NamedTuple):
+    """:class:`~pymc_lbp.samplers.self_balancing.learning.BatchMoves` as JAX arrays (``batch``
+    the seven records of :class:`~pymc_lbp.samplers.self_balancing.learning.TransitionBatch`, in
+    its order)."""
+
+    x: object
+    logp: object
+    deltas: object
+    batch: tuple
+    accept: object
+    accepted: object
+    movable: object
+
+
+def batch_moves_jax(
+    u, x, logp, deltas, params, *, log_g: Callable, layout, target_rows: Callable, weights: str
+) -> BatchMovesJax:
+    """One locally balanced single-site MH transition of every row (JAX; see the numpy
+    reference :func:`pymc_lbp.samplers.self_balancing.learning.batch_moves`, rule for rule).
+
+    ``log_g(deltas, params)`` is the parametrization's ``log g`` elementwise; ``target_rows(y)``
+    gives the rows' ``(logp, deltas)``; ``weights`` is ``"uniform"`` or ``"target"``.
+    """
+    import jax.numpy as jnp
+
+    slot_site = jnp.asarray(layout.slot_site)
+    slot_kind = jnp.asarray(layout.slot_kind)
+    slot_arg = jnp.asarray(layout.slot_arg)
+    site_offset = jnp.asarray(layout.site_offset)
+    rows = jnp.arange(x.shape[0])
+    log_w = log_g(deltas, params)
+    top = jnp.max(log_w, axis=1)
+    movable = jnp.isfinite(top)
+    top = jnp.where(movable, top, 0.0)
+    cdf = jnp.cumsum(jnp.exp(log_w - top[:, None]), axis=1)
+    count = jnp.sum(cdf <= (u[:, 0] * cdf[:, -1])[:, None], axis=1)
+    slot = jnp.where(movable, jnp.minimum(count, jnp.argmax(cdf, axis=1)), 0)
+    log_q_fwd = log_w[rows, slot] - (top + jnp.log(cdf[:, -1]))
+    site = slot_site[slot]
+    old = x[rows, site]
+    kind, arg = slot_kind[slot], slot_arg[slot]
+    offset = site_offset[site]
+    new = jnp.where(kind == BINARY, 1 - old, jnp.where(kind == CATEGORICAL, arg, old + arg))
+    back = jnp.where(
+        kind == BINARY, slot, jnp.where(kind == CATEGORICAL, offset + old, 2 * offset + 1 - slot)
+    )
+    y = x.at[rows, site].set(jnp.where(movable, new, old))
+    reverse = jnp.where(movable, back, slot)
+    logp_y, deltas_y = target_rows(y)
+    log_w_y = log_g(deltas_y, params)
+    top_y = jnp.max(log_w_y, axis=1)
+    safe_top = jnp.where(jnp.isfinite(top_y), top_y, 0.0)
+    log_z_y = safe_top + jnp.log(jnp.sum(jnp.exp(log_w_y - safe_top[:, None]), axis=1))
+    log_q_rev = log_w_y[rows, reverse] - log_z_y
+    ratio = logp_y - logp + log_q_rev - log_q_fwd
+    ok = jnp.isfinite(logp_y) & jnp.isfinite(log_q_fwd) & jnp.isfinite(log_q_rev)
+    ratio = jnp.where(movable & ok & ~jnp.isnan(ratio), ratio, -jnp.inf)
+    accept = jnp.exp(jnp.minimum(ratio, 0.0))
+    accepted = u[:, 1] < accept
+    feasible = movable & jnp.isfinite(logp_y) & jnp.isfinite(log_q_rev)
+    deltas_x = jnp.where(movable[:, None], deltas, 0.0)
+    if weights == "target":
+        top_lp = jnp.max(jnp.where(movable, logp, -jnp.inf))
+        top_lp = jnp.where(jnp.any(movable), top_lp, 0.0)
+        base = jnp.where(movable, jnp.exp(jnp.where(movable, logp - top_lp, 0.0)), 0.0)
+    else:
+        base = movable.astype(jnp.float64)
+    total = base.sum()
+    batch = (
+        deltas_x,
+        jnp.where(feasible[:, None], deltas_y, deltas_x),
+        slot.astype(jnp.int64),
+        jnp.where(feasible, reverse, slot).astype(jnp.int64),
+        jnp.where(feasible, logp_y - jnp.where(feasible, logp, 0.0), 0.0),
+        feasible.astype(jnp.float64),
+        jnp.where(total > 0, base / jnp.where(total > 0, total, 1.0), base),
+    )
+    return BatchMovesJax(
+        jnp.where(accepted[:, None], y, x),
+        jnp.where(accepted, logp_y, logp),
+        jnp.where(accepted[:, None], deltas_y, deltas),
+        batch,
+        accept,
+        accepted,
+        movable,
+    )
+
+
+class LearnedChain(NamedTuple):
+    """The JAX functions of a SelfBalancing step in the program (each also takes the model's
+    values last, as every function of :func:`pymc_lbp.whole_model.jaxify.jax_function`)."""
+
+    steps: Callable  # (x, logp, deltas, uniforms, params, *values) -> the kernel's outputs
+    start: Callable  # (x, *values) -> (logp, deltas)
+    log_g: Callable  # (deltas matrix, params, *values) -> [log g]
+    adam: Callable  # (params, m, v, t, lr, clip, *batch, *values) -> adam_update_graph's outputs
+
+
+def learned_chain_jax(step, to_jax: Callable, n_steps: int) -> LearnedChain:
+    """The JAX functions of ``step`` (a SelfBalancing) for ``n_steps`` chain steps per draw."""
+    from pymc_lbp.samplers.self_balancing.learning import adam_update_graph
+    from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
+
+    param = step.parametrization
+    lay = step.layout
+    n = param.n_params
+    params = pt.vector("lsb_params", dtype="float64", shape=(n,))
+    steps = compile_single_site_steps(
+        step.differences, lay, lambda d: param.log_g_pt(d, params), compile_now=False
+    )
+    inputs, outs = steps.graph((lay.n_sites, lay.n_slots, n_steps))
+    steps_fn = to_jax([*inputs, params], outs)
+    start_fn = to_jax([inputs[0]], list(step.differences.graph(inputs[0])))
+    d = pt.matrix("d", dtype="float64")
+    log_g = to_jax([d, params], [param.log_g_pt(d, params)])
+    with pytensor.config.change_flags(floatX="float64"):
+        state = (
+            pt.vector("params", dtype="float64", shape=(n,)),
+            pt.vector("adam_m", dtype="float64", shape=(n,)),
+            pt.vector("adam_v", dtype="float64", shape=(n,)),
+            pt.scalar("adam_t", dtype="float64"),
+        )
+        lr = pt.scalar("learning_rate", dtype="float64")
+        clip = pt.scalar("param_clip", dtype="float64")
+        batch = (
+            pt.matrix("deltas_x", dtype="float64"),
+            pt.matrix("deltas_y", dtype="float64"),
+            pt.vector("slot", dtype="int64"),
+            pt.vector("reverse", dtype="int64"),
+            pt.vector("dlogp", dtype="float64"),
+            pt.vector("feasible", dtype="float64"),
+            pt.vector("weights", dtype="float64"),
+        )
+        outs = adam_update_graph(
+            param, state, lr, batch, step.learner.max_grad_norm, step.learner.param_clip
+        )
+        adam = to_jax([*state, lr, clip, *batch], list(outs))
+    return LearnedChain(steps_fn, start_fn, log_g, adam)
+
+
+__all__ = ["BatchMovesJax", "LearnedChain", "batch_moves_jax", "learned_chain_jax"]
