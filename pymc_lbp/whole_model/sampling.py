@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Sequence
 
+import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor
@@ -192,7 +193,7 @@ def sample(
     target_accept: float = 0.8,
     max_treedepth: int = 10,
     discard_tuned_samples: bool = True,
-):
+) -> az.InferenceData:
     """Sample a model with discrete and continuous variables as one compiled JAX program.
 
     Each draw of a chain is every discrete step's draw (our kernels, as in ``pm.sample``), then
@@ -245,11 +246,15 @@ def sample(
     TypeError, ValueError
         For steps that are not ours, bad option values.
     """
-    for name, value in (("draws", draws), ("tune", tune), ("chains", chains)):
-        if not isinstance(value, int | np.integer) or value < (1 if name != "tune" else 0):
+    for name, value, least in (
+        ("draws", draws, 1),
+        ("tune", tune, 0),
+        ("chains", chains, 1),
+        ("max_treedepth", max_treedepth, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
             raise ValueError(
-                f"pymc_lbp.sample: {name} must be an integer >= {1 if name != 'tune' else 0}, "
-                f"got {value!r}"
+                f"pymc_lbp.sample: {name} must be an integer >= {least}, got {value!r}"
             )
     if chain_method not in CHAIN_METHODS:
         raise ValueError(

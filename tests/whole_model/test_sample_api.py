@@ -107,7 +107,7 @@ def test_discrete_only_model_has_no_nuts_part():
     with pm.Model() as model:
         z = pm.Bernoulli("z", 0.5, shape=3)
         pm.Potential("agree", 0.5 * pm.math.sum(pm.math.eq(z[1:], z[:-1])))
-    idata = run(model, chains=1)
+    idata = run(model, chains=1, progressbar=True)  # the bar's callbacks inside the scans
     assert "diverging" not in idata.sample_stats and "lp" in idata.sample_stats
 
 
@@ -136,6 +136,8 @@ def test_clear_errors():
         run(model, chain_method="threads")
     with pytest.raises(ValueError, match="draws"):
         run(model, draws=0)
+    with pytest.raises(ValueError, match="chains"):
+        run(model, chains=True)
     with pytest.raises(ValueError, match="one chain per device"):
         run(model, chains=64, chain_method="parallel")
     with pytest.raises(ValueError, match="not a value of 'z'"):
