@@ -205,11 +205,11 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
                 stats["n_accepted"] = run.n_accepted.astype(jnp.int64)
         stats["jump_distance"] = jnp.count_nonzero(x != x0).astype(jnp.int64)
         stats["exact_differences"] = jnp.bool_(d.kind == "exact")
-        for key_, zero in (("mean_path_length", 0.0), ("step_jump_distance", 0.0)):
-            stats.setdefault(key_, jnp.float64(zero))
-        kept = {k: stats[k] for k in stat_names}
-        if "lsb_params" in stats:
-            kept["lsb_params"] = stats["lsb_params"]
+        # a stat the draw did not make (a draw without steps: path length, loss) is a zero of
+        # its dtype, as pm.sample records it
+        kept = {k: stats.get(k, jnp.zeros((), STAT_DTYPES[k])) for k in stat_names}
+        if kind == "self_balancing":
+            kept["lsb_params"] = stats.get("lsb_params", state[2])
         return vector.put(values, x), state, kept
 
     if kind == "path":

@@ -142,3 +142,20 @@ def test_clear_errors():
         run(model, chains=64, chain_method="parallel")
     with pytest.raises(ValueError, match="not a value of 'z'"):
         run(model, initvals={"z": np.array([0, 2, 0, 1])})
+
+
+@pytest.mark.parametrize("cls", ["SelfBalancing", "PathAuxiliaryLBP"])
+def test_a_block_of_integer_sites_records_every_stat_of_its_step(cls):
+    """A draw without single-site or path steps (integer sites only: their jumps) records the
+    step's other stats as zeros, as pm.sample does (SelfBalancing: its description too)."""
+    with pm.Model() as model:
+        lam = pm.Gamma("lam", 3.0, 0.5)
+        n = pm.Poisson("N", lam, shape=2)
+        pm.Binomial("y", n, 0.6, observed=[5, 3])
+        step = getattr(pymc_lbp, cls)([n])
+    idata = run(model, chains=1, step=[step])
+    stats = idata.sample_stats
+    for name in step.stats_dtypes_shapes:
+        if name not in ("tune", "model_logp"):
+            assert name in stats, name
+    assert (stats["mh_steps"] == 0).all() and (stats["integer_accept"] > 0).any()
