@@ -66,14 +66,17 @@ def test_groups_names_dims_and_stats_as_pm_sample():
 
 def test_seeds_chains_and_chain_methods():
     """Vectorised chains equal sequential ones with the same seed (so the same seed gives the
-    same draws whichever way they run), and chain 0's draws do not depend on how many chains
-    run."""
+    same draws whichever way they run), as do chains on devices (pmap), and chain 0's draws do
+    not depend on how many chains run."""
     model = mixed_model()
     vec = run(model, chains=2, chain_method="vectorized")
     seq = run(model, chains=2, chain_method="sequential")
     one = run(model, chains=1)
+    par = run(model, chains=1, chain_method="parallel")  # pmap over the one CPU device
     np.testing.assert_array_equal(vec.posterior["z"].values, seq.posterior["z"].values)
     np.testing.assert_array_equal(vec.posterior["z"].values[:1], one.posterior["z"].values)
+    np.testing.assert_array_equal(par.posterior["z"].values, one.posterior["z"].values)
+    np.testing.assert_allclose(par.posterior["mu"].values, one.posterior["mu"].values, rtol=1e-9)
     for name in ("mu", "sd"):
         np.testing.assert_allclose(
             vec.posterior[name].values, seq.posterior[name].values, rtol=1e-9, atol=1e-12
