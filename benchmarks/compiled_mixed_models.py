@@ -22,9 +22,8 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from benchmarks.vs_numpyro import (
-    PRIOR_INCLUSION,
-    SLAB_SD,
-    SPIKE_SD,
+    make_target,
+    numpyro_model,
     spike_slab_data,
     spike_slab_pymc,
 )
@@ -111,22 +110,8 @@ def gmm_numpyro() -> Callable:
 
 
 def spike_slab_numpyro() -> Callable:
-    """The spike-and-slab regression in NumPyro (as ``benchmarks.vs_numpyro`` writes it)."""
-    import jax.numpy as jnp
-    import numpyro
-    import numpyro.distributions as dist
-
-    X, y = (jnp.asarray(a) for a in spike_slab_data())
-
-    def model():
-        with numpyro.plate("coef", X.shape[1]):
-            gamma = numpyro.sample("gamma", dist.Bernoulli(probs=PRIOR_INCLUSION))
-            beta = numpyro.sample("beta", dist.Normal(0.0, SPIKE_SD + (SLAB_SD - SPIKE_SD) * gamma))
-        sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
-        with numpyro.plate("obs", X.shape[0]):
-            numpyro.sample("y", dist.Normal(X @ beta, sigma), obs=y)
-
-    return model
+    """The spike-and-slab regression in NumPyro: :func:`benchmarks.vs_numpyro.numpyro_model`."""
+    return numpyro_model(make_target("spike_slab"))
 
 
 def hmm_numpyro() -> Callable:

@@ -123,7 +123,7 @@ class LearnedChain(NamedTuple):
 
 def learned_chain_jax(step, to_jax: Callable, n_steps: int) -> LearnedChain:
     """The JAX functions of ``step`` (a SelfBalancing) for ``n_steps`` chain steps per draw."""
-    from pymc_lbp.samplers.self_balancing.learning import adam_update_graph
+    from pymc_lbp.samplers.self_balancing.learning import update_graph_io
     from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 
     param = step.parametrization
@@ -138,28 +138,8 @@ def learned_chain_jax(step, to_jax: Callable, n_steps: int) -> LearnedChain:
     start_fn = to_jax([inputs[0]], list(step.differences.graph(inputs[0])))
     d = pt.matrix("d", dtype="float64")
     log_g = to_jax([d, params], [param.log_g_pt(d, params)])
-    with pytensor.config.change_flags(floatX="float64"):
-        state = (
-            pt.vector("params", dtype="float64", shape=(n,)),
-            pt.vector("adam_m", dtype="float64", shape=(n,)),
-            pt.vector("adam_v", dtype="float64", shape=(n,)),
-            pt.scalar("adam_t", dtype="float64"),
-        )
-        lr = pt.scalar("learning_rate", dtype="float64")
-        clip = pt.scalar("param_clip", dtype="float64")
-        batch = (
-            pt.matrix("deltas_x", dtype="float64"),
-            pt.matrix("deltas_y", dtype="float64"),
-            pt.vector("slot", dtype="int64"),
-            pt.vector("reverse", dtype="int64"),
-            pt.vector("dlogp", dtype="float64"),
-            pt.vector("feasible", dtype="float64"),
-            pt.vector("weights", dtype="float64"),
-        )
-        outs = adam_update_graph(
-            param, state, lr, batch, step.learner.max_grad_norm, step.learner.param_clip
-        )
-        adam = to_jax([*state, lr, clip, *batch], list(outs))
+    with pytensor.config.change_flags(floatX="float64"):  # as the step's learner builds it
+        adam = to_jax(*update_graph_io(param, step.learner.max_grad_norm))
     return LearnedChain(steps_fn, start_fn, log_g, adam)
 
 

@@ -205,9 +205,13 @@ def adam_update_graph(
     return (loss, rejection, grad, *kept, ~ok)
 
 
-def _build_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | None):
-    param = make_parametrization(name, hidden)
-    n = param.n_params
+def update_graph_io(
+    parametrization: BalancingParametrization, max_grad_norm: float
+) -> tuple[list[Variable], list[Variable]]:
+    """Inputs ``[params, m, v, t, learning_rate, param_clip, *batch]`` and outputs of
+    :func:`adam_update_graph` (float64), the graph :class:`BalancingLearner` compiles and the
+    JAX program of :mod:`pymc_lbp.whole_model` converts."""
+    n = parametrization.n_params
     state = (
         pt.vector("params", dtype="float64", shape=(n,)),
         pt.vector("adam_m", dtype="float64", shape=(n,)),
@@ -225,8 +229,13 @@ def _build_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | 
         pt.vector("feasible", dtype="float64"),
         pt.vector("weights", dtype="float64"),
     )
-    outs = adam_update_graph(param, state, lr, batch, max_grad_norm, clip)
-    fn = pm_compile([*state, lr, clip, *batch], list(outs), on_unused_input="ignore", mode=mode_key)
+    outs = adam_update_graph(parametrization, state, lr, batch, max_grad_norm, clip)
+    return [*state, lr, clip, *batch], list(outs)
+
+
+def _build_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | None):
+    inputs, outs = update_graph_io(make_parametrization(name, hidden), max_grad_norm)
+    fn = pm_compile(inputs, outs, on_unused_input="ignore", mode=mode_key)
     fn.trust_input = True
     return fn
 
@@ -443,4 +452,5 @@ __all__ = [
     "batch_moves",
     "check_learning_size",
     "learning_memory_bytes",
+    "update_graph_io",
 ]
