@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
         PathAuxiliaryLBP,
         SelfBalancing,
     )
+    from pymc_lbp.step_methods.block_gibbs import BlockGibbs
     from pymc_lbp.step_methods.neural_block import NeuralBlock
     from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
     from pymc_lbp.whole_model import NotInProgramError, sample
@@ -40,6 +41,7 @@ __version__ = "0.1.0"
 #: Public name -> the module that defines it (imported on first access).
 _LAZY: dict[str, str] = {
     "BALANCING_FUNCTIONS": "pymc_lbp.samplers.balancing",
+    "BlockGibbs": "pymc_lbp.step_methods.block_gibbs",
     "DiscreteStep": "pymc_lbp.step_methods",
     "GibbsWithGradients": "pymc_lbp.step_methods",
     "LocallyBalanced": "pymc_lbp.step_methods",
@@ -61,6 +63,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "BALANCING_FUNCTIONS",
+    "BlockGibbs",
     "DiscreteStep",
     "GibbsWithGradients",
     "LocallyBalanced",

@@ -99,30 +99,20 @@ def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
 
 
 def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
-    """NeuralBlock with ``proposal="exact"`` on the network's clusters
+    """:class:`~pymc_lbp.BlockGibbs` on the network's clusters
     (:func:`~pymc_lbp.models.uai.uai_clusters`: every deterministic factor inside one block,
     min-fill blocks of up to :data:`BLOCK_GIBBS_MAX_STATES` joint states): exact block Gibbs,
     whose moves cross determinism; ``steps_per_draw=None``: one update per block on average."""
-    import pymc as pm
+    from pymc_lbp.step_methods.block_gibbs import BlockGibbs
 
-    from pymc_lbp.models.uai.clusters import uai_clusters
-    from pymc_lbp.samplers.block.motifs.uai_blocks import uai_exact_blocks
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
-
-    model = pm.modelcontext(None)
-    info = getattr(model, "uai_info", None)
-    if info is None:
-        raise SamplerNotApplicableError("block_gibbs needs a model built by read_uai")
-    clusters = uai_clusters(info.network, info.evidence, max_states=BLOCK_GIBBS_MAX_STATES)
-    cards = info.network.cards
-    largest = max(math.prod(int(cards[v]) for v in block) for block in clusters)
-    return NeuralBlock(
+    return BlockGibbs(
         vars,
-        blocks=uai_exact_blocks(info.network, clusters),
-        proposal="exact",
+        max_states=BLOCK_GIBBS_MAX_STATES,
+        blocks="auto",
         steps_per_draw=steps_per_draw,
         differences="auto",
-        max_exact_states=max(largest, BLOCK_GIBBS_MAX_STATES),
+        # check_sampler refused deterministic factors above BLOCK_GIBBS_MAX_EXACT already
+        max_exact_states=max(BLOCK_GIBBS_MAX_EXACT, BLOCK_GIBBS_MAX_STATES),
         compiled="auto",
     )
 
@@ -201,7 +191,7 @@ RENAMED_SAMPLERS: dict[str, str] = {"path_auxiliary": "path_auxiliary_lbp"}
 
 #: One line per sampler for ``--help``.
 SAMPLER_HELP: dict[str, str] = {
-    "block_gibbs": "NeuralBlock, exact block Gibbs on clusters that keep zero factors whole",
+    "block_gibbs": "BlockGibbs: exact block Gibbs on clusters that keep zero factors whole",
     "gibbs_with_gradients": "GibbsWithGradients: gradient-informed single-site MH",
     "locally_balanced": "LocallyBalanced: sqrt balancing, exact neighbour differences",
     "path_auxiliary_lbp": "PathAuxiliaryLBP: several sites per step, path length tuned",

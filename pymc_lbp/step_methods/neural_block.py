@@ -281,11 +281,17 @@ class NeuralBlock(
             )
         self._deps: list | None = None  # the terms' dependencies, analysed once if needed
         if isinstance(blocks, str):
-            self.blockset, self.proposal, self.blocks_reason = default_blocks(
-                model, self.differences, self.specs, self._x0, self._dependencies(model)
-            )
-            _log.info("NeuralBlock on %s: %s.", self.var_names, self.blocks_reason)
+            self.blockset, self.proposal, self.blocks_reason = self._auto_blocks(model)
+            _log.info("%s on %s: %s.", type(self).__name__, self.var_names, self.blocks_reason)
         self._build_units(model, initial_point, differences)
+
+    def _auto_blocks(self, model) -> tuple[BlockSet | None, Any, str]:
+        """``(blocks, proposal, reason)`` of ``blocks="auto"``: the motif found in the model
+        graph (:func:`pymc_lbp.samplers.block.motifs.finding.default_blocks`); ``BlockGibbs``
+        overrides it with clusters of the model's structure."""
+        return default_blocks(
+            model, self.differences, self.specs, self._x0, self._dependencies(model)
+        )
 
     def sweep_steps(self) -> int:
         """Steps per draw of ``steps_per_draw=None``: one update of each unit on average."""

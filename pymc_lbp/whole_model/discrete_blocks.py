@@ -92,7 +92,10 @@ class BlockDraw:
     finish: Callable = staticmethod(lambda stats: stats)
 
 
-def _supported(step) -> str:
+def program_kind(step) -> str:
+    """The JAX version that runs ``step`` in the program (``"single_site"``, ``"path"``,
+    ``"self_balancing"``); a :class:`NotInProgramError` naming the step otherwise (checked before
+    anything is compiled)."""
     from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
     from pymc_lbp.step_methods.path_auxiliary import PathAuxiliaryLBP
@@ -161,7 +164,7 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     from pymc_lbp.samplers.integer.jax_jumps import integer_moves_jax
     from pymc_lbp.samplers.single_site.graph import graph_balancing
 
-    kind = _supported(step)
+    kind = program_kind(step)
     to_jax = partial(jax_function, model=model, replacements=replacements)
     vector = _BlockVector(step, model)
     d = step.differences

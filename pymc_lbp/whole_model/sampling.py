@@ -18,7 +18,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 
-from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw
+from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw, program_kind
 from pymc_lbp.whole_model.jaxify import jax_function, model_value_replacements
 from pymc_lbp.whole_model.program import Program
 from pymc_lbp.whole_model.progress import ProgressBar
@@ -271,6 +271,8 @@ def sample(
         raise ValueError("pymc_lbp.sample: the model has no free variables to sample.")
     t0 = time.perf_counter()
     steps, continuous = assign_steps(model, step)
+    for s in steps:  # a step the program cannot run fails before anything is compiled
+        program_kind(s)
     replacements = model_value_replacements(model, steps)
     logp_fn = jax_function([], [model.logp()], model, {})
     seeds = chain_seeds(random_seed, chains)

@@ -22,6 +22,7 @@ SAMPLERS = {
     "SelfBalancing": pymc_lbp.SelfBalancing,
     "NeuralBlock": pymc_lbp.NeuralBlock,
     "NeuralMixedBlock": pymc_lbp.NeuralMixedBlock,
+    "BlockGibbs": pymc_lbp.BlockGibbs,
 }
 
 

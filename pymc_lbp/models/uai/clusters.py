@@ -23,20 +23,31 @@ Every free variable is in some block, evidence variables (and variables of cardi
 :func:`~pymc_lbp.models.uai.read_uai` fixes) in none. A deterministic scope whose joint states
 alone exceed ``max_states`` becomes a block of its own, larger than the budget (its table is in
 the file already, so enumerating it costs about as much as reading it). Blocks may overlap.
+
+Steps 1-3 work on any interaction graph: :func:`graph_clusters` takes the graph, the
+cardinalities and the must-stay-together scopes, and :func:`uai_clusters` is it on a network.
+``pymc_lbp.BlockGibbs`` calls it on the graph it reads from any discrete PyMC model
+(:mod:`pymc_lbp.samplers.block.model_structure`; that module imports this one, as the samplers
+may import ``models``, not the other way round).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from pymc_lbp.models.uai.exact import EvidenceLike, elimination_plan
+from pymc_lbp.models.uai.elimination import (
+    EvidenceLike,
+    _greedy_order,
+    _interaction_graph,
+    _plan_for_order,
+)
 from pymc_lbp.models.uai.io import read_evidence
 from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
 
-__all__ = ["DEFAULT_MAX_STATES", "deterministic_scopes", "uai_clusters"]
+__all__ = ["DEFAULT_MAX_STATES", "deterministic_scopes", "graph_clusters", "uai_clusters"]
 
 DEFAULT_MAX_STATES = 1024
 """Joint states a block may have by default (10 binary variables): an exact update evaluates
@@ -88,6 +99,9 @@ def uai_clusters(
 ) -> list[tuple[int, ...]]:
     """Blocks of a UAI network for exact block Gibbs (see the module docstring).
 
+    :func:`graph_clusters` on the network's interaction graph (the evidence and the variables
+    of cardinality 1 removed), its cardinalities and its :func:`deterministic_scopes`.
+
     Parameters
     ----------
     network : UAINetwork
@@ -110,27 +124,101 @@ def uai_clusters(
     ValueError
         ``max_states`` below 1.
     """
-    if isinstance(max_states, bool) or int(max_states) != max_states or max_states < 1:
-        raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
+    _check_max_states(max_states)
     evidence = read_evidence(evidence, network)
     fixed = _fixed_values(network, evidence)
-    cards = network.cards.tolist()
-    plan = elimination_plan(network, fixed, heuristic="min-fill")
-    if not plan.order:
+    return graph_clusters(
+        _interaction_graph(network, fixed),
+        network.cards.tolist(),
+        deterministic_scopes(network, evidence),
+        max_states=max_states,
+    )
+
+
+def _check_max_states(max_states: object) -> None:
+    if isinstance(max_states, bool) or int(max_states) != max_states or max_states < 1:
+        raise ValueError(f"max_states must be a positive integer, got {max_states!r}")
+
+
+def graph_clusters(
+    adjacency: Mapping[int, Iterable[int]],
+    cards: Sequence[int],
+    scopes: Iterable[Sequence[int]] = (),
+    *,
+    max_states: int = DEFAULT_MAX_STATES,
+) -> list[tuple[int, ...]]:
+    """Blocks of any interaction graph for exact block Gibbs (steps 1-3 of the module docstring).
+
+    The algorithm of :func:`uai_clusters` on a plain graph: nodes are variables, an edge joins
+    two variables that some term of the target reads together, ``scopes`` are the sets of
+    variables that must stay together (a term that is zero for some of their joint values).
+    Used by :func:`uai_clusters` (a network's factors) and by ``pymc_lbp.BlockGibbs`` (any
+    discrete PyMC model, :mod:`pymc_lbp.samplers.block.model_structure`).
+
+    Parameters
+    ----------
+    adjacency : mapping of int to iterable of int
+        Every variable to be blocked (the keys) and the variables it interacts with (made
+        symmetric here; a variable that is no key is in no block and may not appear as a
+        neighbour).
+    cards : sequence of int
+        Cardinality of every variable, indexed by variable (at least ``max(keys) + 1`` long).
+    scopes : iterable of sequences of int
+        Must-stay-together sets (their variables are joined into cliques of the graph); scopes of
+        fewer than two variables constrain nothing and are ignored.
+    max_states : int
+        Largest number of joint states of a block, except a scope that alone is larger (it gets
+        a block of its own).
+
+    Returns
+    -------
+    list of tuple of int
+        Sorted variables each, ordered by their first variable in the min-fill elimination order
+        (ties broken by the variable's index); every key of ``adjacency`` in at least one block,
+        every scope inside one; no block inside another.
+
+    Raises
+    ------
+    ValueError
+        ``max_states`` below 1, or a neighbour or scope variable that is not a key.
+    """
+    _check_max_states(max_states)
+    adj = {int(v): {int(a) for a in nb} for v, nb in adjacency.items()}
+    for v, nb in list(adj.items()):
+        for a in nb:
+            if a not in adj:
+                raise ValueError(f"variable {v}'s neighbour {a} is not a variable of the graph")
+            adj[a].add(v)
+    scopes = sorted({tuple(sorted({int(v) for v in s})) for s in scopes})
+    scopes = [s for s in scopes if len(s) > 1]
+    for scope in scopes:
+        if any(v not in adj for v in scope):
+            raise ValueError(f"scope {scope} holds variables that are not in the graph")
+        for v in scope:
+            adj[v].update(scope)
+    for v, nb in adj.items():
+        nb.discard(v)
+    cards = [int(c) for c in cards]
+    if not adj:
         return []
+    if max(adj) >= len(cards):
+        raise ValueError(f"cards has {len(cards)} entries; the graph has variable {max(adj)}")
+    log_card = np.log(np.maximum(np.asarray(cards, dtype=np.float64), 1.0))
+    order = _greedy_order(adj, log_card, "min-fill")
+    plan = _plan_for_order(adj, cards, order, "min-fill")
     step = {v: s for s, v in enumerate(plan.order)}
 
     def states(block: set[int] | tuple[int, ...]) -> int:
         return math.prod(cards[v] for v in block)
 
-    # every deterministic scope first meets at the step of its first-eliminated variable, whose
-    # cluster holds all of it
+    # every scope first meets at the step of its first-eliminated variable, whose cluster holds
+    # all of it (a scope is a clique of the graph)
     meets: list[list[tuple[int, ...]]] = [[] for _ in plan.order]
-    for scope in deterministic_scopes(network, evidence):
+    for scope in scopes:
         meets[min(step[v] for v in scope)].append(scope)
 
     blocks: list[set[int]] = []
-    extra: list[set[int]] = []  # deterministic scopes that did not fit their step's block
+    extra: list[set[int]] = []  # scopes that did not fit their step's block
     for s, cluster in enumerate(plan.clusters):
         if states(cluster) <= max_states:
             blocks.append(set(cluster))

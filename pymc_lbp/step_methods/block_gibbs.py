@@ -1,0 +1,289 @@
+"""BlockGibbs: exact block Gibbs on clusters chosen from the model's structure, for any discrete
+PyMC model.
+
+A thin step class on :class:`~pymc_lbp.step_methods.neural_block.NeuralBlock`'s exact updates
+(``proposal="exact"`` on a block set without a motif): this module only chooses the blocks. On a
+model built by :func:`~pymc_lbp.models.read_uai` (unchanged, every free variable in the step) they
+are :func:`~pymc_lbp.models.uai.uai_clusters` of its network, as ``python -m pymc_lbp mar
+--sampler block_gibbs`` runs them; on any other model the same algorithm
+(:func:`~pymc_lbp.models.uai.clusters.graph_clusters`) runs on the interaction graph and the
+must-stay-together scopes read from the model's logp graph
+(:mod:`pymc_lbp.samplers.block.model_structure`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from pymc.step_methods.compound import Competence
+from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
+
+from pymc_lbp.models.uai.clusters import DEFAULT_MAX_STATES, uai_clusters
+from pymc_lbp.models.uai.model import UAIModelInfo
+from pymc_lbp.samplers.block.model_structure import (
+    ModelStructure,
+    model_structure,
+    structure_clusters,
+)
+from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock
+from pymc_lbp.samplers.block.motifs.uai_blocks import uai_exact_blocks
+from pymc_lbp.step_methods.neural_block import NeuralBlock
+from pymc_lbp.step_methods.options import AUTO
+from pymc_lbp.step_methods.stats import document_stats
+
+__all__ = ["BlockGibbs"]
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"BlockGibbs: {name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+@document_stats
+class BlockGibbs(NeuralBlock):
+    """Exact block Gibbs on clusters of the model's structure, for any discrete PyMC model.
+
+    Each step picks a block uniformly at random and draws its sites from their exact joint
+    conditional given everything else (the target at every joint state of the block; acceptance
+    1). The default blocks are chosen from the model's structure so that moves cross the walls
+    that zero-probability states build for single-site samplers: terms that are ``-inf`` for some
+    joint values of their sites (a zero in a conditional probability table, a ``pm.Potential``
+    with ``-inf``) keep their sites in one block, and the blocks follow a min-fill elimination
+    order of the sites' interaction graph, grown up its bucket tree within ``max_states`` joint
+    states (the algorithm of :func:`pymc_lbp.models.uai.uai_clusters`, docs/block_gibbs.md).
+
+    Parameters
+    ----------
+    vars : list of variables, optional
+        Bernoulli and categorical variables (integer-valued ones such as a Poisson are refused).
+        Default: all the model's free variables.
+    max_states : int, default 1024
+        Largest number of joint states of a default block (the product of its sites'
+        cardinalities), except a must-stay-together scope that alone is larger (a block of its
+        own, up to ``max_exact_states``).
+    blocks : "auto", BlockSet or sequence of sequences of int, default "auto"
+        ``"auto"``: from the model's structure. On an unchanged :func:`pymc_lbp.models.read_uai`
+        model with every free variable in the step, :func:`pymc_lbp.models.uai.uai_clusters` of
+        its network and evidence (the blocks of ``python -m pymc_lbp mar``'s default sampler);
+        otherwise the interaction graph and scopes read from the logp graph
+        (:mod:`pymc_lbp.samplers.block.model_structure`, :attr:`structure`). A sequence: the
+        blocks as positions in the raveled ``vars`` (sites in no block get single-site Gibbs
+        updates); a :class:`~pymc_lbp.samplers.block.motifs.motif_api.BlockSet`: as
+        ``NeuralBlock(blocks=..., proposal="exact")`` takes it.
+    steps_per_draw : int, optional
+        Block updates per recorded draw; ``None`` (default): the number of units (blocks plus
+        uncovered sites), one update per block on average.
+    differences : {"auto", "factors", "model"}, default "auto"
+        How the target at a block's states is computed: as in :class:`NeuralBlock` (factor-local
+        sums on unchanged ``read_uai`` models, the compiled model logp otherwise).
+    max_exact_states : int, default 65536
+        Largest block an exact update may enumerate (a larger block is a ``ValueError``), and the
+        largest scope whose joint states are enumerated to find must-stay-together scopes.
+    compiled : {"auto", True, False}, default "auto"
+        As in :class:`NeuralBlock`: ``"auto"`` runs numpy updates for the step's first 100,000
+        block updates, then the compiled random scan.
+    model, rng, initial_point, compile_kwargs, blocked
+        As in PyMC's step methods.
+
+    Attributes
+    ----------
+    clusters : list of tuple of int
+        The sites of every block (positions in the raveled ``vars``), in the order of
+        :attr:`units`.
+    scopes : list of tuple of int
+        The must-stay-together scopes found (sites), each inside some block where
+        ``blocks="auto"``; empty for given blocks.
+    structure : ModelStructure or None
+        What was read from the logp graph (``blocks="auto"`` on a model that is not an unchanged
+        ``read_uai`` model).
+    blocks_reason : str
+        How the blocks were chosen (also logged, logger ``"pymc_lbp"``, INFO).
+    units, uncovered_sites, logp_mode
+        As in :class:`NeuralBlock`.
+
+    Notes
+    -----
+    Sampler statistics (one scalar per draw):
+
+    {stats_table}
+
+    Every update leaves the target invariant and, with every must-stay-together scope inside a
+    block, the chain can move between states that single-site moves cannot connect (tested by
+    exact enumeration in ``tests/samplers/block/test_block_gibbs.py``); what the structure
+    reading detects, and what not, is in :mod:`pymc_lbp.samplers.block.model_structure`. Not in
+    :func:`pymc_lbp.sample`'s compiled program (a ``NotInProgramError``); pickles for
+    ``cores > 1``. ``pm.sample`` assigns it only after :func:`pymc_lbp.register` (``BlockGibbs``),
+    then to every Bernoulli and categorical variable at once.
+    """
+
+    name = "block_gibbs"
+    auto_assignable: ClassVar[bool] = True
+    auto_assign_needs: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        vars=None,
+        *,
+        max_states: int = DEFAULT_MAX_STATES,
+        blocks: str | BlockSet | Sequence[Sequence[int]] = "auto",
+        steps_per_draw: int | None = None,
+        differences: str = "auto",
+        max_exact_states: int = 65536,
+        compiled: bool | str = AUTO,
+        model=None,
+        rng=None,
+        initial_point: dict | None = None,
+        compile_kwargs: dict | None = None,
+        blocked: bool = True,
+    ):
+        self.max_states = _positive_int("max_states", max_states)
+        max_exact_states = _positive_int("max_exact_states", max_exact_states)
+        if self.max_states > max_exact_states:
+            raise ValueError(
+                f"BlockGibbs: max_states={self.max_states} is above max_exact_states="
+                f"{max_exact_states}, the largest block an exact update may enumerate"
+            )
+        if isinstance(blocks, str):
+            if blocks != "auto":
+                raise ValueError(
+                    f"BlockGibbs: blocks must be 'auto', a BlockSet or a sequence of site "
+                    f"sequences, not {blocks!r}"
+                )
+        elif not isinstance(blocks, BlockSet):
+            try:
+                blocks = [[int(i) for i in b] for b in blocks]
+            except TypeError:
+                raise TypeError(
+                    "BlockGibbs: blocks must be 'auto', a BlockSet or a sequence of sequences of "
+                    f"site positions, got {blocks!r}"
+                ) from None
+            if not blocks or any(not b for b in blocks):
+                raise ValueError("BlockGibbs: blocks must be non-empty sequences of sites")
+        self._requested_blocks = blocks
+        self.structure: ModelStructure | None = None
+        self.scopes: list[tuple[int, ...]] = []
+        self._compile_kwargs_given = dict(compile_kwargs or {})
+        super().__init__(
+            vars,
+            blocks="auto",
+            steps_per_draw=steps_per_draw,
+            differences=differences,
+            max_exact_states=max_exact_states,
+            compiled=compiled,
+            model=model,
+            rng=rng,
+            initial_point=initial_point,
+            compile_kwargs=compile_kwargs,
+            blocked=blocked,
+        )
+        self.clusters = [tuple(u.sites.tolist()) for u in self._units if u.kind == "exact"]
+        del self._requested_blocks, self._compile_kwargs_given
+
+    def _check_block_options(self, layout, specs) -> None:
+        kinds = {s.name: s.kind for s in specs}
+        bad = [name for name, kind in kinds.items() if kind == "integer"]
+        if bad:
+            raise ValueError(
+                f"BlockGibbs samples Bernoulli and categorical variables; {bad} are "
+                "integer-valued (give them to LocallyBalanced or another pymc_lbp step)"
+            )
+
+    def _auto_blocks(self, model) -> tuple[BlockSet, str, str]:
+        requested = self._requested_blocks
+        if isinstance(requested, BlockSet):
+            return requested, "exact", "blocks given"
+        if not isinstance(requested, str):
+            return self._given_blocks(requested), "exact", "blocks given"
+        info = getattr(model, "uai_info", None)
+        names = {s.name for s in self.specs}
+        if (
+            isinstance(info, UAIModelInfo)
+            and self._is_plain_uai_model(model, info)
+            and names == set(info.free_names)
+        ):
+            blockset, reason = self._uai_blocks(info)
+            return blockset, "exact", reason
+        cards = self._site_cards()
+        self.structure = model_structure(
+            model,
+            self.differences._replace,
+            self.differences._x,
+            cards,
+            self._x0,
+            max_scope_states=self.max_exact_states,
+            compile_kwargs=self._compile_kwargs_given,
+        )
+        self.scopes = list(self.structure.scopes)
+        clusters = structure_clusters(self.structure, self.max_states)
+        self._check_sizes(clusters, cards)
+        mb = [MotifBlock(np.asarray(c), np.zeros(0, np.int64), label=f"cluster {k} {list(c)}")
+              for k, c in enumerate(clusters)]  # fmt: skip
+        blockset = BlockSet(None, tuple(mb), index="flat", variables=self._var_names())
+        reason = (
+            f"{len(clusters)} clusters of at most {self.max_states} joint states (min-fill on the "
+            f"model's interaction graph): {self.structure.reason}"
+        )
+        return blockset, "exact", reason
+
+    def _uai_blocks(self, info: UAIModelInfo) -> tuple[BlockSet, str]:
+        """The CLI's ``block_gibbs`` blocks: uai_clusters of the network and its evidence."""
+        from pymc_lbp.models.uai.clusters import deterministic_scopes
+
+        network = info.network
+        clusters = uai_clusters(network, info.evidence, max_states=self.max_states)
+        offsets = {s.name: s.offset for s in self.specs}
+
+        def site(v: int) -> int:
+            return offsets[info.names[v]] + int(info.positions[v])
+
+        self._check_sizes(clusters, network.cards)
+        self.scopes = [
+            tuple(sorted(site(v) for v in scope))
+            for scope in deterministic_scopes(network, info.evidence)
+        ]
+        reason = (
+            f"a read_uai model: {len(clusters)} clusters of its network of at most "
+            f"{self.max_states} joint states (uai_clusters), {len(self.scopes)} deterministic "
+            "factors kept whole"
+        )
+        return uai_exact_blocks(network, clusters), reason
+
+    def _given_blocks(self, blocks: list[list[int]]) -> BlockSet:
+        n = self.layout.n_sites
+        for b in blocks:
+            if min(b) < 0 or max(b) >= n:
+                raise ValueError(
+                    f"BlockGibbs: block {b} holds sites outside 0..{n - 1} (positions in the "
+                    f"raveled {self._var_names()})"
+                )
+        self._check_sizes(blocks, self._site_cards())
+        mb = [MotifBlock(np.asarray(b), np.zeros(0, np.int64), label=f"block {k} {b}")
+              for k, b in enumerate(blocks)]  # fmt: skip
+        return BlockSet(None, tuple(mb), index="flat", variables=self._var_names())
+
+    def _var_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.specs)
+
+    def _check_sizes(self, blocks, cards) -> None:
+        for b in blocks:
+            size = math.prod(int(cards[v]) for v in b)
+            if size > self.max_exact_states:
+                raise ValueError(
+                    f"BlockGibbs: block {list(b)} has {size} joint states, more than "
+                    f"max_exact_states={self.max_exact_states} (a must-stay-together scope "
+                    "that large cannot be updated exactly; raise max_exact_states or give "
+                    "blocks=...)"
+                )
+
+    @classmethod
+    def competence(cls, var, has_grad=None) -> Competence:
+        """IDEAL for Bernoulli and categorical variables once :func:`pymc_lbp.register` took
+        this class, COMPATIBLE before; INCOMPATIBLE for anything else."""
+        op = getattr(getattr(var, "owner", None), "op", None)
+        if not isinstance(op, BernoulliRV | CategoricalRV):
+            return Competence.INCOMPATIBLE
+        return Competence.IDEAL if cls._registered else Competence.COMPATIBLE
