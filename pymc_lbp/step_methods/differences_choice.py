@@ -291,12 +291,13 @@ class TuningRecheck:
             return True
         return tuning and recheck_due(tune_draws)
 
-    def check(self, x: np.ndarray, draw: int) -> DifferencesChoice:
+    def check(self, x: np.ndarray, draw: int, where: str | None = None) -> DifferencesChoice:
         """Probe from ``x`` (the other variables at their current values) and apply
-        :func:`choose`; the reason says at which draw the choice was made."""
+        :func:`choose`; the reason says at which draw (or ``where``) the choice was made."""
         probe = probe_first_order(self.gradient, x, self.log_g, seed=PROBE_SEED + draw + 1)
         self.n_checks += 1
-        where = "at the first draw" if not self.measured else f"at tuning draw {draw}"
+        if where is None:
+            where = "at the first draw" if not self.measured else f"at tuning draw {draw}"
         self.measured = True
         choice = choose(probe, self.n_slots)
         return choice._replace(

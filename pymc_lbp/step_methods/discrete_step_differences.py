@@ -176,12 +176,13 @@ class DiscreteStepDifferences:
             )
         self._judge_at_first_draw = False
 
-    def _recheck_differences(self, x: np.ndarray) -> None:
+    def _recheck_differences(self, x: np.ndarray, where: str | None = None) -> None:
         """Measure a first-order choice again from ``x`` (see
         :class:`~pymc_lbp.step_methods.differences_choice.TuningRecheck`); switch to exact
-        differences for good when the rule says so."""
+        differences for good when the rule says so. ``where``: how the reason names the
+        place (default: the tuning draw)."""
         recheck = self._recheck
-        choice = recheck.check(x, self._tune_draws)
+        choice = recheck.check(x, self._tune_draws, where)
         if choice.kind == "gradient":
             return
         self.differences_choice = choice

@@ -177,6 +177,26 @@ def _starts(model, chains, initvals, seeds, continuous, logp_fn, steps) -> list[
     return starts
 
 
+def _recheck_at_starts(model, steps, starts: list[tuple]) -> None:
+    """Measure a ``differences="auto"`` first-order choice again at every chain's start.
+
+    ``pm.sample`` measures it again during tuning, where the chain is
+    (:class:`~pymc_lbp.step_methods.differences_choice.TuningRecheck`); the compiled program
+    cannot switch a kernel between draws, so the check runs here, on the host, before anything
+    is compiled: from each chain's start, with the other variables at their (jittered) start
+    values, as the step's first tuning draws would see them. Where the rule says exact for any
+    chain the step switches to exact differences for good, in every chain.
+    """
+    for s in steps:
+        for c, values in enumerate(starts):
+            if s._recheck is None:  # exact already, or not chosen by "auto"
+                break
+            point = _point(model, values)
+            for name, shared in s.shared.items():
+                shared.set_value(point[name])
+            s._recheck_differences(s._state_vector(point), where=f"at chain {c}'s start")
+
+
 def sample(
     draws: int = 1000,
     tune: int = 1000,
@@ -277,6 +297,7 @@ def sample(
     logp_fn = jax_function([], [model.logp()], model, {})
     seeds = chain_seeds(random_seed, chains)
     starts = _starts(model, chains, initvals, seeds, continuous, logp_fn, steps)
+    _recheck_at_starts(model, steps, starts)
     blocks = [
         block_draw(s, model, replacements, [s._state_vector(_point(model, v)) for v in starts])
         for s in steps
