@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	bash scripts/ensure_blas.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,plots,jax,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test,plots,jax,bench,dask]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -446,8 +446,9 @@ def test_sampler_names_are_the_step_classes_names():
         pymc_lbp.PathAuxiliaryLBP,
         pymc_lbp.SelfBalancing,
         NeuralBlock,
+        pymc_lbp.BlockGibbs,
     ]
-    assert {cls.name for cls in classes} == set(SAMPLERS) - {"block_gibbs", "pymc_gibbs"}
+    assert {cls.name for cls in classes} == set(SAMPLERS) - {"pymc_gibbs"}
 
 
 def test_former_sampler_name_works_for_one_release_with_a_warning(tmp_path, xor_uai):
@@ -613,3 +614,139 @@ def test_package_names_still_resolve():
     assert pymc_lbp.models.uai is uai
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         pymc_lbp.nope  # noqa: B018
+
+
+# ------------------------------------------------- --time-limit, --estimator and --mcse
+def _mcse_file(path: Path) -> list[np.ndarray]:
+    """Read the MCSE file: the MAR layout under the header MCSE."""
+    tokens = path.read_text().split()
+    assert tokens[0] == "MCSE"
+    n, pos, out = int(tokens[1]), 2, []
+    for _ in range(n):
+        card = int(tokens[pos])
+        out.append(np.array([float(t) for t in tokens[pos + 1 : pos + 1 + card]]))
+        pos += 1 + card
+    assert pos == len(tokens)
+    return out
+
+
+def _budget_report(out: str, err: str) -> tuple[float, list[int]]:
+    """(seconds after the start when the MAR file was written, draws per chain)."""
+    import re
+
+    written = float(re.search(r"MAR written at ([0-9.]+) s", out).group(1))
+    per_chain = re.search(r"--time-limit [0-9.]+ s: ([0-9, ]+) draws per chain", err).group(1)
+    return written, [int(d) for d in per_chain.split(", ")]
+
+
+def test_time_limit_samples_until_the_budget_and_matches_exact(uai_dir, tmp_path):
+    """DBN_11.small is one block_gibbs cluster, so every draw is an independent exact sample
+    and each Rao-Blackwellised entry has a variance <= p (1 - p): within 5 standard errors of
+    the exact marginal for the N draws made. The MAR file is written within the budget; the
+    run stops on time, far below the --draws cap."""
+    import time
+
+    network = uai_dir / SMALL
+    target, mcse = tmp_path / "out.MAR", tmp_path / "out.MCSE"
+    warm = ["mar", str(network), "-o", str(target), "--method", "sample", "--quiet"]
+    assert run(*warm, "--draws", "5", "--tune", "0", "--seed", "1")[0] == 0  # compile once
+    budget, cap = 3.0, 10**6
+    t0 = time.perf_counter()
+    code, out, err = run(
+        *warm,
+        "--time-limit",
+        str(budget),
+        "--draws",
+        str(cap),
+        "--tune",
+        "20",
+        "--seed",
+        "4",
+        "--mcse",
+        str(mcse),
+    )
+    wall = time.perf_counter() - t0
+    assert code == 0, err
+    written, draws = _budget_report(out, err)
+    assert written <= budget and wall <= budget + 15  # summary and MCSE come after the MAR
+    assert len(draws) == 2 and all(0 < d < cap for d in draws), draws
+    assert f"each chain stops on time or at --draws {cap} draws" in out
+    assert "(estimator: rao-blackwell)" in out
+    n = sum(draws)
+    exact = exact_marginals(read_network(network))
+    for got, p in zip(read_mar(target), exact, strict=True):
+        assert np.all(np.abs(got - p) <= 5 * np.sqrt(p * (1 - p) / n)), (got, p, n)
+    errors = _mcse_file(mcse)
+    assert [e.size for e in errors] == [2, 2, 2, 2]
+    for e, p in zip(errors, exact, strict=True):
+        assert np.all(np.isfinite(e) & (e > 0)) and e[0] == pytest.approx(e[1], rel=1e-5)
+        # the diagnostics' draws are at least half of all: their MCSE is at most that of
+        # independent indicators of n / 2 draws (with room for ArviZ's ESS estimate)
+        assert np.all(e <= 1.5 * np.sqrt(p * (1 - p) / (n / 2))), (e, p, n)
+
+
+def test_time_limit_without_a_draw_after_tuning_exits_1(uai_dir, tmp_path):
+    """No silent degradation: a budget spent before any post-tuning draw (or before sampling
+    starts) is an error, exit code 1, and no MAR file is written."""
+    target = tmp_path / "out.MAR"
+    argv = ["mar", str(uai_dir / SMALL), "-o", str(target), "--method", "sample", "--quiet"]
+    code, out, err = run(*argv, "--time-limit", "1.5", "--tune", "1000000", "--seed", "1")
+    assert code == 1 and not target.exists(), err
+    assert "pymc_lbp: error: --time-limit 1.5 s: no chain made a draw after tuning" in err
+    assert "no marginals written" in err and err.count("\n") == 1
+    code, out, err = run(*argv, "--time-limit", "0.001", "--seed", "1")
+    assert code == 1 and not target.exists(), err
+    assert "--time-limit 0.001 s: the time was up before sampling could start" in err
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "abc", "nan", "inf", ""])
+def test_bad_time_limits_are_usage_errors(uai_dir, tmp_path, value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["mar", str(uai_dir / SMALL), "-o", str(tmp_path / "o.MAR"), "--time-limit", value])
+    assert exc.value.code == 2
+    assert "--time-limit: expected a" in capsys.readouterr().err
+
+
+def test_time_limit_needs_sampling_and_all_parallel_chains_at_once(uai_dir, tmp_path, no_work):
+    base = ["mar", str(uai_dir / SMALL), "-o", str(tmp_path / "o.MAR"), "--time-limit", "9"]
+    code, out, err = run(*base, "--method", "exact")
+    assert code == 2 and "--time-limit budgets sampling: not with --method exact" in err
+    code, out, err = run(*base, "--chains", "4", "--cores", "2")
+    assert code == 2 and "--cores 2 < --chains 4 would leave chains that never start" in err
+    assert not (tmp_path / "o.MAR").exists()
+
+
+def test_counts_estimator_and_mcse_of_a_fixed_length_run(uai_dir, tmp_path, sample_spy):
+    """--estimator counts writes the frequencies; --mcse writes ArviZ's mcse of the per-draw
+    values of the estimator used (here the indicators), in the MAR layout."""
+    target, mcse = tmp_path / "out.MAR", tmp_path / "out.MCSE"
+    argv = ["mar", str(uai_dir / SMALL), "-o", str(target), "--method", "sample", "--quiet"]
+    argv += ["--draws", "200", "--tune", "10", "--seed", "2", "--estimator", "counts"]
+    code, out, err = run(*argv, "--mcse", str(mcse))
+    assert code == 0, err
+    assert "(estimator: counts)" in out and f"-> {mcse}" in out
+    (model,), (idata,) = sample_spy["models"], sample_spy["idata"]
+    for w, f in zip(
+        read_mar(target), uai_marginals(idata, model, rao_blackwellize=False), strict=True
+    ):
+        np.testing.assert_allclose(w, f, atol=1e-9)
+    want = uai.uai_marginal_mcse(idata, model, rao_blackwellize=False)
+    for got, w in zip(_mcse_file(mcse), want, strict=True):
+        np.testing.assert_allclose(got, w, rtol=1e-5)
+    assert not np.allclose(
+        np.concatenate(want), np.concatenate(uai.uai_marginal_mcse(idata, model))
+    )  # the Rao-Blackwellised errors differ
+
+
+def test_time_limit_stops_parallel_chains_together(uai_dir, tmp_path):
+    """--cores 2: the chains run at once in two processes and stop together on time."""
+    target = tmp_path / "out.MAR"
+    argv = ["mar", str(uai_dir / SMALL), "-o", str(target), "--method", "sample", "--quiet"]
+    assert run(*argv, "--draws", "5", "--tune", "0", "--seed", "1")[0] == 0  # compile once
+    argv += ["--time-limit", "2.5", "--tune", "10", "--seed", "6", "--cores", "2"]
+    code, out, err = run(*argv)
+    assert code == 0, err
+    written, draws = _budget_report(out, err)
+    assert written <= 2.5 and len(draws) == 2 and min(draws) > 0, (written, draws)
+    assert f"default {10**6} draws" in out and "(time)" in out
+    assert all(np.isclose(m.sum(), 1.0) for m in read_mar(target))

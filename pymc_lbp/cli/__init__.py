@@ -1,9 +1,16 @@
-"""Command line: ``python -m pymc_lbp mar NETWORK.uai [options] -o OUT.MAR``.
+"""Command line: ``python -m pymc_lbp mar NETWORK.uai [options] -o OUT.MAR`` and
+``python -m pymc_lbp mar-batch NETWORK.uai... --out DIR [--scheduler ADDRESS | --workers N]
+[mar's options]``.
 
 ``mar`` builds the PyMC model of a UAI network (:func:`pymc_lbp.models.uai.read_uai`), samples it
 with one of the samplers in :data:`SAMPLERS` through ``pm.sample`` (PyMC's progress bar), writes
-the per-variable marginal frequencies in the UAI ``MAR`` format and prints a short ArviZ-based
-summary. With ``--exact`` it writes the exact marginals (bucket-tree elimination) instead.
+the per-variable marginals in the UAI ``MAR`` format and prints a short ArviZ-based summary. The
+marginals are Rao-Blackwellised by default (each draw's full conditionals of every variable
+given its Markov blanket, averaged: :mod:`pymc_lbp.models.uai.rao_blackwell`; ``--estimator
+counts`` for plain frequencies; ``--mcse FILE`` for their Monte Carlo standard errors).
+``--time-limit SECONDS`` samples until a budget is spent (:mod:`pymc_lbp.cli.timed`). With
+``--method exact`` (or ``auto`` where the elimination fits) it writes the exact marginals
+(bucket-tree elimination) instead.
 
 Every chain starts from its own feasible state drawn at random
 (:func:`~pymc_lbp.models.uai.random_feasible_states`: exact posterior samples where the network
@@ -29,16 +36,24 @@ Exit codes (:data:`EXIT_CODES`):
 
 =====  ======================================================================
 0      success
-1      sampling failed (e.g. PyMC raised a SamplingError)
+1      sampling failed (PyMC raised a SamplingError; --time-limit ran out before a draw
+       after tuning)
 2      usage error (bad or missing arguments; argparse)
 3      a file is missing or cannot be read or written
 4      a file is malformed (UAIFormatError: the message names file, line, token)
 5      the evidence is impossible (probability zero)
 6      ``--exact`` is infeasible: the elimination table would be too large
 7      ``--strict``: the chains disagree, the marginals are not certified
+8      ``mar-batch``: some networks failed (their rows in ``DIR/summary.csv`` say why)
 =====  ======================================================================
 
 Every error is printed as one line ``pymc_lbp: error: ...`` on stderr, without a traceback.
+
+``mar-batch`` (:mod:`pymc_lbp.cli.batch`, the optional extra ``pymc_lbp[dask]``) runs ``mar``
+on many networks, one Dask task each (a local cluster of ``--workers`` processes, or
+``--scheduler ADDRESS``), with ``NETWORK.uai.evid`` as the evidence where it is beside the
+network, and writes ``DIR/NETWORK.MAR`` and ``DIR/summary.csv`` + ``summary.md``; a failing
+network is a row with its exit code and error, and the batch then exits with 8.
 
 This module holds :func:`main`; the exit codes and the argument parser are in
 :mod:`pymc_lbp.cli.parser`, the ``mar`` command's work in :mod:`pymc_lbp.cli.mar`, the
@@ -123,6 +138,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: Any = None, stderr: Any =
         print(f"warning: --sampler {args.sampler} is now {new}", file=err)
         args.sampler = new
     try:
+        if args.command == "mar-batch":
+            from pymc_lbp.cli.batch import run_batch  # Dask only here: --help stays instant
+
+            return run_batch(args, out, err)
         with _errors_to_exit_codes(args):
             if args.command == "mar":
                 return _run_mar(args, out, err)

@@ -3,7 +3,9 @@ exact marginals (``--exact``), the sampling run and its summary, and the mapping
 exit codes (:data:`pymc_lbp.cli.parser.EXIT_CODES`).
 
 Used by :func:`pymc_lbp.cli.main`; :func:`check_output` is importable from :mod:`pymc_lbp.cli`
-too.
+too. A ``--time-limit`` run samples through :func:`pymc_lbp.cli.timed.sample_until`; the
+marginals are Rao-Blackwellised (``--estimator``, :mod:`pymc_lbp.models.uai.rao_blackwell`) and
+``--mcse`` writes their Monte Carlo standard errors beside the MAR file.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import contextlib
 import logging
 import os
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,11 +39,19 @@ from pymc_lbp.cli.samplers import (
     steps_per_draw_for,
 )
 
+DEFAULT_DRAWS = 1000
+"""``--draws`` without ``--time-limit``."""
+
 
 # --------------------------------------------------------------------------- the work
 @contextlib.contextmanager
 def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
-    """Translate the library's exceptions into :class:`CLIError` with an exit code."""
+    """Translate the library's exceptions into :class:`CLIError` with an exit code.
+
+    Also notes when the command started (``args.started``, before the heavy imports), from
+    which ``--time-limit`` counts."""
+    if not hasattr(args, "started"):
+        args.started = time.perf_counter() - _process_age()
     from pymc_lbp.models.uai import (
         ImpossibleEvidenceError,
         TreewidthTooLargeError,
@@ -61,6 +72,32 @@ def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
         where = f"{err.filename}: " if err.filename else ""
         reason = err.strerror or str(err)
         raise CLIError(f"{where}{reason}", EXIT_FILE) from err
+
+
+_COUNTED_START = False
+
+
+def _process_age() -> float:
+    """Seconds since this process started when this is the first command of a process run as
+    ``python -m pymc_lbp`` (its start-up and imports count against ``--time-limit``), else 0:
+    ``main`` called from Python, a second command in one process, a worker process (e.g.
+    ``mar-batch``'s) whose ``__main__`` is inherited."""
+    global _COUNTED_START
+    import multiprocessing
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    first, _COUNTED_START = not _COUNTED_START, True
+    if not first or getattr(spec, "name", None) != "pymc_lbp.__main__":
+        return 0.0
+    if multiprocessing.parent_process() is not None:
+        return 0.0
+    try:  # Linux: the start time in clock ticks after boot, and the seconds since boot
+        start_ticks = float(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def _check_readable(path: str, what: str) -> Path:
@@ -195,10 +232,13 @@ def _note_unused_evidence(network_path: Path, network: Any, err: Any) -> None:
 def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
     from pymc_lbp.models.uai import ImpossibleEvidenceError, read_evidence, read_network
 
+    started = getattr(args, "started", None) or time.perf_counter()  # --time-limit's start
     # every check before any work: files, output, layout, sampler
     network_path = _check_readable(args.network, "network file")
     evidence_path = _check_readable(args.evidence, "evidence file") if args.evidence else None
     output = check_output(args.output)
+    mcse = check_output(args.mcse) if getattr(args, "mcse", None) else None
+    _check_time_limit(args)
     network = read_network(network_path)
     evidence = read_evidence(evidence_path, network)
     kind = None if args.kind == "file" else args.kind
@@ -222,17 +262,48 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
         chosen, why = _choose_method(method, args, target, evidence)
         print(f"method: {chosen} ({why})", file=out)
         if chosen == "exact":
+            if getattr(args, "time_limit", None) is not None:
+                print("--time-limit not used: the exact marginals need no sampling", file=out)
             code = _exact(args, target, evidence, output, out)
+            if mcse is not None:
+                _write_mcse(mcse, [[0.0] * int(k) for k in network.cards])
+                print(f"exact marginals: Monte Carlo standard errors 0 -> {mcse}", file=out)
         else:
             if args.strict and args.chains < 2:
                 raise CLIError("--strict compares chains: it needs --chains 2 or more", EXIT_USAGE)
-            code = _sample(args, network, target, kind, evidence, output, out, err)
+            files = (output, mcse)
+            code = _sample(args, network, target, kind, evidence, files, out, err, started)
         if method == "auto" and not args.quiet:  # what auto chose, beside the log line
             print(f"pymc_lbp mar: {chosen} marginals ({why})", file=err)
         return code
     except ImpossibleEvidenceError as exc:
         where = f"{evidence_path}: " if evidence_path is not None else ""
         raise CLIError(f"impossible evidence: {where}{exc}", EXIT_IMPOSSIBLE) from exc
+
+
+def _check_time_limit(args: argparse.Namespace) -> None:
+    """``--time-limit`` needs sampling, and parallel chains that all run at once."""
+    if getattr(args, "time_limit", None) is None:
+        return
+    if args.exact or args.method == "exact":
+        raise CLIError("--time-limit budgets sampling: not with --method exact", EXIT_USAGE)
+    if 1 < args.cores < args.chains:
+        raise CLIError(
+            f"--time-limit with parallel chains runs them all at once: --cores {args.cores} "
+            f"< --chains {args.chains} would leave chains that never start (give --cores "
+            f"{args.chains}, or --cores 1 to run them one after the other, sharing the time)",
+            EXIT_USAGE,
+        )
+
+
+def _write_mcse(path: Path, errors: list) -> None:
+    """The MCSE file: the MAR layout (``N card e .. card e ..``) under the header ``MCSE``;
+    an entry ArviZ cannot estimate (fewer than 4 draws per chain) is ``nan``."""
+    parts = [str(len(errors))]
+    for e in errors:
+        parts.append(str(len(e)))
+        parts += [format(float(x), ".6g") for x in e]
+    path.write_text("MCSE\n" + " ".join(parts) + "\n")
 
 
 def _choose_method(method: str, args: argparse.Namespace, network: Any, evidence: dict):
@@ -285,9 +356,10 @@ def _sample(
     target: Any,
     kind: str | None,
     evidence: dict,
-    output: Path,
+    files: tuple[Path, Path | None],
     out: Any,
     err: Any,
+    started: float,
 ) -> int:
     import numpy as np
     import pymc as pm
@@ -295,12 +367,16 @@ def _sample(
     from pymc_lbp.models.uai import (
         random_feasible_states,
         read_uai,
+        uai_marginal_mcse,
         uai_marginals,
         uai_point_from_state,
         uai_variable_map,
         write_mar,
     )
 
+    output, mcse = files
+    rb = getattr(args, "estimator", "rao-blackwell") == "rao-blackwell"
+    time_limit = getattr(args, "time_limit", None)
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     # one random feasible start per chain (the target's own CPTs with --kind BAYES)
     starts, sources = random_feasible_states(target, evidence, args.chains, rng=seed)
@@ -310,6 +386,8 @@ def _sample(
     if n_free == 0:
         write_mar(output, uai_marginals({}, model))
         print(f"{network.name}: every variable is fixed; wrote the deltas -> {output}", file=out)
+        if mcse is not None:
+            _write_mcse(mcse, [[0.0] * int(k) for k in network.cards])
         return EXIT_OK
     initvals = [uai_point_from_state(state, model) for state in starts]
     steps_per_draw = steps_per_draw_for(args.sampler, n_free, args.steps_per_draw)
@@ -318,23 +396,35 @@ def _sample(
             steps = make_steps(args.sampler, [model[n] for n in info.free_names], steps_per_draw)
         except SamplerNotApplicableError as exc:
             raise CLIError(f"--sampler {args.sampler}: {exc}", EXIT_USAGE) from exc
-        t0 = time.perf_counter()
-        try:
-            idata = pm.sample(
-                draws=args.draws,
-                tune=args.tune,
-                chains=args.chains,
-                cores=args.cores,
-                step=steps,
-                initvals=initvals,
-                random_seed=seed,
-                progressbar=not args.quiet,
-                compute_convergence_checks=False,
-            )
-        except pm.exceptions.SamplingError as exc:
-            raise CLIError(f"sampling failed: {exc}", EXIT_SAMPLING) from exc
-        seconds = time.perf_counter() - t0
-    write_mar(output, uai_marginals(idata, model))
+        kwargs = dict(
+            tune=args.tune,
+            chains=args.chains,
+            cores=args.cores,
+            step=steps,
+            initvals=initvals,
+            random_seed=seed,
+            progressbar=not args.quiet,
+            compute_convergence_checks=False,
+        )
+        if time_limit is None:
+            t0 = time.perf_counter()
+            try:
+                idata = pm.sample(draws=args.draws or DEFAULT_DRAWS, **kwargs)
+            except pm.exceptions.SamplingError as exc:
+                raise CLIError(f"sampling failed: {exc}", EXIT_SAMPLING) from exc
+            seconds = time.perf_counter() - t0
+            write_mar(output, uai_marginals(idata, model, rao_blackwellize=rb))
+            budget_lines: list[str] = []
+        else:
+            from pymc_lbp.cli.timed import sample_until
+
+            run = sample_until(pm, info, kwargs, args, started, time_limit, rb)
+            seconds = run.seconds
+            write_mar(output, run.recorder.marginals())
+            written = time.perf_counter() - started
+            idata = run.inference_data()
+            budget_lines = run.report(written)
+            print(budget_lines[-1], file=err)
     if args.sampler == "pymc_gibbs":
         spd = "one sweep"
     else:
@@ -344,9 +434,15 @@ def _sample(
         f"start: {_describe_starts(starts, sources)}",
         file=out,
     )
+    for line in budget_lines[:-1]:
+        print(line, file=out)
     for line in _summary(idata, model, seconds):
         print(line, file=out)
-    print(f"marginals -> {output}", file=out)
+    estimator = "rao-blackwell" if rb else "counts"
+    print(f"marginals -> {output} (estimator: {estimator})", file=out)
+    if mcse is not None:
+        _write_mcse(mcse, uai_marginal_mcse(idata, model, rao_blackwellize=rb))
+        print(f"Monte Carlo standard errors (ArviZ mcse) -> {mcse}", file=out)
     disagree = chain_disagreement(idata, model)
     if disagree:
         print(disagreement_warning(disagree, args.chains, n_free, args.sampler), file=err)

@@ -19,7 +19,9 @@ clusters
 start
     Feasible starting states.
 model
-    ``read_uai``: PyMC models of UAI networks.
+    ``read_uai``: PyMC models of UAI networks; ``uai_marginals`` / ``uai_marginal_mcse``.
+rao_blackwell
+    Rao-Blackwellised marginals (every draw's full conditionals) and their MCSE.
 generate
     Synthetic networks (``grid_bn``).
 """
@@ -57,12 +59,19 @@ from pymc_lbp.models.uai.model import (
     UAIModelInfo,
     VariableLocation,
     read_uai,
+    uai_marginal_mcse,
     uai_marginals,
     uai_point_from_state,
     uai_state_from_point,
     uai_variable_map,
 )
 from pymc_lbp.models.uai.network import UAINetwork
+from pymc_lbp.models.uai.rao_blackwell import (
+    FullConditionals,
+    count_marginals,
+    marginal_mcse,
+    rao_blackwell_marginals,
+)
 from pymc_lbp.models.uai.start import (
     check_evidence_locally,
     find_feasible_state,
@@ -74,6 +83,7 @@ from pymc_lbp.models.uai.start import (
 __all__ = [
     "EliminationPlan",
     "ExactResult",
+    "FullConditionals",
     "ImpossibleEvidenceError",
     "TreewidthTooLargeError",
     "UAIFormatError",
@@ -82,6 +92,7 @@ __all__ = [
     "VariableLocation",
     "elimination_plan",
     "check_evidence_locally",
+    "count_marginals",
     "deterministic_scopes",
     "exact_inference",
     "exact_marginals",
@@ -90,8 +101,10 @@ __all__ = [
     "greedy_repair",
     "grid_bn",
     "log_partition",
+    "marginal_mcse",
     "parse_network",
     "random_feasible_states",
+    "rao_blackwell_marginals",
     "read_evidence",
     "read_map",
     "read_mar",
@@ -100,6 +113,7 @@ __all__ = [
     "read_uai",
     "sample_exact",
     "uai_clusters",
+    "uai_marginal_mcse",
     "uai_marginals",
     "uai_point_from_state",
     "uai_state_from_point",

@@ -53,12 +53,20 @@ import pytensor.tensor as pt
 from pymc_lbp.models.uai.errors import ImpossibleEvidenceError
 from pymc_lbp.models.uai.io import read_evidence, read_map, read_network
 from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
+from pymc_lbp.models.uai.rao_blackwell import (
+    count_marginals,
+    marginal_mcse,
+    model_target,
+    rao_blackwell_marginals,
+    states_from_values,
+)
 from pymc_lbp.models.uai.start import find_feasible_state
 
 __all__ = [
     "UAIModelInfo",
     "VariableLocation",
     "read_uai",
+    "uai_marginal_mcse",
     "uai_marginals",
     "uai_point_from_state",
     "uai_state_from_point",
@@ -399,11 +407,7 @@ def uai_state_from_point(point: Mapping[str, Any], model: pm.Model | None = None
     info = uai_variable_map(model)
     values = {name: np.asarray(point[name]) for name in info.free_names}
     batch = next(iter(values.values())).shape[:-1] if values else ()
-    state = np.broadcast_to(np.maximum(info.fixed_values, 0), (*batch, info.network.n_vars))
-    state = state.copy()
-    for name, vals in values.items():
-        state[..., info.members[name]] = vals
-    return state
+    return states_from_values(values, info, batch)
 
 
 def uai_point_from_state(state: np.ndarray, model: pm.Model | None = None) -> dict[str, np.ndarray]:
@@ -431,9 +435,13 @@ def uai_point_from_state(state: np.ndarray, model: pm.Model | None = None) -> di
 
 
 def uai_marginals(
-    idata: Any, model: pm.Model | None = None, *, group: str = "posterior"
+    idata: Any,
+    model: pm.Model | None = None,
+    *,
+    group: str = "posterior",
+    rao_blackwellize: bool | None = None,
 ) -> list[np.ndarray]:
-    """Per-variable marginal frequencies from samples.
+    """Per-variable marginals from samples: averaged full conditionals or frequencies.
 
     Parameters
     ----------
@@ -442,29 +450,50 @@ def uai_marginals(
     model : pymc.Model, optional
     group : str
         InferenceData group holding the free variables (``"posterior"`` or ``"prior"``).
+    rao_blackwellize : bool or None
+        True: every draw contributes each free variable's full conditional given the rest of
+        the draw (its Markov blanket), the Rao-Blackwellised estimate
+        (:func:`~pymc_lbp.models.uai.rao_blackwell.rao_blackwell_marginals`); False: the
+        fraction of draws with ``x_i = k``. None (default): True for the ``"posterior"``
+        group, whose draws target the network's posterior, False for any other group (prior
+        draws do not, and their conditionals would estimate something else).
 
     Returns
     -------
     list of numpy.ndarray
-        ``marginals[i][k]`` is the fraction of samples with ``x_i = k``; fixed variables are
-        deltas.
+        ``marginals[i][k]`` estimates ``P(x_i = k | evidence)``; fixed variables are deltas.
     """
     info = uai_variable_map(model)
-    data = getattr(idata, group) if hasattr(idata, group) else idata
-    cards = info.network.cards
-    out = []
-    for v in range(info.network.n_vars):
-        delta = np.zeros(int(cards[v]))
-        if info.fixed_values[v] >= 0:
-            delta[info.fixed_values[v]] = 1.0
-        out.append(delta)
-    for name in info.free_names:
-        if name not in data:
-            raise KeyError(f"the samples have no variable {name!r}")
-        idx = info.members[name]
-        vals = np.asarray(data[name]).reshape(-1, idx.size)
-        card = int(cards[idx[0]])
-        freq = np.stack([(vals == k).mean(axis=0) for k in range(card)], axis=1)
-        for i, v in enumerate(idx.tolist()):
-            out[v] = freq[i]
-    return out
+    network, fixed, states = model_target(info, idata, group)
+    if (group == "posterior" if rao_blackwellize is None else rao_blackwellize) and info.free_names:
+        return rao_blackwell_marginals(network, fixed, states)
+    return count_marginals(network, fixed, states)
+
+
+def uai_marginal_mcse(
+    idata: Any,
+    model: pm.Model | None = None,
+    *,
+    group: str = "posterior",
+    rao_blackwellize: bool | None = None,
+) -> list[np.ndarray]:
+    """Monte Carlo standard errors of :func:`uai_marginals`' estimates (ArviZ's ``az.mcse``).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData, xarray.Dataset or mapping
+        Samples with the dimensions ``(chain, draw, members)`` per free variable.
+    model : pymc.Model, optional
+    group : str
+    rao_blackwellize : bool or None
+        The estimator, as in :func:`uai_marginals`.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        In the marginals' layout (:func:`~pymc_lbp.models.uai.rao_blackwell.marginal_mcse`).
+    """
+    info = uai_variable_map(model)
+    network, fixed, states = model_target(info, idata, group)
+    rb = group == "posterior" if rao_blackwellize is None else bool(rao_blackwellize)
+    return marginal_mcse(network, fixed, states, rao_blackwellize=rb)

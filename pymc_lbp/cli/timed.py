@@ -1,0 +1,347 @@
+"""``mar --time-limit``: sampling until a wall-clock budget is spent (anytime marginals).
+
+:class:`BudgetRecorder` is a ``pm.sample`` callback. PyMC calls it after every draw of every
+chain (in the main process, also when the chains run in parallel processes); it
+
+* records every post-tuning draw as a full network state, per chain;
+* adds the draws, in batches, to the running marginal estimate (the Rao-Blackwellised full
+  conditionals or the counts), so little is left to compute when the time is up;
+* raises ``KeyboardInterrupt`` when the chain's time is up, which is how PyMC 5 lets a callback
+  stop sampling (``pymc/sampling/mcmc.py``): run one after the other (``_sample_many``) the
+  interrupt ends the current chain and PyMC goes on with the next one, so a chain gets an
+  equal share of the time left when it starts; run in parallel (``_mp_sample``) it ends every
+  chain at once, so every chain gets the whole time.
+
+A chain stops before its deadline when the draw after the next would pass it (the next draw
+is expected to take as long as the slowest of the last ones), so the run ends on time also
+when one draw takes long, and the processes of parallel chains, which finish the draw they
+are in before they stop, are back in time. Draws of one chain are never reused by another.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BudgetRecorder", "default_draws_cap"]
+
+_BATCH = 256
+"""Draws added to the running estimate at once."""
+
+
+def default_draws_cap(n_free: int) -> int:
+    """The ``--draws`` cap of a ``--time-limit`` run when none is given: as many draws as fit
+    2^24 values (128 MiB of PyMC's int64 trace) per chain, at least 1000, at most 10^6."""
+    return int(min(10**6, max(1000, (1 << 24) // max(1, n_free))))
+
+
+_STATS = ("accept", "jump_distance")
+"""The sampler stats the summary reads (each the mean over the step methods that have it)."""
+
+
+@dataclass
+class _Chain:
+    tuning: int = 0
+    states: list[np.ndarray] = field(default_factory=list)
+    stats: dict[str, list[float]] = field(default_factory=dict)
+    deadline: float | None = None
+    last: float | None = None
+    slowest: float = 0.0
+
+
+class BudgetRecorder:
+    """A ``pm.sample`` callback that records the draws and stops the chains on time.
+
+    Parameters
+    ----------
+    info : UAIModelInfo
+        The model's map (:func:`~pymc_lbp.models.uai.uai_variable_map`).
+    end : float
+        ``time.perf_counter()`` by which sampling has to stop.
+    chains : int
+        Number of chains.
+    parallel : bool
+        Whether PyMC runs the chains in parallel processes (all share ``end``) or one after
+        the other (each gets an equal share of the time left when it starts).
+    rao_blackwellize : bool
+        The estimate: averaged full conditionals, or counts.
+    """
+
+    def __init__(
+        self, info: Any, end: float, chains: int, parallel: bool, rao_blackwellize: bool
+    ) -> None:
+        from pymc_lbp.models.uai.rao_blackwell import FullConditionals, target_network
+
+        self.info = info
+        self.end = end
+        self.parallel = parallel
+        self.chains = [_Chain() for _ in range(chains)]
+        self.network, self.fixed = target_network(info)
+        self.plan = FullConditionals.from_network(self.network, self.fixed)
+        self.rao_blackwellize = rao_blackwellize
+        self.base = np.maximum(info.fixed_values, 0).astype(np.int64)
+        self.slots = [(name, info.members[name]) for name in info.free_names]
+        self.estimate = (np.zeros((self.plan.kmax, self.plan.free.size)), 0)  # (sum, draws)
+        self.pending: list[np.ndarray] = []
+        self.stopped_at: float | None = None
+        self.in_callback = False
+
+    # ------------------------------------------------------------------ the callback
+    def __call__(self, trace: Any = None, draw: Any = None) -> None:
+        """Record ``draw`` (PyMC's ``Draw``: chain, tuning, stats, point) and raise
+        ``KeyboardInterrupt`` when the chain's time is up."""
+        self.in_callback = True
+        try:
+            self._record(draw)
+        finally:
+            self.in_callback = False
+
+    def _record(self, draw: Any) -> None:
+        now = time.perf_counter()
+        chain = self.chains[draw.chain]
+        if chain.deadline is None:  # the chain's first draw
+            if self.parallel:
+                chain.deadline = self.end
+            else:
+                left = len(self.chains) - draw.chain
+                chain.deadline = now + max(0.0, self.end - now) / left
+        elif chain.last is not None:
+            chain.slowest = max(0.8 * chain.slowest, now - chain.last)
+        chain.last = now
+        if draw.tuning:
+            chain.tuning += 1
+        else:
+            state = self.base.copy()
+            for name, members in self.slots:
+                state[members] = draw.point[name]
+            chain.states.append(state)
+            self.pending.append(state)
+            for key in _STATS:
+                found = [float(d[key]) for d in draw.stats if key in d]
+                if found:
+                    chain.stats.setdefault(key, []).append(float(np.mean(found)))
+            if len(self.pending) >= _BATCH:
+                self._add_pending()
+        if time.perf_counter() + 1.5 * chain.slowest >= chain.deadline:
+            self.stopped_at = time.perf_counter()
+            raise KeyboardInterrupt
+
+    def _add_pending(self) -> None:
+        """Add the pending draws to the estimate. An interrupt anywhere in here loses at most
+        these draws from the estimate, never leaves it biased: the sum and its count are
+        stored together, in one assignment."""
+        batch, self.pending = self.pending, []
+        if not batch:
+            return
+        states = np.stack(batch)
+        if self.rao_blackwellize:
+            added = np.moveaxis(self.plan.probabilities(states), -1, 0).sum(axis=1)
+        else:
+            values = states[:, self.plan.free]
+            added = np.stack([(values == k).sum(axis=0) for k in range(self.plan.kmax)])
+        total, n_added = self.estimate
+        self.estimate = (total + added, n_added + states.shape[0])
+
+    # ------------------------------------------------------------------ results
+    @property
+    def draws(self) -> list[int]:
+        """Post-tuning draws of every chain."""
+        return [len(c.states) for c in self.chains]
+
+    @property
+    def tuning(self) -> list[int]:
+        """Tuning draws of every chain."""
+        return [c.tuning for c in self.chains]
+
+    def marginals(self) -> list[np.ndarray]:
+        """The marginals from every recorded draw (fixed variables: deltas)."""
+        self._add_pending()
+        total, n_added = self.estimate
+        if n_added == 0:
+            raise ValueError("no draws")
+        out = [np.zeros(int(k)) for k in self.network.cards]
+        for v, x in self.fixed.items():
+            out[v][x] = 1.0
+        mean = total / n_added
+        for i, v in enumerate(self.plan.free.tolist()):
+            out[v] = mean[: self.plan.free_cards[i], i]
+        return out
+
+    def inference_data(self) -> tuple[Any, int]:
+        """The draws as ``InferenceData`` for the diagnostics, and its draws per chain.
+
+        ArviZ needs chains of one length: the chains with draws, each cut to the shortest of
+        them (chains without draws are left out).
+        """
+        import arviz as az
+
+        kept = [c for c in self.chains if c.states]
+        length = min(len(c.states) for c in kept)
+        states = np.stack([np.stack(c.states[:length]) for c in kept])  # (chain, draw, n)
+        posterior = {name: states[..., members] for name, members in self.slots}
+        dims = {name: [f"{name}_var"] for name, _ in self.slots}
+        coords = {f"{name}_var": members.tolist() for name, members in self.slots}
+        stats = {}
+        for key in _STATS:
+            series = [c.stats.get(key, []) for c in kept]
+            if all(len(s) == len(c.states) for s, c in zip(series, kept, strict=True)):
+                stats[key] = np.array([s[:length] for s in series])
+        idata = az.from_dict(
+            posterior=posterior, sample_stats=stats or None, dims=dims, coords=coords
+        )
+        return idata, length
+
+
+# --------------------------------------------------------------------------- the run
+class _Watchdog:
+    """Interrupts a draw that is still running when the time is up.
+
+    The callback can only stop a chain between draws; a draw that takes long (a sampler that
+    compiles during tuning, a huge block) would run past the deadline. From ``end`` on, a
+    thread interrupts the main thread (``_thread.interrupt_main``: a ``KeyboardInterrupt``)
+    every 0.25 s until :meth:`stop`, unless the callback is running (it stops the chain itself
+    when it returns). PyMC ends the chain on it (one after the other: the next chain starts, and
+    is interrupted in turn; parallel: PyMC terminates the chains' processes, waiting up to 2 s).
+    """
+
+    def __init__(self, end: float, recorder: BudgetRecorder) -> None:
+        import threading
+
+        self.end = end
+        self.recorder = recorder
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        import _thread
+
+        wait = self.end - time.perf_counter()
+        while not self.done.wait(max(0.0, wait)):
+            if not self.recorder.in_callback:
+                _thread.interrupt_main()
+            wait = 0.25
+
+    def stop(self) -> None:
+        """Stop interrupting (and deliver an interrupt already asked for, if any)."""
+        self.done.set()
+        self.thread.join()
+        for _ in range(3):
+            time.sleep(0)
+
+
+@dataclass
+class TimedRun:
+    """A finished ``--time-limit`` run: its recorder and its times; after
+    :meth:`inference_data`, the diagnostics' ``InferenceData`` (chains cut to one length,
+    :meth:`BudgetRecorder.inference_data`) as ``idata`` and that length as ``length``."""
+
+    recorder: BudgetRecorder
+    seconds: float
+    time_limit: float
+    cap: int
+    cap_given: bool
+    sampling_end: float
+    margin: float
+    idata: Any = None
+    length: int = 0
+
+    def inference_data(self) -> Any:
+        """The diagnostics' ``InferenceData`` (built after the MAR file is written)."""
+        self.idata, self.length = self.recorder.inference_data()
+        return self.idata
+
+    def report(self, written: float) -> list[str]:
+        """The lines that say what the budget bought: for stdout, then one for stderr."""
+        rec = self.recorder
+        cap = f"--draws {self.cap}" if self.cap_given else f"default {self.cap}"
+        per_chain = ", ".join(
+            f"chain {c}: {t} tuning + {d} draws ({'cap' if d >= self.cap else 'time'})"
+            for c, (t, d) in enumerate(zip(rec.tuning, rec.draws, strict=True))
+        )
+        empty = [c for c, d in enumerate(rec.draws) if d == 0]
+        left_out = ""
+        if empty:
+            left_out = f" (chain(s) {', '.join(map(str, empty))} without draws left out)"
+        return [
+            f"time limit {self.time_limit:g} s: sampling stopped {self.sampling_end:.2f} s after "
+            f"the start ({self.margin:.2f} s kept for writing), MAR written at {written:.2f} s; "
+            f"each chain stops on time or at {cap} draws",
+            f"draws in the time limit: {per_chain}",
+            f"marginals from all {rec.estimate[1]} draws; the diagnostics below use each "
+            f"chain's first {self.length}{left_out}",
+            f"pymc_lbp mar: --time-limit {self.time_limit:g} s: "
+            f"{', '.join(map(str, rec.draws))} draws per chain after tuning, MAR written "
+            f"{written:.2f} s after the start",
+        ]
+
+
+def sample_until(
+    pm: Any,
+    info: Any,
+    kwargs: dict[str, Any],
+    args: Any,
+    started: float,
+    time_limit: float,
+    rao_blackwellize: bool,
+) -> TimedRun:
+    """Run ``pm.sample(**kwargs)`` with a :class:`BudgetRecorder` until ``time_limit`` seconds
+    after ``started`` (less a margin for writing: 0.25 s + 2 % of the limit).
+
+    Raises
+    ------
+    CLIError
+        With :data:`EXIT_SAMPLING` when the time is up before sampling starts or before any
+        chain makes a draw after tuning (no marginals are written), or when PyMC raises a
+        ``SamplingError``.
+    """
+    from pymc_lbp.cli.parser import EXIT_SAMPLING, CLIError
+
+    n_free = int(sum(info.members[n].size for n in info.free_names))
+    cap = args.draws or default_draws_cap(n_free)
+    margin = 0.25 + 0.02 * time_limit
+    end = started + time_limit - margin
+    chains = kwargs["chains"]
+    parallel = kwargs["cores"] > 1 and chains > 1
+    recorder = BudgetRecorder(info, end, chains, parallel, rao_blackwellize)
+    t0 = time.perf_counter()
+    if t0 >= end:
+        raise CLIError(
+            f"--time-limit {time_limit:g} s: the time was up before sampling could start "
+            f"(reading the network and building the sampler took {t0 - started:.2f} s, "
+            f"{margin:.2f} s are kept for writing): no marginals written",
+            EXIT_SAMPLING,
+        )
+    watchdog = _Watchdog(end, recorder)
+    try:
+        try:
+            pm.sample(draws=cap, callback=recorder, return_inferencedata=False, **kwargs)
+        finally:
+            watchdog.stop()  # an interrupt it asked for lands here at the latest
+    except KeyboardInterrupt:  # the watchdog's, outside the part of PyMC that catches it
+        pass
+    except ValueError:  # PyMC: "Not enough samples to build a trace." (all still tuning)
+        if sum(recorder.draws):
+            raise
+    except pm.exceptions.SamplingError as exc:
+        raise CLIError(f"sampling failed: {exc}", EXIT_SAMPLING) from exc
+    seconds = time.perf_counter() - t0
+    if not sum(recorder.draws):
+        raise CLIError(
+            f"--time-limit {time_limit:g} s: no chain made a draw after tuning in the time "
+            f"(tuning draws made per chain: {', '.join(map(str, recorder.tuning))} of --tune "
+            f"{kwargs['tune']}): no marginals written; give more time or fewer tuning draws",
+            EXIT_SAMPLING,
+        )
+    return TimedRun(
+        recorder=recorder,
+        seconds=seconds,
+        time_limit=time_limit,
+        cap=cap,
+        cap_given=args.draws is not None,
+        sampling_end=time.perf_counter() - started,
+        margin=margin,
+    )
