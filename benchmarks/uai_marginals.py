@@ -1,31 +1,35 @@
 """Marginal error vs wall time on UAI networks: our samplers and PyMC's Gibbs, same run.
 
-For every network and sampler (names from :data:`pymc_lbp.cli.SAMPLERS`, default
-``gibbs_with_gradients``, ``locally_balanced`` (exact differences) and ``pymc_gibbs``, PyMC's own
-BinaryGibbsMetropolis/CategoricalGibbsMetropolis, i.e. what ``pm.sample()`` assigns), one
-``pm.sample`` call runs ``--chains`` chains one after the other (``cores=1``) from the model's
-feasible start state (``read_uai``: the ``.MAP`` file, forward sampling or repair; the same
-start for every sampler), with no tuning and no burn-in discarded, until each chain has used
-``budget / chains`` seconds. A ``pm.sample`` callback records every draw and a
-``perf_counter`` timestamp; the time of a draw is the interval since the previous one (the first
-draw of a chain is charged the chain's median interval). At ~40 log-spaced checkpoints ``t`` the
-draws of every chain made within ``t / chains`` chain seconds are pooled, and the mean absolute
-marginal error over the free variables and their categories is taken against the reference
-(the shipped ``.MAR``, or exact elimination for generated grids); the x axis is the total
-seconds of all chains (``t``). Compilation is timed separately and not included.
+For every network and sampler (default: every one of :data:`pymc_lbp.cli.SAMPLERS`, the
+command line's default ``block_gibbs`` first; ``pymc_gibbs`` is what ``pm.sample()`` assigns),
+one ``pm.sample`` call runs ``--chains`` chains one after the other (``cores=1``) from the
+model's feasible start state (``read_uai``; the same for every sampler) with ``--tune`` tuning
+draws (default 0; they count in the budget, unrecorded) until each chain has used
+``budget / chains`` seconds. A callback records every draw and its ``perf_counter`` time. At ~40
+log-spaced checkpoints ``t``, and at exactly 10, 30 and 60 s when the budget reaches them, the
+draws of all chains made within ``t / chains`` chain seconds are pooled and the marginals
+estimated twice: Rao-Blackwellised (RB: the average full conditional of every free variable
+given its Markov blanket, :class:`~pymc_lbp.models.uai.rao_blackwell.FullConditionals`, what
+``mar`` writes by default; the headline) and by counting. Error = mean absolute difference over
+the free variables and categories from the reference (shipped ``.MAR``; exact elimination for
+generated grids); x = total seconds of all chains. Step construction is timed apart, not in the
+budget. A sampler that does not apply (:func:`pymc_lbp.cli.check_sampler`) or fails is listed.
 
-Our samplers' ``steps_per_draw`` is set from a pilot so that a chain records about
-``--draws-per-chain`` draws (thinning only: every MH step is run); PyMC's Gibbs records one sweep
-per draw. Models are built with ``kind="MARKOV"`` (factor potentials; the fastest layout).
+Our samplers' ``steps_per_draw`` comes from a pilot, so that a chain records about
+``--draws-per-chain`` draws (thinning only); PyMC's Gibbs records one sweep per draw. Models
+use ``kind="MARKOV"`` (``mar``'s default).
 
-Networks: Grids_12, DBN_11, CSP_12, Pedigree_11 (+evidence), BN_0 (+evidence), the UAI'08
-grid BNs 50-12-5 and 75-16-5 (+evidence), and generated 12x12 grid BNs with 50/75/90 %
-deterministic nodes (:func:`pymc_lbp.models.uai.grid_bn`, evidence sink = 1).
+Networks (default): every ``data/uai/**/NAME.uai`` with ``NAME.uai.MAR`` beside it (and
+``NAME.uai.evid`` when present), the UAI'08 grid BNs 50-12-5 and 75-16-5 with evidence among
+them; also: generated 12x12 grid BNs with 50/75/90 % deterministic nodes (``grid-50-12`` ...,
+:func:`pymc_lbp.models.uai.grid_bn`, evidence sink = 1).
 
-Writes docs/results/uai_marginals.{json,md,png} (``--quick``: uai_marginals_quick.*).
+Writes ``--out``/uai_marginals.{json,md,png} (``--quick``: uai_marginals_quick.*), the JSON and
+table after every run.
 
 Usage: python -m benchmarks.uai_marginals [--quick] [--budget S] [--samplers NAME ...]
-       [--networks NAME ...] [--chains N] [--seed S] [--data DIR] [--tag SUFFIX] [--replot]
+       [--networks NAME ...] [--chains N] [--tune N] [--seed S] [--data DIR] [--out DIR]
+       [--tag SUFFIX] [--replot]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import argparse
 import json
 import logging
 import time
+import traceback
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,15 +46,9 @@ from pathlib import Path
 import numpy as np
 import pymc as pm
 
-from benchmarks.common import (
-    RESULTS,
-    ROOT,
-    benchmark_parser,
-    machine_info,
-    pyplot,
-    write_results,
-)
-from pymc_lbp.cli import SAMPLERS, make_steps
+from benchmarks.common import ROOT, add_out, benchmark_parser, machine_info, pyplot, write_results
+from pymc_lbp.cli import SAMPLERS, SamplerNotApplicableError, check_sampler, make_steps
+from pymc_lbp.cli.samplers import DEFAULT_SAMPLER
 from pymc_lbp.models.uai import (
     UAINetwork,
     exact_marginals,
@@ -60,27 +59,23 @@ from pymc_lbp.models.uai import (
     uai_variable_map,
 )
 from pymc_lbp.models.uai.generate import grid_bn
+from pymc_lbp.models.uai.rao_blackwell import FullConditionals, target_network
 
 DATA = ROOT / "data" / "uai"
-
-#: name -> network file (relative to the data folder); ``<file>.evid`` is used when present.
-SHIPPED = {
-    "Grids_12": "uai2014_mar/Grids_12.uai",
-    "DBN_11": "uai2014_mar/DBN_11.uai",
-    "CSP_12": "uai2014_mar/CSP_12.uai",
-    "Pedigree_11": "uai2014_mar/Pedigree_11.uai",
-    "BN_0": "uai2006_bn/BN_0.uai",
-    "50-12-5": "uai2008_grid_bn/50-12-5.uai",
-    "75-16-5": "uai2008_grid_bn/75-16-5.uai",
-}
-#: name -> grid_bn(n, deterministic_fraction, seed)
+#: name -> grid_bn(n, deterministic_fraction, seed); not in the default networks
 GENERATED = {
     "grid-50-12": (12, 0.50, 1),
     "grid-75-12": (12, 0.75, 1),
     "grid-90-12": (12, 0.90, 1),
 }
-DEFAULT_SAMPLERS = ["gibbs_with_gradients", "locally_balanced", "pymc_gibbs"]
-MAX_DRAWS = 20000  # per chain (the trace is preallocated)
+DEFAULT_SAMPLERS = [DEFAULT_SAMPLER, *(s for s in SAMPLERS if s != DEFAULT_SAMPLER)]
+QUICK_SAMPLERS = [DEFAULT_SAMPLER, "gibbs_with_gradients", "pymc_gibbs"]
+QUICK_NETWORKS = ["DBN_11.small", "50-12-5"]
+MARKS = (10.0, 30.0, 60.0)  # seconds at which the table reports the errors
+MARK_SLACK = 0.03  # a run that ends within 3 % below a mark reports its end there
+GOAL = 0.02  # issue #27: default sampler, Rao-Blackwellised, 60 s
+MAX_DRAWS = 200_000  # per chain (the trace is preallocated) ...
+MAX_ENTRIES = 10_000_000  # ... and at most this many values (draws x free variables)
 
 
 @dataclass
@@ -96,7 +91,7 @@ class Target:
 
 @dataclass
 class Run:
-    """One sampler on one network: the error curve and what it cost."""
+    """One sampler on one network: the error curves (both estimators) and what it cost."""
 
     network: str
     sampler: str
@@ -108,21 +103,32 @@ class Run:
     cpu_fraction: float  # process CPU time / wall time while sampling (< 1: a shared machine)
     draws_per_chain: list[int]
     seconds: list[float] = field(default_factory=list)  # checkpoints: total chain seconds
-    error: list[float] = field(default_factory=list)  # mean abs marginal error there
+    error: list[float] = field(default_factory=list)  # mean abs error, Rao-Blackwellised
     max_error: list[float] = field(default_factory=list)
+    count_error: list[float] = field(default_factory=list)  # mean abs error, counts
+    count_max_error: list[float] = field(default_factory=list)
     accept: float | None = None
+    estimate_seconds: float = 0.0  # computing both estimators at every checkpoint
 
     @property
     def final_error(self) -> float:
+        """The Rao-Blackwellised error at the end of the run."""
         return self.error[-1] if self.error else float("nan")
+
+
+def shipped_networks(data: Path) -> dict[str, Path]:
+    """Every ``NAME.uai`` under ``data`` with a ``NAME.uai.MAR`` beside it, by NAME."""
+    paths = sorted(data.rglob("*.uai"))
+    return {p.name[: -len(".uai")]: p for p in paths if Path(f"{p}.MAR").is_file()}
 
 
 def load_targets(names: list[str], data: Path) -> list[Target]:
     """The shipped and generated networks named in ``names``, with their references."""
+    shipped = shipped_networks(data)
     targets = []
     for name in names:
-        if name in SHIPPED:
-            path = data / SHIPPED[name]
+        if name in shipped:
+            path = shipped[name]
             network = read_network(path)
             evid = Path(f"{path}.evid")
             evidence = read_evidence(evid if evid.is_file() else None, network)
@@ -132,7 +138,7 @@ def load_targets(names: list[str], data: Path) -> list[Target]:
             network, evidence = grid_bn(n, frac, seed)
             reference, source = exact_marginals(network, evidence), "exact elimination"
         else:
-            raise SystemExit(f"unknown network {name!r}; choose from {[*SHIPPED, *GENERATED]}")
+            raise SystemExit(f"unknown network {name!r}; choose from {[*shipped, *GENERATED]}")
         targets.append(Target(name, network, evidence, reference, source))
     return targets
 
@@ -148,60 +154,74 @@ def _time_draws(steps: list, point: dict, n: int) -> tuple[float, dict]:
     return (time.perf_counter() - t0) / n, point
 
 
-def _error_curve(
-    draws: list[np.ndarray],
-    times: list[np.ndarray],
-    cards: np.ndarray,
-    reference: np.ndarray,
-    n_checkpoints: int = 40,
-) -> tuple[list[float], list[float], list[float]]:
-    """Mean and max absolute marginal error at log-spaced total-time checkpoints.
-
-    ``draws[c]`` is chain c's (draws, n_free) array, ``times[c]`` its cumulative seconds per
-    draw, ``reference`` the (n_free, K) exact marginals (zero-padded), ``cards`` the sites'
-    cardinalities.
-    """
-    n_chains = len(draws)
-    k_max = reference.shape[1]
-    valid = np.arange(k_max)[None, :] < cards[:, None]
-    onehots = [np.stack([d == k for k in range(k_max)], axis=-1).cumsum(axis=0) for d in draws]
+def checkpoints(times: list[np.ndarray], marks: tuple[float, ...] = MARKS, n: int = 40):
+    """Per-chain seconds at which to estimate: ``n`` log-spaced, plus every total-seconds mark
+    the chains reach (within :data:`MARK_SLACK`; a mark just past the end is the end)."""
+    chains = len(times)
     t_end = min(float(t[-1]) for t in times)
     t_start = max(float(t[0]) for t in times)
-    grid = np.geomspace(t_start, t_end, n_checkpoints) if t_end > t_start else np.array([t_end])
-    secs, mean_err, max_err = [], [], []
-    for t in grid:
-        counts = np.zeros(reference.shape)
-        total = 0
-        for oh, tc in zip(onehots, times, strict=True):
-            n = int(np.searchsorted(tc, t * (1 + 1e-12), side="right"))
-            if n:
-                counts += oh[n - 1]
-                total += n
-        if not total:
-            continue
-        err = np.abs(counts / total - reference)[valid]
-        secs.append(float(t * n_chains))
-        mean_err.append(float(err.mean()))
-        max_err.append(float(err.max()))
-    return secs, mean_err, max_err
+    grid = np.geomspace(t_start, t_end, n) if t_end > t_start else np.array([t_end])
+    extra = [min(m / chains, t_end) for m in marks if m / chains <= t_end * (1 + MARK_SLACK)]
+    return np.unique(np.concatenate([grid, extra]))
 
 
-def run_one(
-    target: Target,
-    sampler: str,
-    *,
-    budget: float,
-    chains: int,
-    draws_per_chain: int,
-    seed: int,
-) -> Run:
-    """Sample ``target`` with ``sampler`` for ``budget`` seconds (all chains) and measure."""
+def estimator_curves(
+    plan: FullConditionals,
+    states: list[np.ndarray],
+    times: list[np.ndarray],
+    reference: np.ndarray,
+    grid: np.ndarray,
+) -> dict[str, list[float]]:
+    """Mean and max absolute marginal error of both estimators at every checkpoint: the
+    lists ``seconds`` (total), ``error``, ``max_error`` (RB), ``count_error``, ``count_max_error``.
+
+    ``states[c]`` is chain c's (draws, n_vars) full network states, ``times[c]`` its
+    cumulative seconds per draw, ``reference`` the (free, kmax) reference in ``plan.free``
+    order (zero-padded), ``grid`` the per-chain checkpoint seconds. The full conditionals are
+    computed once per draw, in chunks, and summed cumulatively, so each checkpoint costs one
+    addition.
+    """
+    n_chk, shape = len(grid), (plan.free.size, plan.kmax)
+    sums = {"error": np.zeros((n_chk, *shape)), "count_error": np.zeros((n_chk, *shape))}
+    totals = np.zeros(n_chk)
+    ks = np.arange(plan.kmax)
+    chunk = 4 * plan.draws_per_chunk()
+    for st, tc in zip(states, times, strict=True):
+        upto = np.searchsorted(tc, grid * (1 + 1e-12), side="right")  # draws by checkpoint
+        totals += upto
+        running = {key: np.zeros(shape) for key in sums}
+        for lo in range(0, len(st), chunk):
+            hi = min(len(st), lo + chunk)
+            rb = plan.probabilities(st[lo:hi])
+            counts = (st[lo:hi, plan.free][..., None] == ks).astype(np.float64)
+            parts = {"error": rb, "count_error": counts}
+            here = np.flatnonzero((upto > lo) & (upto <= hi))
+            for key, part in parts.items():
+                part = np.cumsum(part, axis=0)
+                sums[key][here] += running[key] + part[upto[here] - lo - 1]
+                running[key] += part[-1]
+    valid = ks[None, :] < plan.free_cards[:, None]
+    keys = ["seconds", "error", "max_error", "count_error", "count_max_error"]
+    out: dict[str, list[float]] = {key: [] for key in keys}
+    for j in np.flatnonzero(totals):
+        out["seconds"].append(float(grid[j] * len(states)))
+        for key, total in sums.items():
+            err = np.abs(total[j] / totals[j] - reference)[valid]
+            out[key].append(float(err.mean()))
+            out[key.replace("error", "max_error")].append(float(err.max()))
+    return out
+
+
+def run_one(target: Target, sampler: str, args: argparse.Namespace) -> Run:
+    """Sample ``target`` with ``sampler`` for ``args.budget`` seconds (all ``args.chains``
+    chains, ``args.tune``, ``args.draws_per_chain``, ``args.seed``) and measure."""
+    chains, seed, draws_per_chain = args.chains, args.seed, args.draws_per_chain
+    check_sampler(sampler, target.network, target.evidence)
     model = read_uai(target.network, target.evidence, kind="MARKOV", seed=seed)
     info = uai_variable_map(model)
     names = list(info.free_names)
     sites = np.concatenate([info.members[n] for n in names])
-    cards = target.network.cards[sites]
-    chain_budget = budget / chains
+    chain_budget = args.budget / chains
     with model:
         t0 = time.perf_counter()
         steps = make_steps(sampler, [model[n] for n in names], 1)
@@ -209,119 +229,140 @@ def run_one(
         point = model.initial_point()
         spd = None
         tunable = [s for s in steps if hasattr(s, "steps_per_draw")]
-        if tunable:  # pilot: one MH step per draw, then thin to ~draws_per_chain draws
-            per_step, _ = _time_draws(steps, point, 20)
+        if tunable:  # pilot: one step per draw, then thin to ~draws_per_chain draws
+            per_step, _ = _time_draws(steps, point, 50)
             spd = int(np.clip(round(chain_budget / draws_per_chain / per_step), 1, sites.size))
             for s in tunable:
                 s.steps_per_draw = spd
             per_draw = per_step * spd
         else:
-            per_draw, _ = _time_draws(steps, point, 3)
-        n_draws = int(min(MAX_DRAWS, max(20, 3 * chain_budget / per_draw + 10)))
+            per_draw, _ = _time_draws(steps, point, 5)
+        cap = min(MAX_DRAWS, MAX_ENTRIES // sites.size)  # 10x the pilot's estimate, capped:
+        n_draws = int(min(cap, max(20, 10 * chain_budget / per_draw + 10)))
+        starts: list[float | None] = [None] * chains
         stamps: list[list[float]] = [[] for _ in range(chains)]
         values: list[list[np.ndarray]] = [[] for _ in range(chains)]
 
         def callback(trace, draw) -> None:
-            c = draw.chain
-            stamps[c].append(time.perf_counter())
-            values[c].append(np.concatenate([np.ravel(draw.point[n]) for n in names]))
-            if stamps[c][-1] - stamps[c][0] + per_draw >= chain_budget:
+            c, now = draw.chain, time.perf_counter()
+            if starts[c] is None:
+                starts[c] = now
+            if not draw.tuning:
+                stamps[c].append(now)
+                values[c].append(np.concatenate([np.ravel(draw.point[n]) for n in names]))
+            if now - starts[c] + per_draw >= chain_budget:
                 raise KeyboardInterrupt
 
         wall0, cpu0 = time.perf_counter(), time.process_time()
-        trace = pm.sample(
-            draws=n_draws,
-            tune=0,
-            chains=chains,
-            cores=1,
-            step=steps,
-            random_seed=seed,
-            progressbar=False,
-            compute_convergence_checks=False,
-            return_inferencedata=False,
-            discard_tuned_samples=False,
-            callback=callback,
-        )
+        opts = dict(tune=args.tune, chains=chains, cores=1, step=steps, random_seed=seed)
+        opts |= dict(progressbar=False, compute_convergence_checks=False, callback=callback)
+        opts |= dict(return_inferencedata=False, discard_tuned_samples=False)
+        trace = pm.sample(n_draws, **opts)
     cpu_fraction = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-    times, draws = [], []
+    network, fixed = target_network(info)
+    plan = FullConditionals.from_network(network, fixed)
+    base = np.maximum(info.fixed_values, 0)
+    times, states = [], []
     for c in range(chains):
+        if not stamps[c]:
+            raise RuntimeError(f"chain {c} recorded no draw within the budget (tuning?)")
         dt = np.diff(np.asarray(stamps[c]))
         first = float(np.median(dt)) if dt.size else per_draw
-        times.append(np.cumsum(np.concatenate([[first], dt])))
-        draws.append(np.asarray(values[c], dtype=np.int64))
-    k_max = int(cards.max())
-    reference = np.zeros((sites.size, k_max))
-    for i, v in enumerate(sites.tolist()):
-        reference[i, : cards[i]] = target.reference[v]
-    secs, err, max_err = _error_curve(draws, times, cards, reference)
+        times.append(np.asarray(stamps[c]) - starts[c] + first)
+        st = np.tile(base, (len(values[c]), 1))
+        st[:, sites] = np.asarray(values[c], dtype=np.int64)
+        states.append(st)
+    reference = np.zeros((plan.free.size, plan.kmax))
+    for i, v in enumerate(plan.free.tolist()):
+        reference[i, : plan.free_cards[i]] = target.reference[v]
+    t0 = time.perf_counter()
+    grid = checkpoints(times, (*MARKS, args.budget))
+    curves = estimator_curves(plan, states, times, reference, grid)
+    estimate_seconds = time.perf_counter() - t0
     accept = None
     if "accept" in trace.stat_names:
         accept = float(np.mean(trace.get_sampler_stats("accept", combine=True)))
     total = sum(float(t[-1]) for t in times)
-    return Run(
-        target.name,
-        sampler,
-        int(sites.size),
-        spd,
-        compile_seconds,
-        total / sum(len(d) for d in draws),
-        total / sum(len(d) for d in draws) / (spd or sites.size),  # a sweep updates every site
-        cpu_fraction,
-        [len(d) for d in draws],
-        secs,
-        err,
-        max_err,
-        accept,
-    )
+    per_draw = total / sum(len(s) for s in states)
+    # per update: per draw / steps per draw, or / sites for a sweep (it updates every site)
+    cost = (compile_seconds, per_draw, per_draw / (spd or sites.size), cpu_fraction)
+    head = (target.name, sampler, int(sites.size), spd, *cost, [len(s) for s in states])
+    return Run(*head, **curves, accept=accept, estimate_seconds=estimate_seconds)
 
 
-def _error_at(run: Run, seconds: float) -> float:
-    """Error at the last checkpoint at or before ``seconds`` (nan if none)."""
-    idx = np.searchsorted(np.asarray(run.seconds), seconds * (1 + 1e-9), side="right") - 1
-    return run.error[idx] if idx >= 0 else float("nan")
+def error_at(run: Run, seconds: float, estimator: str = "rb") -> float:
+    """Error at the checkpoint nearest ``seconds`` within :data:`MARK_SLACK` (every mark the
+    run reached is a checkpoint; a run that ends just short reports its end; else nan)."""
+    errors = run.error if estimator == "rb" else run.count_error
+    gap = np.abs(np.log(np.asarray(run.seconds) / seconds))  # the checkpoint nearest the mark
+    ok = gap <= np.log1p(MARK_SLACK) + 1e-9
+    return errors[int(np.argmin(np.where(ok, gap, np.inf)))] if ok.any() else float("nan")
 
 
-def markdown(runs: list[Run], targets: list[Target], args: argparse.Namespace) -> str:
-    """The results table: error at a quarter of the budget and at the end, per sampler."""
+def _fmt(x: float) -> str:
+    return "-" if np.isnan(x) else f"{x:.4f}"
+
+
+def markdown(
+    runs: list[Run], skipped: list[dict], targets: list[Target], args: argparse.Namespace
+) -> str:
+    """Headline table (default sampler vs PyMC's Gibbs at the last mark, goal), then every
+    run's errors at 10/30/60 s (both estimators), its cost, and the runs not made."""
     info = machine_info()
-    samplers = list(dict.fromkeys(r.sampler for r in runs))
+    marks = sorted({m for m in MARKS if m <= args.budget} | {args.budget})
+    last = marks[-1]
+    by_key = {(r.network, r.sampler): r for r in runs}
+    n_free = {r.network: r.n_free for r in runs}
     lines = [
         "# UAI networks: mean absolute marginal error vs wall time",
         "",
-        f"Budget {args.budget:g} s per (network, sampler), {args.chains} chains run one after "
-        f"the other on one core, from the feasible start state, no burn-in discarded; error = "
+        f"Budget {args.budget:g} s per (network, sampler), {args.chains} chains one after the "
+        f"other on one core, {args.tune} tuning draws, from the feasible start state; error = "
         "mean |estimated - reference| over free variables and categories (reference: shipped "
-        "`.MAR`, or exact elimination for generated grids). One run per cell (seed "
-        f"{args.seed}): differences below ~0.005 are noise. "
-        f"Machine: {info['cpus']} CPUs (shared), pymc {info['pymc']}, {info['date']}.",
+        "`.MAR`, or exact elimination for generated grids). RB = Rao-Blackwellised (average "
+        "full conditional; what `mar` writes by default), counts = fraction of draws. One run "
+        f"per cell (seed {args.seed}): differences below ~0.005 are noise. Machine: "
+        f"{info['cpus']} CPUs, pymc {info['pymc']}, {info['date']}.",
         "",
-        "| network | free vars | evidence | " + " | ".join(samplers) + " |",
-        "|---|---|---|" + "---|" * len(samplers),
+        f"Default sampler `{DEFAULT_SAMPLER}` vs PyMC's Gibbs after {last:g} s; goal (issue "
+        f"#27): default sampler, RB, <= {GOAL} at 60 s.",
+        "",
+        f"| network | free vars | evidence | {DEFAULT_SAMPLER} RB | {DEFAULT_SAMPLER} counts "
+        "| pymc_gibbs RB | pymc_gibbs counts | goal |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    by_key = {(r.network, r.sampler): r for r in runs}
-    quarter = args.budget / 4
     for t in targets:
-        n_free = next((r.n_free for r in runs if r.network == t.name), 0)
         cells = []
-        for s in samplers:
+        for s in (DEFAULT_SAMPLER, "pymc_gibbs"):
             r = by_key.get((t.name, s))
-            cells.append(
-                "-" if r is None else f"{_error_at(r, quarter):.4f} → **{r.final_error:.4f}**"
-            )
-        lines.append(f"| {t.name} | {n_free} | {len(t.evidence)} | " + " | ".join(cells) + " |")
+            cells += [_fmt(error_at(r, last, e)) if r else "-" for e in ("rb", "counts")]
+        d = by_key.get((t.name, DEFAULT_SAMPLER))
+        at60 = float("nan") if d is None or args.budget < 60 else error_at(d, 60.0)
+        goal = "-" if np.isnan(at60) else ("met" if at60 <= GOAL else "not met")
+        row = [t.name, n_free.get(t.name, "-"), len(t.evidence), *cells, goal]
+        lines.append("| " + " | ".join(map(str, row)) + " |")
+    head = [f"RB {m:g} s" for m in marks] + [f"counts {m:g} s" for m in marks]
     lines += [
         "",
-        f"Cells: error after {quarter:g} s → after the whole budget ({args.budget:g} s).",
+        "Every run: error after each mark (RB, then counts).",
         "",
-        "Per run: ms/site update = ms per draw / steps per draw (ours; one MH step proposes one "
-        "site) or / free variables (PyMC's Gibbs: a draw is a sweep); CPU share = process CPU "
-        "time / wall time while sampling (below 1: the shared machine made the run wait for a "
-        "core); compile s = step construction (not in the budget); final max error = largest "
-        "|error| over entries at the end.",
+        "| network | sampler | " + " | ".join(head) + " |",
+        "|---|---|" + "---|" * len(head),
+    ]
+    for r in runs:
+        cells = [_fmt(error_at(r, m, e)) for e in ("rb", "counts") for m in marks]
+        lines.append(f"| {r.network} | {r.sampler} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "Per run: ms/site update = ms/draw / steps per draw (ours; block samplers: per block "
+        "update) or / free variables (PyMC's Gibbs: a draw is a sweep); CPU share = CPU time / "
+        "wall time while sampling (below 1: the run waited for a core); compile s = step "
+        "construction, estimate s = both estimators at every checkpoint (neither in the "
+        "budget); final max error = largest |error| (RB) at the end.",
         "",
         "| network | sampler | steps/draw | draws/chain | ms/draw | ms/site update | CPU share "
-        "| compile s | accept | final max error |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| compile s | estimate s | accept | final max error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         acc = "-" if r.accept is None else f"{r.accept:.3f}"
@@ -330,106 +371,127 @@ def markdown(runs: list[Run], targets: list[Target], args: argparse.Namespace) -
         lines.append(
             f"| {r.network} | {r.sampler} | {spd} | {min(r.draws_per_chain)} | "
             f"{1e3 * r.seconds_per_draw:.2f} | {1e3 * r.seconds_per_update:.3f} | "
-            f"{r.cpu_fraction:.2f} | {r.compile_seconds:.1f} | {acc} | {max_err:.3f} |"
+            f"{r.cpu_fraction:.2f} | {r.compile_seconds:.1f} | {r.estimate_seconds:.1f} | "
+            f"{acc} | {max_err:.3f} |"
         )
+    if skipped:
+        lines += ["", "Not run:", ""]
+        lines += [f"* {s['network']} / {s['sampler']}: {s['reason']}" for s in skipped]
     return "\n".join(lines) + "\n"
 
 
 def plot(runs: list[Run], targets: list[Target], path: Path) -> None:
-    """Error vs seconds, one panel per network, one line per sampler (log-log)."""
+    """Error vs seconds, one panel per network, one colour per sampler (log-log): RB solid,
+    counts dashed; the goal as a dotted line."""
     import matplotlib.ticker
 
     plt = pyplot()
     n = len(targets)
-    cols = min(4, n)
-    rows = (n + cols - 1) // cols
+    cols, rows = min(4, n), (n + 3) // 4
     fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
     samplers = list(dict.fromkeys(r.sampler for r in runs))
     colors = {s: f"C{i}" for i, s in enumerate(samplers)}
-    low = min((min(r.error) for r in runs if r.error), default=0.01)
-    ylim = (min(0.01, 0.8 * low), 0.6)  # one scale for all panels: plateaus look flat
+    low = min((min(r.error + r.count_error) for r in runs if r.error), default=0.01)
+    ylim = (min(0.005, 0.8 * low), 0.6)  # one scale for all panels: plateaus look flat
     for ax, t in zip(axes.flat, targets, strict=False):
         for r in runs:
             if r.network == t.name and r.seconds:
                 ax.plot(r.seconds, r.error, color=colors[r.sampler], label=r.sampler)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_ylim(*ylim)
+                ax.plot(r.seconds, r.count_error, color=colors[r.sampler], ls="--", lw=0.8)
+        ax.axhline(GOAL, color="k", ls=":", lw=0.8)
+        ax.set(xscale="log", yscale="log", ylim=ylim, xlabel="seconds (all chains)")
         ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%.2g"))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(f"{t.name} ({len(t.evidence)} evidence)", fontsize=10)
-        ax.set_xlabel("seconds (all chains)")
         ax.set_ylabel("mean |marginal error|")
         ax.grid(True, which="both", alpha=0.3)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(samplers), fontsize=9)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    handles = [plt.Line2D([], [], color=colors[s], label=s) for s in samplers]
+    handles += [plt.Line2D([], [], color="k", ls="--", lw=0.8, label="(dashed: counts)")]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 4), fontsize=9)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = benchmark_parser(__doc__, quick="smoke run (< 1 min)")
-    parser.add_argument("--budget", type=float, default=None, help="seconds per run (9)")
-    parser.add_argument("--samplers", nargs="+", default=DEFAULT_SAMPLERS, choices=SAMPLERS)
-    parser.add_argument("--networks", nargs="+", default=[*SHIPPED, *GENERATED])
+def main(argv: list[str] | None = None) -> dict:
+    """Run the benchmark (see the module docstring); returns the JSON payload."""
+    parser = benchmark_parser(__doc__, quick="smoke run (2 small networks, 3 samplers, 3 s)")
+    parser.add_argument("--budget", type=float, default=None, help="seconds per run (60)")
+    parser.add_argument("--samplers", nargs="+", default=None, choices=SAMPLERS)
+    parser.add_argument("--networks", nargs="+", default=None, help="default: every shipped")
     parser.add_argument("--chains", type=int, default=2)
-    parser.add_argument("--draws-per-chain", type=int, default=300)
+    parser.add_argument("--tune", type=int, default=0, help="tuning draws per chain (0)")
+    parser.add_argument("--draws-per-chain", type=int, default=1000, help="thinning target")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--data", type=Path, default=DATA, help="the UAI data folder (data/uai)")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
     parser.add_argument(
         "--replot", action="store_true", help="only redraw the PNG from the JSON of a past run"
     )
+    add_out(parser)
     args = parser.parse_args(argv)
     if args.quick:
-        args.networks = ["DBN_11", "50-12-5"]
-        args.budget = args.budget or 2.0
+        args.networks = args.networks or QUICK_NETWORKS
+        args.samplers = args.samplers or QUICK_SAMPLERS
+        args.budget = args.budget or 3.0
         args.draws_per_chain = 200
-    args.budget = args.budget or 9.0
+    args.budget = args.budget or 60.0
+    args.samplers = args.samplers or DEFAULT_SAMPLERS
+    args.networks = args.networks or list(shipped_networks(args.data))
     name = ("uai_marginals_quick" if args.quick else "uai_marginals") + args.tag
     if args.replot:
-        payload = json.loads((RESULTS / f"{name}.json").read_text())
+        payload = json.loads((args.out / f"{name}.json").read_text())
         runs = [Run(**r) for r in payload["runs"]]
         networks = list(dict.fromkeys(r.network for r in runs))
-        plot(runs, load_targets(networks, Path(payload["args"]["data"])), RESULTS / f"{name}.png")
-        return
+        plot(runs, load_targets(networks, Path(payload["args"]["data"])), args.out / f"{name}.png")
+        return payload
 
     logging.getLogger("pymc").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message="(?s).*return_inferencedata")
     targets = load_targets(args.networks, args.data)
-    runs = []
+    runs: list[Run] = []
+    skipped: list[dict] = []
     for target in targets:
         for sampler in args.samplers:
             t0 = time.perf_counter()
-            run = run_one(
-                target,
-                sampler,
-                budget=args.budget,
-                chains=args.chains,
-                draws_per_chain=args.draws_per_chain,
-                seed=args.seed,
-            )
+            try:
+                run = run_one(target, sampler, args)
+            except Exception as exc:  # noqa: BLE001 (one failure must not end a long run)
+                if not isinstance(exc, SamplerNotApplicableError):
+                    traceback.print_exc()
+                reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                skipped.append({"network": target.name, "sampler": sampler, "reason": reason})
+                print(f"{target.name:>12} {sampler:>21}: not run ({reason})", flush=True)
+                continue
             runs.append(run)
+            end, counts = run.seconds[-1:] or [0.0], run.count_error[-1:] or [float("nan")]
             print(
-                f"{target.name:>12} {sampler:>21}: error {run.final_error:.4f} after "
-                f"{run.seconds[-1] if run.seconds else 0:.1f} s ({min(run.draws_per_chain)} "
-                f"draws/chain, compile {run.compile_seconds:.1f} s, total "
-                f"{time.perf_counter() - t0:.1f} s)",
+                f"{target.name:>12} {sampler:>21}: error RB {run.final_error:.4f}, counts "
+                f"{counts[0]:.4f} after {end[0]:.1f} s ({min(run.draws_per_chain)} draws/chain, "
+                f"compile {run.compile_seconds:.1f} s, total {time.perf_counter() - t0:.1f} s)",
                 flush=True,
             )
-    md = markdown(runs, targets, args)
+            _save(name, runs, skipped, targets, args)
+    payload, md = _save(name, runs, skipped, targets, args)
+    plot(runs, targets, args.out / f"{name}.png")
+    print(md)
+    return payload
+
+
+def _save(name: str, runs: list[Run], skipped: list[dict], targets: list[Target], args) -> tuple:
+    """Write ``args.out/<name>.{json,md}`` (after every run); return the payload and table."""
     payload = {
         "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "machine": machine_info(),
         "references": {t.name: t.reference_source for t in targets},
         "runs": [asdict(r) for r in runs],
+        "skipped": skipped,
     }
-    write_results(name, payload, md)
-    plot(runs, targets, RESULTS / f"{name}.png")
-    print(md)
+    md = markdown(runs, skipped, targets, args)
+    write_results(name, payload, md, args.out)
+    return payload, md
 
 
 if __name__ == "__main__":
