@@ -98,6 +98,8 @@ class _Uncacheable(Exception):
 
 
 def _constant_key(c: Constant) -> tuple:
+    if c.data is None:  # NoneConst (e.g. an absent size or axis): one value, keyed by its type
+        return ("constant", c.type, None)
     data = np.asarray(c.data)
     if data.dtype == object:
         raise _Uncacheable

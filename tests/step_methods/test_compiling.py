@@ -9,6 +9,8 @@ import pymc as pm
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors
 
 from pymc_lbp import LocallyBalanced, compiling
 from pymc_lbp.compiling import (
@@ -75,6 +77,25 @@ def test_an_equal_graph_gets_the_same_function(fresh_cache):
     assert len({id(f) for f in [fn, *others]}) == 6
     np.testing.assert_allclose(others[0](np.array([1.0])), np.exp(3.0))
     assert compile_cache_info().size == 6
+
+
+def test_none_constants_are_keyed_by_type(fresh_cache):
+    """Graphs with ``NoneConst`` (an open end of a slice in advanced indexing) are cached like
+    others (the integer jumps' graphs have them; they were compiled anew for every step)."""
+
+    def graph(start):
+        m, i = pt.matrix("m"), pt.lvector("i")
+        return [m, i], m[start:, i]  # advanced indexing: MakeSlice(start, NoneConst, NoneConst)
+
+    inputs, out = graph(1)
+    assert any(isinstance(c, Constant) and c.data is None for c in ancestors([out]))
+    fn = pm_compile(*graph(1))
+    assert pm_compile(*graph(1)) is fn
+    other = pm_compile(*graph(0))
+    assert other is not fn
+    m = np.arange(6.0).reshape(3, 2)
+    np.testing.assert_allclose(other(m, [1]), [[1.0], [3.0], [5.0]])
+    assert compile_cache_info()[:3] == (1, 2, 0)
 
 
 def test_shared_variables_are_compared_as_objects(fresh_cache):
