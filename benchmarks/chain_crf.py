@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> dict:
     add_out(ap)
     args = ap.parse_args(argv)
     if args.quick:
-        args.seconds, args.repeats, args.tags = 1.0, 1, 30
+        args.seconds, args.repeats, args.tags = 0.05, 1, 12
     warnings.filterwarnings("ignore")
     logging.getLogger("pymc").setLevel(logging.ERROR)
     T = args.tags

@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cold-only", help=argparse.SUPPRESS)
     add_out(parser)
     args = parser.parse_args(argv)
-    default = 50 if args.quick else 1000
+    default = 20 if args.quick else 1000
     args.tune = default if args.tune is None else args.tune
     args.draws = default if args.draws is None else args.draws
     if args.cold_only:

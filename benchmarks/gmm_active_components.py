@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
     add_out(ap)
     args = ap.parse_args(argv)
     if args.quick:
-        args.repeats, args.tune, args.draws, args.per_cluster = 1, 20, 20, 20
+        args.repeats, args.tune, args.draws, args.per_cluster = 1, 8, 12, 10
     logging.getLogger("pymc").setLevel(logging.ERROR)
     data = make_data(args.per_cluster)
     true_w = np.full(CENTRES.size, 1.0 / CENTRES.size)

@@ -179,7 +179,7 @@ def main(argv=None) -> dict:
     add_out(parser)
     args = parser.parse_args(argv)
     if args.quick:
-        args.draws, args.tune, args.repeats = 40, 20, 1
+        args.draws, args.tune, args.repeats = 20, 10, 1
     results = []
     for name in args.models:
         module = MODELS[name]

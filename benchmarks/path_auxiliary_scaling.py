@@ -82,7 +82,7 @@ TARGETS = {
             gibbs=200,
             grid=[1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 256],
         ),
-        dict(tune=200, draws=400, grid_tune=100, grid_draws=200, gibbs=10, grid=[1, 8, 32]),
+        dict(tune=100, draws=100, grid_tune=30, grid_draws=50, gibbs=4, grid=[1, 8]),
     ),
     "ising": (
         "Ising 50x50, C2 (mu = 0.15, sigma = 0.45, lambda = 0.15), open boundary",
@@ -139,7 +139,7 @@ TARGETS = {
 }
 
 SWEEP = [0.2, 0.3, 0.4, 0.5, 0.65, 0.75, 0.85]
-QUICK_SWEEP = [0.3, 0.8]
+QUICK_SWEEP = [0.5]
 
 
 def run_target(name: str, quick: bool, seed: int) -> dict:

@@ -56,7 +56,7 @@ CASES = {
 }
 
 FULL = dict(repeats=3, pas=dict(tune=150, draws=600, spd=10), gibbs=dict(tune=30, draws=250))
-QUICK = dict(repeats=1, pas=dict(tune=50, draws=100, spd=2), gibbs=dict(tune=5, draws=20))
+QUICK = dict(repeats=1, pas=dict(tune=20, draws=40, spd=2), gibbs=dict(tune=5, draws=20))
 
 
 def run_case(name: str, quick: bool, seed: int, mode: str | None = None) -> dict:
@@ -136,8 +136,8 @@ def profile_pas(quick: bool, seed: int) -> dict:
         t0 = time.perf_counter()
         prof.enable()
         pm.sample(
-            draws=100 if quick else 1000,
-            tune=50 if quick else 300,
+            draws=20 if quick else 1000,
+            tune=10 if quick else 300,
             step=step,
             chains=1,
             cores=1,

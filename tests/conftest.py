@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import warnings
@@ -14,6 +15,13 @@ import pytest
 warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 
 UAI_DIR = Path(__file__).resolve().parents[1] / "data" / "uai"
+
+
+def pytest_unconfigure(config):
+    """Skip the interpreter's last cyclic garbage collection over what a session compiled
+    (pytensor graphs, JAX traces): nothing needs it at exit, and it took minutes of each
+    process's (each xdist worker's) exit after the tests had finished."""
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")

@@ -163,14 +163,16 @@ def test_numpyro_models_are_the_same_targets(bench, name):
 
 @pytest.mark.slow
 def test_numpyro_side_quick(bench, tmp_path):
-    """DiscreteHMCGibbs plain and modified on the 4x4 lattice: sampling and JIT timed apart."""
+    """DiscreteHMCGibbs on the 4x4 lattice: sampling and JIT timed apart. The plain kernel only:
+    ``modified`` is passed through to NumPyro on the same code path here, and NumPyro's modified
+    DiscreteHMCGibbs runs in test_compiled_mixed_quick."""
     pytest.importorskip("numpyro", reason="needs numpyro: pip install -e '.[bench]'")
     target = bench.make_target("tiny")
-    for modified in (False, True):
-        res = bench.run_numpyro(target, modified, tune=5, draws=20, seed=0)
-        assert res["ess"] > 0 and res["wall"] > 0
-        assert res["compile_warmup"] > 0 and res["compile_sampling"] > 0
-        assert res["mh_steps_per_draw"] == 16
+    res = bench.run_numpyro(target, False, tune=5, draws=20, seed=0)
+    assert res["ess"] > 0 and res["wall"] > 0
+    assert res["compile_warmup"] > 0 and res["compile_sampling"] > 0
+    assert res["mh_steps_per_draw"] == 16
+    assert res["options"]["modified"] is False
 
 
 def test_user_ising_quick(tmp_path):
@@ -261,6 +263,6 @@ def test_compiled_mixed_quick(tmp_path):
         assert row["ess_per_grad"] > 0
     assert rows["lbp_sample_4"]["chains"] == 4 and rows["pymc_default"]["chains"] == 2
     assert rows["lbp_sample_4"]["vs_pymc_default"] > 0
-    assert saved["machine"]["platform"] and saved["protocol"]["draws"] == 50
+    assert saved["machine"]["platform"] and saved["protocol"]["draws"] == 20
     assert (tmp_path / "compiled_mixed.png").stat().st_size > 0
     assert "lbp_sample_4" in (tmp_path / "compiled_mixed.md").read_text()

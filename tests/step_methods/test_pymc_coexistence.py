@@ -73,11 +73,19 @@ GROUP_B = {
 }
 
 
-@pytest.mark.parametrize("group", [GROUP_A, GROUP_B], ids=["metropolis-group", "hmc-group"])
-def test_every_pymc_step_coexists_with_all_of_ours(group):
+@pytest.fixture(scope="module")
+def tiny_model_and_ours():
+    """The model and our five steps on it, built (compiled) once for both groups: PyMC's
+    steps are new in each group, ours are reused as a step is across pm.sample calls."""
     model = tiny_model()
     with model:
-        ours = ours_on(model)
+        return model, ours_on(model)
+
+
+@pytest.mark.parametrize("group", [GROUP_A, GROUP_B], ids=["metropolis-group", "hmc-group"])
+def test_every_pymc_step_coexists_with_all_of_ours(group, tiny_model_and_ours):
+    model, ours = tiny_model_and_ours
+    with model:
         theirs = [make(model) for make in group.values()]
         idata = pm.sample(draws=10, tune=10, chains=2, step=[*ours, *theirs], **FAST)
     ss = idata.sample_stats

@@ -31,11 +31,13 @@ def _ising_exact(shape, coupling, field, periodic):
     [
         lambda v: LocallyBalanced(v, balancing="sqrt", steps_per_draw=3),
         lambda v: LocallyBalanced(v, balancing="barker", steps_per_draw=3),
-        lambda v: GibbsWithGradients(v, steps_per_draw=3),
     ],
-    ids=["lb-sqrt", "lb-barker", "gwg"],
+    ids=["lb-sqrt", "lb-barker"],
 )
 def test_coupled_binary_frequencies(make_step):
+    """(GibbsWithGradients is not a case here: on this pairwise binary block it takes the exact
+    differences from the couplings and draws exactly what "lb-sqrt" draws, same seed; it is
+    checked on the Potts model and the hard constraint below.)"""
     shape, coupling = (5,), 0.8
     field = np.array([0.3, -0.2, 0.0, 0.5, -0.4])
     model = ising_model(shape, coupling, field, periodic=False)
@@ -83,8 +85,8 @@ def test_mixed_model_with_nuts_matches_closed_form():
         pm.Normal("obs", mu=y, sigma=1.0, observed=obs)
         step = GibbsWithGradients([z], steps_per_draw=2)
         idata = pm.sample(
-            draws=3000,
-            tune=1000,
+            draws=600,
+            tune=400,
             chains=2,
             cores=1,
             step=[step],

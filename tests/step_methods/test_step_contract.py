@@ -66,9 +66,12 @@ def test_same_seed_same_draws(cores):
 def test_pickle_roundtrip_and_spawn():
     """Steps survive cloudpickle, and ``pm.sample(cores=2, mp_ctx="spawn")`` runs them in fresh
     processes; the SelfBalancing step next to them learns its own function in each chain's
-    process (one spawn run for both: each spawned process imports PyMC anew)."""
-    model = mixed_model()
-    with model:
+    process (one spawn run for both: each spawned process imports PyMC anew). A discrete model
+    only: NUTS next to ours is in test_stats_present_with_declared_dtypes_next_to_nuts, and
+    here it would only be compiled again in each spawned process."""
+    with pm.Model() as model:
+        x = pm.Bernoulli("x", p=0.4, shape=4)
+        pm.Potential("x_all", pt.switch(pt.gt(x.sum(), 2), 0.5, 0.0))  # not a pairwise block
         z = pm.Bernoulli("z", logit_p=np.linspace(-1, 1, 4), shape=4)
         pm.Potential("chain", ((2 * z[1:] - 1) * (2 * z[:-1] - 1)).sum())
         step = GibbsWithGradients([model["x"]], steps_per_draw=2)

@@ -152,28 +152,36 @@ def test_path_steps_match_the_compiled_kernel_with_the_same_noise():
         assert ref.n_accepted > 0
 
 
-@pytest.mark.parametrize("weights", ["uniform", "target"])
-def test_self_balancing_particle_moves_match_the_numpy_reference(weights):
-    """SelfBalancing's learning step in JAX: the particles' moves and the records of the
-    objective equal the numpy reference's (batch_moves) from the same uniforms."""
+@pytest.fixture(scope="module")
+def self_balancing():
+    """A SelfBalancing step on the Potts model, its JAX learning functions and the values of the
+    model's variables: built once for both particle weightings (the weighting is an argument of
+    batch_moves and batch_moves_jax, passed explicitly below, not read from the step)."""
     from functools import partial
 
-    from pymc_lbp.samplers.self_balancing.jax_learning import batch_moves_jax, learned_chain_jax
-    from pymc_lbp.samplers.self_balancing.learning import batch_moves
+    from pymc_lbp.samplers.self_balancing.jax_learning import learned_chain_jax
     from pymc_lbp.whole_model.jaxify import jax_function
 
     model = _potts_model()
     point = model.initial_point()
     point["h"] = np.array([0.4, -0.3, 0.9])
     with model:
-        step = pymc_lbp.SelfBalancing(
-            [model["c"]], initial_point=point, n_particles=20, particle_weights=weights
-        )
+        step = pymc_lbp.SelfBalancing([model["c"]], initial_point=point, n_particles=20)
     _, values, _ = _jax_block(model, step, point)
     to_jax = partial(
         jax_function, model=model, replacements=model_value_replacements(model, [step])
     )
-    fns = learned_chain_jax(step, to_jax, 5)
+    return step, learned_chain_jax(step, to_jax, 5), values
+
+
+@pytest.mark.parametrize("weights", ["uniform", "target"])
+def test_self_balancing_particle_moves_match_the_numpy_reference(weights, self_balancing):
+    """SelfBalancing's learning step in JAX: the particles' moves and the records of the
+    objective equal the numpy reference's (batch_moves) from the same uniforms."""
+    from pymc_lbp.samplers.self_balancing.jax_learning import batch_moves_jax
+    from pymc_lbp.samplers.self_balancing.learning import batch_moves
+
+    step, fns, values = self_balancing
     rng = np.random.default_rng(3)
     rows = rng.integers(0, 3, size=(20, 5))
     params = np.array([0.3, -0.2, 0.5, 0.1])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 
+import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -40,6 +41,21 @@ from tests.helpers.block_kernels import neural_block_kernel
 from tests.helpers.frequencies import marginal_z_scores, posterior_draws
 
 FAST = {"mode": "FAST_COMPILE"}
+# draws per chain of the pm.sample checks against exact marginals: the z-scores' standard errors
+# come from each indicator's own ESS, which must stay large enough for that estimate to be sound
+DRAWS = 1000
+MIN_ESS = 200
+
+
+def min_indicator_ess(draws: dict, exact: list) -> float:
+    """The smallest ArviZ ESS of the indicator series that marginal_z_scores tests."""
+    out = []
+    for v, x in draws.items():
+        probs = exact[v]
+        for k in [1] if probs.size == 2 else range(probs.size):
+            if 0.0 < probs[k] < 1.0:
+                out.append(float(az.ess((x == k).astype(float))))
+    return min(out)
 
 
 def random_chain_logp(K, L, rng):
@@ -180,7 +196,7 @@ def test_a_chain_numbered_out_of_order_is_found_and_sampled_exactly():
         assert blocks[0] == order[:4].tolist()
         assert step.colours is not None and len(step.colours) == 2
         idata = pm.sample(
-            draws=3000,
+            draws=DRAWS,
             tune=100,
             chains=2,
             step=[step],
@@ -192,9 +208,9 @@ def test_a_chain_numbered_out_of_order_is_found_and_sampled_exactly():
     exact = np.zeros_like(exact_chain)
     exact[perm] = exact_chain  # state perm[t] has the marginal of chain position t
     draws = posterior_draws(idata, ["z"])
-    zs, crit, violations = marginal_z_scores(
-        {s: draws[..., s] for s in range(T)}, [exact[s] for s in range(T)]
-    )
+    per_site = {s: draws[..., s] for s in range(T)}
+    zs, crit, violations = marginal_z_scores(per_site, [exact[s] for s in range(T)])
+    assert min_indicator_ess(per_site, list(exact)) >= MIN_ESS
     assert not violations
     assert zs.max() < crit, (zs.max(), crit)
 
@@ -354,7 +370,7 @@ def test_default_neural_block_on_an_hmm_matches_forward_backward(K):
         assert isinstance(step.proposal, NeuralProposal), step.blocks_reason
         assert step.proposal.motif.name.startswith(f"chain-k{K}-")
         idata = pm.sample(
-            draws=3000,  # the indicator ESS of sticky sites needs a few thousand draws
+            draws=DRAWS,  # sticky sites: their indicators' ESS is checked below
             tune=100,
             chains=2,
             step=[step],
@@ -364,9 +380,9 @@ def test_default_neural_block_on_an_hmm_matches_forward_backward(K):
         )
     exact = forward_backward(init, P, -0.5 * (y[:, None] - mu[None, :]) ** 2)
     draws = posterior_draws(idata, ["z"])
-    zs, crit, violations = marginal_z_scores(
-        {t: draws[..., t] for t in range(T)}, [exact[t] for t in range(T)]
-    )
+    per_site = {t: draws[..., t] for t in range(T)}
+    zs, crit, violations = marginal_z_scores(per_site, [exact[t] for t in range(T)])
+    assert min_indicator_ess(per_site, list(exact)) >= MIN_ESS
     assert not violations
     assert zs.max() < crit, (zs.max(), crit)
     assert float(idata.sample_stats["accept"].mean()) > 0.3  # the proposal is useful
@@ -459,11 +475,15 @@ def test_colour_update_is_the_product_of_its_blocks_updates(kind):
     assert sps.chi2.sf(chi2, len(keys) - 1) > 1e-4
 
 
-def test_hmm_example_runs_and_both_proposals_are_accepted(tmp_path):
+def test_hmm_example_runs_and_both_proposals_are_accepted(tmp_path, monkeypatch):
     """examples/hmm_neural_block.py --quick: the shipped proposal on the HMM with unknown
     transitions and noise, and a proposal for blocks of 4 trained on the model's own posterior
-    draws; both are useful proposals (mean acceptance above 0.5) and the plot is written."""
+    draws; both are useful proposals (mean acceptance above 0.5) and the plot is written. On a
+    shorter series than the example's (every line of the script runs; acceptance is per block,
+    so the length does not change what is checked)."""
     from examples import hmm_neural_block
+
+    monkeypatch.setattr(hmm_neural_block, "T", 40)
 
     out = hmm_neural_block.main(["--quick", "--out", str(tmp_path / "hmm.png")])
     assert out["shipped_accept"] > 0.5 and out["own_accept"] > 0.5
@@ -515,7 +535,7 @@ def test_chain_mrf_from_a_uai_file_is_found_and_sampled_exactly(tmp_path):
         assert "chain of 12 3-category states" in step.blocks_reason, step.blocks_reason
         assert isinstance(step.proposal, NeuralProposal)
         idata = pm.sample(
-            draws=3000,
+            draws=3 * DRAWS // 2,  # K = 3 sticky pairs: the slowest indicators (ESS ~190 at 1000)
             tune=100,
             chains=2,
             step=[step],
@@ -525,9 +545,9 @@ def test_chain_mrf_from_a_uai_file_is_found_and_sampled_exactly(tmp_path):
         )
     exact = exact_marginals(network)
     draws = posterior_draws(idata, [rv.name for rv in model.free_RVs])
-    zs, crit, violations = marginal_z_scores(
-        {t: draws[..., t] for t in range(T)}, [exact[t] for t in range(T)]
-    )
+    per_site = {t: draws[..., t] for t in range(T)}
+    zs, crit, violations = marginal_z_scores(per_site, [exact[t] for t in range(T)])
+    assert min_indicator_ess(per_site, list(exact)) >= MIN_ESS
     assert not violations
     assert zs.max() < crit, (zs.max(), crit)
 
@@ -536,6 +556,17 @@ def test_chain_mrf_from_a_uai_file_is_found_and_sampled_exactly(tmp_path):
 def _sticky_hmm():
     P = np.array([[0.7, 0.2, 0.1], [0.15, 0.7, 0.15], [0.1, 0.2, 0.7]])
     return hmm_model(12, P, np.array([0.0, 1.5, 3.0]), np.linspace(-1, 3, 12))
+
+
+@pytest.fixture(scope="module")
+def sticky():
+    """The sticky HMM, the default numpy step on it and that step's 40 draws from seed 3: the
+    reference of every compiled-sweep test (built once: the model is shared, so the compiled
+    graphs can be too)."""
+    model = _sticky_hmm()
+    with model:
+        ref = NeuralBlock([model["z"]], compiled=False)
+    return model, ref, _draws(ref, model, 40, 3)
 
 
 def _draws(step, model, n: int, seed: int) -> list:
@@ -567,7 +598,7 @@ def test_compiled_sweep_of_exact_blocks_makes_the_numpy_draws():
 
 
 @pytest.mark.parametrize("mode", [None, "JAX", "NUMBA"], ids=["c", "jax", "numba"])
-def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
+def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode, sticky):
     """NeuralBlock(compiled=True) (every colour class of the sweep in one compiled graph:
     reference logps, chain parameters, network, proposals, their logps, the MH decisions) makes
     the draws of the numpy colour updates from the same seed, with the same statistics, over 40
@@ -575,13 +606,12 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
     jax)."""
     if mode is not None:
         require(mode)
-    model = _sticky_hmm()
+    model, ref, a = sticky
     kwargs = {"compile_kwargs": {"mode": mode}} if mode else {}
     with model:
-        ref = NeuralBlock([model["z"]], compiled=False)
         fast = NeuralBlock([model["z"]], compiled=True, **kwargs)
     assert fast.uses_compiled_sweep and not ref.uses_compiled_sweep
-    a, b = _draws(ref, model, 40, 3), _draws(fast, model, 40, 3)
+    b = _draws(fast, model, 40, 3)
     for (xa, na, ea, pa, la), (xb, nb, eb, pb, lb) in zip(a, b, strict=True):
         np.testing.assert_array_equal(xb, xa)
         assert (nb, eb) == (na, ea)
@@ -591,13 +621,13 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode):
     assert sum(not np.array_equal(x, y) for x, y in zip(states[:-1], states[1:], strict=True)) > 20
 
 
-def test_compiled_sweep_option_auto_switch_and_state(caplog):
+def test_compiled_sweep_option_auto_switch_and_state(caplog, sticky):
     """ "auto" (the default) sweeps in numpy until the step has made KERNEL_AFTER_BLOCK_UPDATES
     block updates, then compiled; the count is part of the sampling state; bad values are
     refused."""
     from pymc_lbp.step_methods.neural_block import KERNEL_AFTER_BLOCK_UPDATES
 
-    model = _sticky_hmm()
+    model = sticky[0]
     with model:
         step = NeuralBlock([model["z"]])
         assert step.compiled == "auto" and not step.uses_compiled_sweep

@@ -27,12 +27,19 @@ from tests.samplers.block.test_neural_block import (
 )
 
 
-def numpy_scan(step, x, logp, noise):
-    """The numpy steps over the rows of ``noise``: what the compiled scan returns."""
+def numpy_scan(step, x, logp, noise, seen=None):
+    """The numpy steps over the rows of ``noise``: what the compiled scan returns. ``seen``, when
+    given, collects the units picked, the neural units' accepted and rejected proposals and the
+    number of steps that changed the state."""
     step._draw_evals = 0
     acc, won, last = 0.0, 0, -1
     for row in noise:
         res = step.scan_step(x, logp, np.zeros(0), row)
+        if seen is not None:
+            seen["units"].add(res.extra["block"])
+            seen["changed"] += int(not np.array_equal(res.x, x))
+            if step._units[res.extra["block"]].kind == "neural":
+                seen["neural"].add(bool(res.accepted))
         x, logp = res.x, res.logp
         acc += res.accept
         won += int(res.accepted)
@@ -53,35 +60,91 @@ def starts(step, model, n, seed):
     return out
 
 
-def assert_same_moves(step, model, n_steps=120, seed=0):
+def assert_same_moves(step, model, n_steps=40, seed=0):
+    """The compiled scan's moves equal the numpy steps' from 3 starts; between them every unit
+    was picked, the state changed, and neural proposals were both accepted and rejected (so
+    fewer steps leave no branch untested)."""
     rng = np.random.default_rng(seed)
+    seen = {"units": set(), "changed": 0, "neural": set()}
     for x in starts(step, model, 3, seed):
         step._refresh_outside()
         logp = step.differences.logp(x)
         noise = rng.random((n_steps, step.scan_width))
-        want = numpy_scan(step, x.copy(), logp, noise)
+        want = numpy_scan(step, x.copy(), logp, noise, seen)
         got = step.random_scan(x, logp, step._outside_values, noise, step._scan_network())
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(got[2], want[2], rtol=1e-10)
         assert got[3:] == want[3:]
         np.testing.assert_allclose(step.differences.logp(got[0]), got[1], rtol=1e-9, atol=1e-9)
+    assert seen["units"] == set(range(len(step.units))), (seen, step.units)
+    assert seen["changed"] > n_steps // 4, seen
+    if any(u.kind == "neural" for u in step._units):
+        assert seen["neural"] == {False, True}, seen
 
 
-@pytest.mark.parametrize("differences", ["factors", "model"])
-@pytest.mark.parametrize("proposal", ["neural", "exact", "sites"])
-def test_compiled_scan_makes_the_numpy_moves_uai(proposal, differences):
+@pytest.fixture(scope="module")
+def compiled_steps():
+    """``get(case)``: the model and the compiled-scan step (C backend) of a case, built once per
+    module (compiling the scan is the cost): the tests of the moves and the backend twins' C
+    references share them. Cases: ``("uai", proposal, differences)`` on the tiny BN (one model
+    for all), ``("lattice", shape)`` an Ising model with overlapping 2x2 patches."""
+    built: dict = {}
+    bn = read_uai(tiny_network(), EVIDENCE)
+
+    def get(case):
+        if case in built:
+            return built[case]
+        if case[0] == "uai":
+            _, proposal, differences = case
+            kw = {"differences": differences, "compiled": True}
+            with bn:
+                if proposal == "sites":
+                    step = NeuralBlock(bn.free_RVs, blocks=None, **kw)
+                else:
+                    prop = (
+                        random_proposal(MOTIF, seed=3, epsilon=0.05)
+                        if proposal == "neural"
+                        else "exact"
+                    )
+                    step = NeuralBlock(bn.free_RVs, blocks=BLOCKS, proposal=prop, **kw)
+            built[case] = bn, step
+        else:
+            model = lattice_model(case[1])
+            blocks = lattice_blocks(case[1], 2)
+            with model:
+                step = NeuralBlock(
+                    [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5),
+                    compiled=True,
+                )  # fmt: skip
+            built[case] = model, step
+        return built[case]
+
+    return get
+
+
+def lattice_model(shape):
+    field = np.linspace(-0.5, 0.5, shape[0] * shape[1]).reshape(shape)
+    return ising_model(shape, 0.6, field, periodic=False)
+
+
+# every (proposal, differences) pair but (sites, model): a scan of sites only runs the exact
+# units' graph that (exact, model) runs on blocks and sites alike, and (sites, factors) covers the
+# construction without blocks
+@pytest.mark.parametrize(
+    ("proposal", "differences"),
+    [
+        ("neural", "factors"),
+        ("neural", "model"),
+        ("exact", "factors"),
+        ("exact", "model"),
+        ("sites", "factors"),
+    ],
+)
+def test_compiled_scan_makes_the_numpy_moves_uai(proposal, differences, compiled_steps):
     """Tiny BN: blocks (v0, v1) and (v2, v5) with v5 evidence (clamped), sites v3, v4
     uncovered; cards 3 and 2 in one motif."""
-    network = tiny_network()
-    model = read_uai(network, EVIDENCE)
-    kw = {"differences": differences, "compiled": True}
-    with model:
-        if proposal == "sites":
-            step = NeuralBlock(model.free_RVs, blocks=None, **kw)
-        else:
-            prop = random_proposal(MOTIF, seed=3, epsilon=0.05) if proposal == "neural" else "exact"
-            step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, **kw)
+    model, step = compiled_steps(("uai", proposal, differences))
     assert step.logp_mode == differences
     assert step.uses_compiled_scan and step.colours is None
     if proposal != "sites":
@@ -89,17 +152,10 @@ def test_compiled_scan_makes_the_numpy_moves_uai(proposal, differences):
     assert_same_moves(step, model)
 
 
-def test_compiled_scan_makes_the_numpy_moves_lattice():
+def test_compiled_scan_makes_the_numpy_moves_lattice(compiled_steps):
     """Overlapping 2x2 patches of a 3x4 Ising model: conditioning entries off the lattice
     (fixed dummies), the model logp as target, every site covered."""
-    shape = (3, 4)
-    model = ising_model(shape, 0.6, np.linspace(-0.5, 0.5, 12).reshape(shape), periodic=False)
-    blocks = lattice_blocks(shape, 2)
-    with model:
-        step = NeuralBlock(
-            [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5),
-            compiled=True,
-        )  # fmt: skip
+    model, step = compiled_steps(("lattice", (3, 4)))
     assert step.uncovered_sites.size == 0 and step.logp_mode == "model"
     assert_same_moves(step, model, seed=1)
 
@@ -132,26 +188,30 @@ def test_draws_use_the_compiled_scan_only_when_asked():
 
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
-def test_compiled_scan_under_other_backends(backend):
+def test_compiled_scan_under_other_backends(backend, compiled_steps):
     """The random scan compiled with JAX (jax optional: skipped without it) or NUMBA makes the
     C backend's moves (the model logp as target: the UAI models' own logp does not compile under
-    JAX, so a lattice model; the factor-local look-ups under NUMBA on the tiny BN)."""
-    shape = (3, 3)
-    lattice = ising_model(shape, 0.6, np.linspace(-0.5, 0.5, 9).reshape(shape), periodic=False)
-    blocks = lattice_blocks(shape, 2)
-    prop = random_proposal(blocks.motif, seed=5)
-    cases = [(lattice, [lattice["x"]], {"blocks": blocks, "proposal": prop})]
+    JAX, so a 3x3 lattice model: the smallest with patches overlapping both ways; the
+    factor-local look-ups under NUMBA on the tiny BN). The C references are shared: the lattice's
+    by both backends, the BN's with the moves test above."""
+    cases = [("lattice", (3, 3))]
     if backend == "NUMBA":
-        bn = read_uai(tiny_network(), EVIDENCE)
-        tiny = random_proposal(MOTIF, seed=3, epsilon=0.05)
-        cases.append((bn, bn.free_RVs, {"blocks": BLOCKS, "proposal": tiny}))
-    for model, rvs, kw in cases:
+        cases.append(("uai", "neural", "factors"))
+    for case in cases:
+        model, reference = compiled_steps(case)
+        rvs = [model["x"]] if case[0] == "lattice" else model.free_RVs
+        if case[0] == "lattice":
+            blocks = lattice_blocks(case[1], 2)
+            kw = {"blocks": blocks, "proposal": random_proposal(blocks.motif, seed=5)}
+        else:
+            kw = {"blocks": BLOCKS, "proposal": random_proposal(MOTIF, seed=3, epsilon=0.05)}
         results = []
         for mode in modes(backend):
-            with model:
-                step = NeuralBlock(
-                    rvs, compiled=True, compile_kwargs={"mode": mode} if mode else None, **kw
-                )
+            if mode is None:
+                step = reference
+            else:
+                with model:
+                    step = NeuralBlock(rvs, compiled=True, compile_kwargs={"mode": mode}, **kw)
             x = step._state_vector(model.initial_point())
             step._refresh_outside()
             logp = step.differences.logp(x)

@@ -34,6 +34,11 @@ from pymc_lbp.samplers.integer.reference import (
 
 ALPHA = 1e-4
 Z_MAX = 4.0
+# twin tests (compiled against reference moves from the same uniforms): enough calls to hit
+# every branch, which each test asserts (accepted and rejected moves, every slot type)
+STEPS = 60
+# a step's draws on the moving-supports model: numpy for SWITCH_DRAWS draws, then compiled
+SWITCH_DRAWS, N_DRAWS = 5, 15
 SAMPLE = dict(cores=1, progressbar=False, compute_convergence_checks=False)
 
 
@@ -229,8 +234,8 @@ def test_compiled_jumps_make_the_reference_decisions(unrolled, monkeypatch):
     rng = np.random.default_rng(11)
     x = step._x0.copy()
     lay = step.layout
-    moved = 0
-    for _ in range(300):
+    moved = accepted = 0
+    for _ in range(STEPS):
         u = rng.random((2, 2))
         res = jumps(x, u)
         ref, logp = x.copy(), None
@@ -250,16 +255,75 @@ def test_compiled_jumps_make_the_reference_decisions(unrolled, monkeypatch):
         np.testing.assert_array_equal(res.x, ref)
         np.testing.assert_allclose(res.logp, logp, rtol=1e-12)
         moved += int(np.any(res.x != x))
+        accepted += res.n_accepted
         x = res.x
         if rng.random() < 0.2:  # now and then a fresh feasible state
             total = int(rng.integers(0, 13))
             x = np.array([total, rng.integers(0, total + 1)], dtype=np.int64)
-    assert moved > 100
+    # both branches of the MH decision were compared: accepted and rejected site moves
+    assert STEPS / 3 < moved and 0 < accepted < 2 * STEPS, (moved, accepted)
+
+
+def _fixed_supports_model():
+    """Fixed supports: support-Gibbs sites of different sizes, counts that jump, colour
+    classes."""
+    with pm.Model() as model:
+        n = pm.DiscreteUniform("n", 0, 12, initval=6)
+        m = pm.Binomial("m", n=5, p=0.4, initval=1)
+        c = pm.Poisson("c", mu=n + 1.0, shape=2, initval=[3, 9])
+        pm.Potential("modes", pm.math.logaddexp(-0.5 * (n - 2) ** 2, -0.25 * (n - 10) ** 2))
+        pm.Potential("couple", -0.1 * (m - c[0]) ** 2)
+    return model, [n, m, c]
+
+
+def _moving_supports_model():
+    """A count k below a total t held by another site of the block (its support moves with t;
+    the block's sites then all jump), in a colour class with two counts that, like k, depend
+    on t only: classes {t} and {k, c0, c1}, each moved at once."""
+    with pm.Model() as model:
+        t = pm.Poisson("t", mu=20.0, initval=15)
+        k = pm.Binomial("k", n=t, p=0.3, initval=4)
+        c = pm.Poisson("c", mu=0.25 * t + 1.0, shape=2, initval=[3, 9])
+    return model, [t, k, c]
+
+
+@pytest.fixture(scope="module")
+def fixed_step():
+    """A step on the fixed-supports model with the default compile settings (colour classes
+    moved at once); its compiled jumps (the cost of these tests) are built once per module."""
+    model, vars = _fixed_supports_model()
+    with model:
+        return LocallyBalanced(vars)
+
+
+def _draws(model, vars, threshold: int, n_draws: int):
+    """``n_draws`` draws of a step (seed 11) that compiles its jumps after ``threshold`` site
+    moves, and the step."""
+    from pymc_lbp.samplers.integer import numpy_jumps
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
+        with model:
+            step = LocallyBalanced(vars, rng=np.random.default_rng(11))
+        point, out = model.initial_point(), []
+        for _ in range(n_draws):
+            point, _ = step.step(point)
+            out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
+    return np.array(out), step
+
+
+@pytest.fixture(scope="module")
+def moving_switched():
+    """The model whose supports move with other sites, and a step on it that made its first
+    SWITCH_DRAWS draws in numpy and the rest compiled: ``(model, vars, draws, step)``."""
+    model, vars = _moving_supports_model()
+    draws, step = _draws(model, vars, 4 * SWITCH_DRAWS, N_DRAWS)  # 4 integer sites
+    return model, vars, draws, step
 
 
 @pytest.mark.parametrize("mode", ["at once", "unrolled", "scan"])
 def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_decisions(
-    mode, monkeypatch
+    mode, monkeypatch, fixed_step
 ):
     """A block of fixed supports, two small (support Gibbs, of different sizes) and two
     unbounded counts (jumps): given the same uniforms, the compiled call makes the decisions of
@@ -267,16 +331,14 @@ def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_de
     the sites of a colour class moved at once (they share no term) and one by one."""
     from pymc_lbp.samplers.integer import graph as integer_jump
 
-    if mode != "at once":
+    if mode == "at once":
+        step = fixed_step
+    else:
         monkeypatch.setattr(integer_jump, "MAX_CLASSES", 0)
         monkeypatch.setattr(integer_jump, "UNROLL_SITES", 4 if mode == "unrolled" else 0)
-    with pm.Model():
-        n = pm.DiscreteUniform("n", 0, 12, initval=6)
-        m = pm.Binomial("m", n=5, p=0.4, initval=1)
-        c = pm.Poisson("c", mu=n + 1.0, shape=2, initval=[3, 9])
-        pm.Potential("modes", pm.math.logaddexp(-0.5 * (n - 2) ** 2, -0.25 * (n - 10) ** 2))
-        pm.Potential("couple", -0.1 * (m - c[0]) ** 2)
-        step = LocallyBalanced([n, m, c])
+        model, vars = _fixed_supports_model()
+        with model:
+            step = LocallyBalanced(vars)
     jumps = step.jumps
     np.testing.assert_array_equal(jumps.gibbs_sites, [0, 1])
     np.testing.assert_array_equal(jumps.sites, [2, 3])
@@ -287,8 +349,8 @@ def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_de
     lay = step.layout
     rng = np.random.default_rng(12)
     x = step._x0.copy()
-    moved = 0
-    for _ in range(300):
+    moved = jumps_accepted = 0
+    for _ in range(STEPS):
         u = rng.random((4, 2))
         res = jumps(x, u)
         ref, logp = x.copy(), None
@@ -299,89 +361,78 @@ def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_de
                 out = support_gibbs(step._site_logp, ref, int(site), support, uniforms)
             else:
                 out = jump(step._site_logp, ref, int(site), 10, log_sqrt, uniforms, support)
+                jumps_accepted += int(out.accept > 0 and np.any(out.x != ref))
             ref, logp = out.x, out.logp
         np.testing.assert_array_equal(res.x, ref)
         np.testing.assert_allclose(res.logp, logp, rtol=1e-12)
         moved += int(np.any(res.x != x))
         x = res.x
-    assert moved > 200
+    # the chain moved, and the jumps were both accepted and rejected (2 jumping sites a step)
+    assert moved > 0.6 * STEPS and 0 < jumps_accepted < 2 * STEPS, (moved, jumps_accepted)
 
 
-def _mixed_supports_model(dependent: bool):
-    """Fixed supports: support-Gibbs sites of different sizes, counts that jump, colour
-    classes. ``dependent``: also a count below a total held by another site (its support moves
-    with that site; the block's sites then all jump)."""
-    with pm.Model() as model:
-        n = pm.DiscreteUniform("n", 0, 12, initval=6)
-        m = pm.Binomial("m", n=5, p=0.4, initval=1)
-        c = pm.Poisson("c", mu=n + 1.0, shape=2, initval=[3, 9])
-        pm.Potential("modes", pm.math.logaddexp(-0.5 * (n - 2) ** 2, -0.25 * (n - 10) ** 2))
-        pm.Potential("couple", -0.1 * (m - c[0]) ** 2)
-        vars = [n, m, c]
-        if dependent:
-            t = pm.Poisson("t", mu=20.0, initval=15)
-            vars += [t, pm.Binomial("k", n=t, p=0.3, initval=4)]
-    return model, vars
-
-
-@pytest.mark.parametrize("dependent", [False, True], ids=["fixed", "moving"])
-def test_numpy_jumps_make_the_compiled_moves(dependent):
-    """:class:`NumpyJumps` (what a step runs before compiling) makes the moves of
-    :class:`CompiledJumps` from the same uniforms: the same states, logps and summaries, with
-    support-Gibbs sites, jumps and colour classes, or with a support that moves with another
-    site."""
-    model, vars = _mixed_supports_model(dependent)
-    with model:
-        step = LocallyBalanced(vars)
+def _numpy_and_compiled_agree(step, n_steps: int) -> tuple[int, int, int]:
+    """:class:`NumpyJumps` and :class:`CompiledJumps` of ``step`` from the same uniforms, chained
+    for ``n_steps`` calls: (calls that moved the state, site moves accepted, site moves)."""
     numpy_jumps, compiled = step._jumps_in_numpy(), step.jumps
     np.testing.assert_array_equal(numpy_jumps.order, compiled.order)
-    if dependent:
-        assert len(compiled.gibbs_sites) == 0 and len(compiled.sites) == 6
-    else:
-        assert len(compiled.gibbs_sites) == 2 and len(compiled.sites) == 2
-        assert [len(c) for c in compiled.jump_classes + compiled.gibbs_classes] == [2, 2]
     rng = np.random.default_rng(5)
     x = step._x0.copy()
-    moved = 0
-    for _ in range(300):
+    moved = accepted = 0
+    for _ in range(n_steps):
         u = rng.random((compiled.order.size, 2))
         a, b = numpy_jumps(x, u), compiled(x, u)
         np.testing.assert_array_equal(a.x, b.x)
         np.testing.assert_allclose(a.logp, b.logp, rtol=1e-12)
         np.testing.assert_allclose(a.sum_accept, b.sum_accept, rtol=1e-12)
         assert (a.sum_distance, a.n_accepted) == (b.sum_distance, b.n_accepted)
-        assert not dependent or 0 <= a.x[5] <= a.x[4]  # k stays below its total t
+        if len(compiled.gibbs_sites) == 0:  # the moving supports: k stays below its total t
+            assert 0 <= a.x[1] <= a.x[0]
         moved += int(np.any(a.x != x))
+        accepted += a.n_accepted
         x = a.x
-    assert moved > 250
+    return moved, accepted, n_steps * compiled.order.size
 
 
-def test_a_step_jumps_in_numpy_first_and_compiles_later_with_the_same_draws(monkeypatch):
+@pytest.mark.parametrize("dependent", [False, True], ids=["fixed", "moving"])
+def test_numpy_jumps_make_the_compiled_moves(dependent, request):
+    """:class:`NumpyJumps` (what a step runs before compiling) makes the moves of
+    :class:`CompiledJumps` from the same uniforms: the same states, logps and summaries, with
+    support-Gibbs sites, jumps and colour classes, or with a support that moves with another
+    site (on the step of :func:`moving_switched`, whose jumps are compiled already)."""
+    if dependent:
+        step = request.getfixturevalue("moving_switched")[3]
+    else:
+        step = request.getfixturevalue("fixed_step")
+    compiled = step.jumps
+    if dependent:
+        assert len(compiled.gibbs_sites) == 0 and len(compiled.sites) == 4
+        assert [c.tolist() for c in compiled.jump_classes] == [[0], [1, 2, 3]]
+    else:
+        assert len(compiled.gibbs_sites) == 2 and len(compiled.sites) == 2
+        assert [len(c) for c in compiled.jump_classes + compiled.gibbs_classes] == [2, 2]
+    moved, accepted, site_moves = _numpy_and_compiled_agree(step, STEPS)
+    # the chain moved; some site moves were accepted and (the moving supports jump at every
+    # site) some rejected: both branches were compared
+    assert moved > 0.6 * STEPS and accepted > 0, (moved, accepted)
+    assert not dependent or accepted < site_moves, (accepted, site_moves)
+
+
+def test_a_step_jumps_in_numpy_first_and_compiles_later_with_the_same_draws(moving_switched):
     """A step makes its first COMPILE_AFTER_SITE_MOVES integer moves in numpy and then compiles
-    them; its draws are those of a step that compiled from the first draw, and a short run of a
-    few integer sites never compiles."""
+    them; its draws are those of a step that never compiles (which the default threshold gives
+    a short run of a few integer sites). That the compiled moves are the numpy moves from the
+    same uniforms is test_numpy_jumps_make_the_compiled_moves, on this very step."""
     from pymc_lbp.samplers.integer import numpy_jumps
 
-    model, vars = _mixed_supports_model(dependent=True)
-    default = numpy_jumps.COMPILE_AFTER_SITE_MOVES
-
-    def draws(threshold):
-        monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
-        with model:
-            step = LocallyBalanced(vars, rng=np.random.default_rng(11))
-        point, out = model.initial_point(), []
-        for _ in range(30):
-            point, _ = step.step(point)
-            out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
-        return np.array(out), step
-
-    switched, step = draws(6 * 10)  # 6 integer sites: numpy for 10 draws, then compiled
-    assert step._integer_moves == 6 * 30 and step._jumps is not None
-    compiled_from_start, _ = draws(0)
-    np.testing.assert_array_equal(switched, compiled_from_start)
-    never, step = draws(default)
+    model, vars, switched, step = moving_switched
+    assert step._integer_moves == 4 * N_DRAWS and step._jumps is not None
+    never, step = _draws(model, vars, numpy_jumps.COMPILE_AFTER_SITE_MOVES, N_DRAWS)
     assert step._jumps is None and not step.__dict__.get("_jumps_by_exponent")
-    np.testing.assert_array_equal(never, compiled_from_start)
+    np.testing.assert_array_equal(switched, never)
+    # a comparison with teeth: the chain moved, before and after the switch
+    assert len({d.tobytes() for d in switched[:SWITCH_DRAWS]}) > 2
+    assert len({d.tobytes() for d in switched[SWITCH_DRAWS:]}) > 2
 
 
 # -- through pm.sample ---------------------------------------------------------------------------

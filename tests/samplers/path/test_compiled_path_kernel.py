@@ -84,6 +84,17 @@ def reference_step(step, x, logp, deltas, noise, scale):
     return x, logp, deltas, prob
 
 
+# twin steps (compiled against the numpy reference from the same noise): enough to compare
+# accepted and rejected moves, which the test asserts
+STEPS = 60
+
+
+@pytest.fixture(scope="module")
+def path_steps():
+    """Steps built once per module, by (model builder, differences)."""
+    return {}
+
+
 @pytest.mark.parametrize(
     ("build", "differences"),
     [
@@ -96,18 +107,23 @@ def reference_step(step, x, logp, deltas, noise, scale):
     ids=["binary", "binary-first-order-approx", "categorical-exact", "categorical", "integer"],
 )
 @pytest.mark.parametrize("scale", [1.0, 2.4])
-def test_compiled_path_step_makes_the_reference_move(build, differences, scale):
-    model = build()
-    with model:
-        step = PathAuxiliaryLBP(
-            [model["x" if "x" in model.named_vars else "k"]], differences=differences
-        )
+def test_compiled_path_step_makes_the_reference_move(build, differences, scale, path_steps):
+    # the scale is an input of the compiled kernel: one step (one compile) serves both scales
+    key = (build, differences)
+    if key not in path_steps:
+        model = build()
+        with model:
+            step = PathAuxiliaryLBP(
+                [model["x" if "x" in model.named_vars else "k"]], differences=differences
+            )
+        path_steps[key] = model, step
+    model, step = path_steps[key]
     kernel = step.path_kernel
     rng = np.random.default_rng(7)
     x = step._state_vector(model.initial_point())
     logp, deltas = step.differences(x)
     moved = 0
-    for _ in range(150):
+    for _ in range(STEPS):
         noise = kernel.draw_noise(rng, 1)
         ref = reference_step(step, x, logp, deltas, noise[0], scale)
         out = kernel(x, logp, deltas, noise, scale)
@@ -117,7 +133,8 @@ def test_compiled_path_step_makes_the_reference_move(build, differences, scale):
         np.testing.assert_allclose(out.deltas, ref[2], rtol=1e-10, atol=1e-12)
         moved += int(np.any(out.x != x))
         x, logp, deltas = out.x, out.logp, out.deltas
-    assert moved > 20  # the comparison covers accepted moves, not only rejections
+    # the comparison covers accepted moves and rejections
+    assert STEPS / 10 < moved < STEPS, moved
 
 
 @pytest.mark.parametrize(
@@ -257,33 +274,47 @@ def test_auto_switches_to_the_compiled_kernel_after_its_steps_and_keeps_the_coun
 
 @pytest.mark.parametrize("compiled", [True, False], ids=["path-kernel", "python-loop"])
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
-def test_other_backends_path_steps_make_the_same_moves(backend, compiled):
+def test_other_backends_path_steps_make_the_same_moves(backend, compiled, c_path_runs):
     """PathAuxiliaryLBP under JAX (skipped without jax) and NUMBA makes the C backend's moves
     from the same seed, with the compiled path kernel (under JAX compiled for the number of
     steps: JAX traces shapes as values) and with the default Python loop of path steps (its
-    differences compiled with the backend)."""
+    differences compiled with the backend). The C runs are made once for both backends."""
+    _, mode = modes(backend)
+    model, refs = c_path_runs
+    if compiled not in refs:
+        refs[compiled] = _backend_path_run(model, None, compiled)
+    ref = refs[compiled]
+    run = _backend_path_run(model, mode, compiled)
+    np.testing.assert_array_equal(ref.x, run.x)
+    assert ref.n_accepted == run.n_accepted > 3
+    np.testing.assert_allclose(ref.logp, run.logp, rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def c_path_runs():
+    """The lattice the backends are compared on, and the C backend's runs by ``compiled``."""
     from pymc_lbp.models import ising_model
 
-    model = ising_model((3, 3), 0.4, 0.1)
-    runs = []
-    for mode in modes(backend):
-        with model:
-            step = PathAuxiliaryLBP(
-                [model["x"]],
-                path_length=2.0,
-                steps_per_draw=20,
-                differences="gradient",  # the scan kernel (a pairwise block would run numba's)
-                compiled=compiled,
-                compile_kwargs={"mode": mode} if mode else None,
-            )
-        step.stop_tuning()
-        step.set_rng(np.random.default_rng(5))
-        x0 = np.zeros(9, dtype=np.int64)
-        logp, deltas = step.differences(x0)
-        assert not step.pairwise_ready()
-        runs.append(step.run_steps(x0, logp, deltas, 20))
-        if compiled:
-            assert step.path_kernel.static_shapes == (mode == "JAX")
-    np.testing.assert_array_equal(runs[0].x, runs[1].x)
-    assert runs[0].n_accepted == runs[1].n_accepted > 3
-    np.testing.assert_allclose(runs[0].logp, runs[1].logp, rtol=1e-12)
+    return ising_model((3, 3), 0.4, 0.1), {}
+
+
+def _backend_path_run(model, mode, compiled):
+    """20 frozen path steps from the zero state, seed 5, compiled with ``mode``."""
+    with model:
+        step = PathAuxiliaryLBP(
+            [model["x"]],
+            path_length=2.0,
+            steps_per_draw=20,
+            differences="gradient",  # the scan kernel (a pairwise block would run numba's)
+            compiled=compiled,
+            compile_kwargs={"mode": mode} if mode else None,
+        )
+    step.stop_tuning()
+    step.set_rng(np.random.default_rng(5))
+    x0 = np.zeros(9, dtype=np.int64)
+    logp, deltas = step.differences(x0)
+    assert not step.pairwise_ready()
+    run = step.run_steps(x0, logp, deltas, 20)
+    if compiled:
+        assert step.path_kernel.static_shapes == (mode == "JAX")
+    return run

@@ -280,14 +280,15 @@ def test_sample_frequencies_potts_lsb1_first_order():
     with model:
         step = SelfBalancing(balancing="lsb1", differences="gradient", n_particles=6)
         idata = pm.sample(
-            tune=200, draws=3000, step=step, chains=2, cores=1, random_seed=12,
+            tune=200, draws=1000, step=step, chains=2, cores=1, random_seed=12,
             progressbar=False, compute_convergence_checks=False, discard_tuned_samples=False,
         )  # fmt: skip
     states = enumerate_states([("cat", 3)] * 4)
     probs = exact_probabilities(model, "z", states)
     samples = idata.posterior["z"].values.reshape(2, -1, 4)
-    z = frequency_check(samples, states, probs)
-    assert z < bonferroni_z(len(states)), z
+    z, ess = frequency_z(samples, states, probs)
+    assert ess.min() >= 200, ess.min()  # enough for the ESS-scaled z-scores to be sound
+    assert z.max() < bonferroni_z(len(states)), z.max()
     ss = idata.sample_stats
     weights = np.stack([ss[f"lsb_weight_{k}"].values for k in ("sqrt", "barker", "min", "max")])
     np.testing.assert_allclose(weights.sum(0), 1.0)
