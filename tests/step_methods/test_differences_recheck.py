@@ -10,48 +10,20 @@ X_g^T)``), enumerated here over all ``2^p`` indicator vectors by independent num
 
 from __future__ import annotations
 
-import itertools
 import logging
 
 import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
-from scipy.stats import multivariate_normal
 
 from pymc_lbp import LocallyBalanced
 from pymc_lbp.step_methods.differences_choice import recheck_due
-
-PI, TAU, SIGMA = 0.3, 2.0, 1.0
-
-
-def _data():
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(40, 6))
-    y = X @ np.array([2.0, -1.5, 0.0, 0.0, 0.35, 0.0]) + rng.normal(size=40)
-    return X, y
-
-
-def exact_inclusion(X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """P(g_j = 1 | y), ``b`` integrated out, by enumeration of every indicator vector."""
-    n, p = X.shape
-    states = np.array(list(itertools.product([0, 1], repeat=p)))
-    logw = np.empty(len(states))
-    for k, g in enumerate(states):
-        Xg = X[:, g == 1]
-        cov = SIGMA**2 * np.eye(n) + TAU**2 * Xg @ Xg.T
-        prior = np.sum(g * np.log(PI) + (1 - g) * np.log1p(-PI))
-        logw[k] = multivariate_normal(np.zeros(n), cov).logpdf(y) + prior
-    w = np.exp(logw - logw.max())
-    return (w / w.sum()) @ states
-
-
-def _model(X, y):
-    with pm.Model() as model:
-        g = pm.Bernoulli("g", PI, shape=X.shape[1])
-        b = pm.Normal("b", 0.0, TAU, shape=X.shape[1])
-        pm.Normal("y", pm.math.dot(X, g * b), SIGMA, observed=y)
-    return model
+from tests.helpers.spike_and_slab import (
+    exact_inclusion,
+    spike_and_slab_data,
+    spike_and_slab_model,
+)
 
 
 def test_recheck_schedule():
@@ -59,10 +31,10 @@ def test_recheck_schedule():
 
 
 def test_spike_and_slab_switches_to_exact_and_matches_enumeration(caplog):
-    X, y = _data()
+    X, y = spike_and_slab_data()
     exact = exact_inclusion(X, y)
     assert 0.3 < exact[4] < 0.7  # an undecided covariate: a frozen chain cannot match it
-    model = _model(X, y)
+    model = spike_and_slab_model(X, y)
     with model:
         step = LocallyBalanced([model["g"]])
         # the trap: at the start (b = 0) first-order differences look exact

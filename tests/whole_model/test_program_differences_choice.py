@@ -21,18 +21,18 @@ pytest.importorskip("blackjax", reason="pymc_lbp.sample needs the extra pymc_lbp
 import pymc_lbp  # noqa: E402
 from pymc_lbp import LocallyBalanced  # noqa: E402
 from pymc_lbp.whole_model.sampling import _recheck_at_starts  # noqa: E402
-from tests.step_methods.test_differences_recheck import (  # noqa: E402
-    _data,
-    _model,
+from tests.helpers.spike_and_slab import (  # noqa: E402
     exact_inclusion,
+    spike_and_slab_data,
+    spike_and_slab_model,
 )
 
 
 def test_spike_and_slab_switches_to_exact_at_the_starts_and_matches_enumeration():
-    X, y = _data()
+    X, y = spike_and_slab_data()
     exact = exact_inclusion(X, y)
     assert 0.3 < exact[4] < 0.7  # an undecided covariate: a stuck chain cannot match it
-    model = _model(X, y)
+    model = spike_and_slab_model(X, y)
     with model:
         step = LocallyBalanced([model["g"]])
         assert step.differences_kind == "gradient"  # the trap, at b = 0
