@@ -520,34 +520,6 @@ def test_strict_needs_two_chains(uai_dir, tmp_path, no_sampling):
     assert code == 2 and out == "" and "--strict compares chains" in err
 
 
-def test_block_gibbs_refuses_deterministic_factors_too_large_to_enumerate(
-    tmp_path, xor_uai, no_sampling, monkeypatch
-):
-    from pymc_lbp import cli
-
-    monkeypatch.setattr(
-        cli.samplers, "BLOCK_GIBBS_MAX_EXACT", 3
-    )  # the XOR factors have 4 joint states
-    path, _ = xor_uai
-    code, out, err = run("mar", str(path), "-o", str(tmp_path / "o.MAR"))
-    assert code == 2 and out == "" and err.count("\n") == 1
-    assert err.startswith("pymc_lbp: error: --sampler block_gibbs: xor.uai: the deterministic ")
-    assert "factor on (0, 1) has 4 joint states, more than the 3" in err
-    evid = tmp_path / "x0.evid"
-    evid.write_text("1 0 0\n")  # x0 = 0: no deterministic factor is left among the free ones
-    with pytest.raises(AssertionError, match="work started"):  # past the check, to pm.sample
-        run(
-            "mar",
-            str(path),
-            "--evidence",
-            str(evid),
-            "-o",
-            str(tmp_path / "o.MAR"),
-            "--method",
-            "sample",
-        )
-
-
 def test_chains_start_from_distinct_random_feasible_states(tmp_path, xor_uai, sample_spy):
     """Regression: every chain started from the one state read_uai found."""
     path, _ = xor_uai

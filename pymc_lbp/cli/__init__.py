@@ -18,9 +18,9 @@ is small enough, otherwise forward sampling or greedy repair per chain). After s
 chains are compared (:func:`chain_disagreement`): where zero factors split the states into
 regions the sampler never leaves, chains that started in different regions disagree, and a
 ``warning: ...`` line on stderr names the variables (with ``--strict`` the exit code is 7). The
-default sampler, ``block_gibbs``, resamples clusters of variables from their exact conditional
-(:func:`~pymc_lbp.models.uai.uai_clusters`: every deterministic factor inside one block), so
-its moves cross that determinism.
+default sampler, ``block_gibbs``, draws blocks of all variables but a small cutset from their
+exact conditional by variable elimination (:mod:`pymc_lbp.samplers.block.elimination`; one block,
+independent exact draws, where the network fits), so its moves cross that determinism.
 
 Every input is checked before any work (reading, compiling, sampling): the network and evidence
 files must be readable files, the output must be writable (not a directory, not a name ending

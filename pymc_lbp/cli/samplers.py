@@ -12,8 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = [
-    "BLOCK_GIBBS_MAX_EXACT",
-    "BLOCK_GIBBS_MAX_STATES",
+    "BLOCK_GIBBS_MAX_TABLE_SIZE",
     "DEFAULT_SAMPLER",
     "DEFAULT_STEPS_PER_DRAW",
     "RENAMED_SAMPLERS",
@@ -28,12 +27,10 @@ __all__ = [
     "steps_per_draw_for",
 ]
 
-#: Joint states of a ``block_gibbs`` block (:func:`~pymc_lbp.models.uai.uai_clusters`; its
-#: ``DEFAULT_MAX_STATES``, written out here so that importing the CLI stays light).
-BLOCK_GIBBS_MAX_STATES = 1024
-#: ``block_gibbs`` refuses a network with a deterministic factor of more joint states (a block
-#: holds it whole, and an exact update enumerates every joint state of its block).
-BLOCK_GIBBS_MAX_EXACT = 65536
+#: Largest elimination table of a ``block_gibbs`` block
+#: (:data:`pymc_lbp.samplers.block.elimination.DEFAULT_MAX_TABLE_SIZE`, written out here so that
+#: importing the CLI stays light).
+BLOCK_GIBBS_MAX_TABLE_SIZE = 2**16
 
 #: A sampler factory: ``factory(value_vars, steps_per_draw) -> step or list of steps``, called
 #: inside the model context (a :func:`~pymc_lbp.models.uai.read_uai` model) with the model's free
@@ -99,21 +96,19 @@ def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
 
 
 def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
-    """:class:`~pymc_lbp.BlockGibbs` on the network's clusters
-    (:func:`~pymc_lbp.models.uai.uai_clusters`: every deterministic factor inside one block,
-    min-fill blocks of up to :data:`BLOCK_GIBBS_MAX_STATES` joint states): exact block Gibbs,
-    whose moves cross determinism; ``steps_per_draw=None``: one update per block on average."""
+    """:class:`~pymc_lbp.BlockGibbs` on elimination blocks of the network
+    (:mod:`pymc_lbp.samplers.block.elimination`: every free variable but a small cutset, drawn
+    whole by bucket elimination within :data:`BLOCK_GIBBS_MAX_TABLE_SIZE` table entries; one
+    block, independent exact draws, when the network fits): exact block Gibbs, whose moves cross
+    determinism; ``steps_per_draw=None``: one update per block on average."""
     from pymc_lbp.step_methods.block_gibbs import BlockGibbs
 
     return BlockGibbs(
         vars,
-        max_states=BLOCK_GIBBS_MAX_STATES,
-        blocks="auto",
+        blocks="elimination",
+        max_table_size=BLOCK_GIBBS_MAX_TABLE_SIZE,
         steps_per_draw=steps_per_draw,
         differences="auto",
-        # check_sampler refused deterministic factors above BLOCK_GIBBS_MAX_EXACT already
-        max_exact_states=max(BLOCK_GIBBS_MAX_EXACT, BLOCK_GIBBS_MAX_STATES),
-        compiled="auto",
     )
 
 
@@ -191,7 +186,7 @@ RENAMED_SAMPLERS: dict[str, str] = {"path_auxiliary": "path_auxiliary_lbp"}
 
 #: One line per sampler for ``--help``.
 SAMPLER_HELP: dict[str, str] = {
-    "block_gibbs": "BlockGibbs: exact block Gibbs on clusters that keep zero factors whole",
+    "block_gibbs": "BlockGibbs: exact block Gibbs, blocks drawn whole by variable elimination",
     "gibbs_with_gradients": "GibbsWithGradients: gradient-informed single-site MH",
     "locally_balanced": "LocallyBalanced: sqrt balancing, exact neighbour differences",
     "path_auxiliary_lbp": "PathAuxiliaryLBP: several sites per step, path length tuned",
@@ -217,24 +212,13 @@ def check_sampler(name: str, network: Any, evidence: dict[int, int] | None = Non
     """Raise :class:`SamplerNotApplicableError` if sampler ``name`` cannot sample ``network``.
 
     Called before the model is built, so that an inapplicable choice costs nothing:
-    ``neural_block`` needs a binary grid BN, ``block_gibbs`` deterministic factors (with the
-    ``evidence`` substituted) of at most :data:`BLOCK_GIBBS_MAX_EXACT` joint states.
+    ``neural_block`` needs a binary grid BN; ``evidence`` is for samplers whose applicability
+    depends on it (none at present).
     """
     if name not in SAMPLERS:
         raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}")
     if name == "neural_block":
         grid_blocks(network)
-    if name == "block_gibbs":
-        from pymc_lbp.models.uai.clusters import deterministic_scopes
-
-        for scope in deterministic_scopes(network, evidence):
-            size = math.prod(int(network.cards[v]) for v in scope)
-            if size > BLOCK_GIBBS_MAX_EXACT:
-                raise SamplerNotApplicableError(
-                    f"{network.name}: the deterministic factor on {scope} has {size} joint "
-                    f"states, more than the {BLOCK_GIBBS_MAX_EXACT} an exact block update may "
-                    "enumerate; choose another --sampler"
-                )
 
 
 def steps_per_draw_for(name: str, n_sites: int, requested: int | None) -> int | None:

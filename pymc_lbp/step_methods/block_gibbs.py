@@ -1,14 +1,15 @@
-"""BlockGibbs: exact block Gibbs on clusters chosen from the model's structure, for any discrete
+"""BlockGibbs: exact block Gibbs on blocks chosen from the model's structure, for any discrete
 PyMC model.
 
 A thin step class on :class:`~pymc_lbp.step_methods.neural_block.NeuralBlock`'s exact updates
 (``proposal="exact"`` on a block set without a motif): this module only chooses the blocks. On a
 model built by :func:`~pymc_lbp.models.read_uai` (unchanged, every free variable in the step) they
-are :func:`~pymc_lbp.models.uai.uai_clusters` of its network, as ``python -m pymc_lbp mar
---sampler block_gibbs`` runs them; on any other model the same algorithm
-(:func:`~pymc_lbp.models.uai.clusters.graph_clusters`) runs on the interaction graph and the
-must-stay-together scopes read from the model's logp graph
-(:mod:`pymc_lbp.samplers.block.model_structure`).
+are elimination blocks (:mod:`pymc_lbp.samplers.block.elimination`: all variables but a small
+cutset, drawn jointly by bucket elimination), as ``python -m pymc_lbp mar --sampler block_gibbs``
+runs them, or on request :func:`~pymc_lbp.models.uai.uai_clusters` of its network; on any other
+model the clusters' algorithm (:func:`~pymc_lbp.models.uai.clusters.graph_clusters`) runs on the
+interaction graph and the must-stay-together scopes read from the model's logp graph
+(:mod:`pymc_lbp.samplers.block.model_structure`), each cluster drawn by enumerating its states.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
 from pymc_lbp.models.uai.clusters import DEFAULT_MAX_STATES, uai_clusters
 from pymc_lbp.models.uai.model import UAIModelInfo
+from pymc_lbp.samplers.block.elimination import (
+    DEFAULT_MAX_TABLE_SIZE,
+    EliminationBlock,
+    elimination_blocks,
+    normalized_cpts,
+    sample_block,
+)
 from pymc_lbp.samplers.block.model_structure import (
     ModelStructure,
     model_structure,
@@ -30,11 +38,14 @@ from pymc_lbp.samplers.block.model_structure import (
 )
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock
 from pymc_lbp.samplers.block.motifs.uai_blocks import uai_exact_blocks
+from pymc_lbp.step_methods.base import StepResult
 from pymc_lbp.step_methods.neural_block import NeuralBlock
 from pymc_lbp.step_methods.options import AUTO
 from pymc_lbp.step_methods.stats import document_stats
 
 __all__ = ["BlockGibbs"]
+
+BLOCK_CHOICES = ("auto", "elimination", "clusters")
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -45,16 +56,26 @@ def _positive_int(name: str, value: object) -> int:
 
 @document_stats
 class BlockGibbs(NeuralBlock):
-    """Exact block Gibbs on clusters of the model's structure, for any discrete PyMC model.
+    """Exact block Gibbs on blocks of the model's structure, for any discrete PyMC model.
 
     Each step picks a block uniformly at random and draws its sites from their exact joint
-    conditional given everything else (the target at every joint state of the block; acceptance
-    1). The default blocks are chosen from the model's structure so that moves cross the walls
-    that zero-probability states build for single-site samplers: terms that are ``-inf`` for some
-    joint values of their sites (a zero in a conditional probability table, a ``pm.Potential``
-    with ``-inf``) keep their sites in one block, and the blocks follow a min-fill elimination
-    order of the sites' interaction graph, grown up its bucket tree within ``max_states`` joint
-    states (the algorithm of :func:`pymc_lbp.models.uai.uai_clusters`, docs/block_gibbs.md).
+    conditional given everything else (acceptance 1). The default blocks are chosen from the
+    model's structure so that moves cross the walls that zero-probability states build for
+    single-site samplers (docs/block_gibbs.md):
+
+    - on an unchanged :func:`~pymc_lbp.models.read_uai` model, *elimination blocks*
+      (:func:`~pymc_lbp.samplers.block.elimination.elimination_blocks`, the blocking Gibbs
+      sampler of Jensen, Kong and Kjaerulff 1995): each block is every free variable but a small
+      cutset, chosen so that bucket elimination of the rest needs no table above
+      ``max_table_size`` entries, and is drawn whole by one forward pass and backward sampling;
+      when the whole network fits, one block, and every update is an independent exact draw.
+      The cutsets are disjoint and every deterministic factor is whole in some block, where the
+      budget allows.
+    - on any other model, *clusters* whose joint states are enumerated: terms that are ``-inf``
+      for some joint values of their sites (a zero in a conditional probability table, a
+      ``pm.Potential`` with ``-inf``) keep their sites in one block, and the blocks follow a
+      min-fill elimination order of the sites' interaction graph, grown up its bucket tree within
+      ``max_states`` joint states (the algorithm of :func:`pymc_lbp.models.uai.uai_clusters`).
 
     Parameters
     ----------
@@ -65,15 +86,22 @@ class BlockGibbs(NeuralBlock):
         Largest number of joint states of a default block (the product of its sites'
         cardinalities), except a must-stay-together scope that alone is larger (a block of its
         own, up to ``max_exact_states``).
-    blocks : "auto", BlockSet or sequence of sequences of int, default "auto"
-        ``"auto"``: from the model's structure. On an unchanged :func:`pymc_lbp.models.read_uai`
-        model with every free variable in the step, :func:`pymc_lbp.models.uai.uai_clusters` of
-        its network and evidence (the blocks of ``python -m pymc_lbp mar``'s default sampler);
-        otherwise the interaction graph and scopes read from the logp graph
+    blocks : "auto", "elimination", "clusters", BlockSet or sequence of sequences of int
+        ``"auto"`` (default): from the model's structure. On an unchanged
+        :func:`pymc_lbp.models.read_uai` model with every free variable in the step,
+        ``"elimination"`` (the blocks of ``python -m pymc_lbp mar``'s default sampler); otherwise
+        ``"clusters"``. ``"elimination"``: elimination blocks of the network and its evidence
+        (only on such a model). ``"clusters"``: enumerated clusters, on a ``read_uai`` model
+        :func:`pymc_lbp.models.uai.uai_clusters` of its network, on any other the interaction
+        graph and scopes read from the logp graph
         (:mod:`pymc_lbp.samplers.block.model_structure`, :attr:`structure`). A sequence: the
         blocks as positions in the raveled ``vars`` (sites in no block get single-site Gibbs
         updates); a :class:`~pymc_lbp.samplers.block.motifs.motif_api.BlockSet`: as
         ``NeuralBlock(blocks=..., proposal="exact")`` takes it.
+    max_table_size : int, default 65536
+        Largest bucket-elimination table of an elimination block (entries; about 0.5 MiB as
+        float64 by default): bigger blocks with smaller cutsets mix better and cost more per
+        update.
     steps_per_draw : int, optional
         Block updates per recorded draw; ``None`` (default): the number of units (blocks plus
         uncovered sites), one update per block on average.
@@ -94,6 +122,9 @@ class BlockGibbs(NeuralBlock):
     clusters : list of tuple of int
         The sites of every block (positions in the raveled ``vars``), in the order of
         :attr:`units`.
+    elimination_blocks : list of EliminationBlock
+        The elimination blocks in network variables (their cutsets and elimination plans);
+        empty for enumerated blocks.
     scopes : list of tuple of int
         The must-stay-together scopes found (sites), each inside some block where
         ``blocks="auto"``; empty for given blocks.
@@ -130,6 +161,7 @@ class BlockGibbs(NeuralBlock):
         *,
         max_states: int = DEFAULT_MAX_STATES,
         blocks: str | BlockSet | Sequence[Sequence[int]] = "auto",
+        max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
         steps_per_draw: int | None = None,
         differences: str = "auto",
         max_exact_states: int = 65536,
@@ -147,25 +179,27 @@ class BlockGibbs(NeuralBlock):
                 f"BlockGibbs: max_states={self.max_states} is above max_exact_states="
                 f"{max_exact_states}, the largest block an exact update may enumerate"
             )
+        self.max_table_size = _positive_int("max_table_size", max_table_size)
         if isinstance(blocks, str):
-            if blocks != "auto":
+            if blocks not in BLOCK_CHOICES:
                 raise ValueError(
-                    f"BlockGibbs: blocks must be 'auto', a BlockSet or a sequence of site "
-                    f"sequences, not {blocks!r}"
+                    f"BlockGibbs: blocks must be one of {BLOCK_CHOICES}, a BlockSet or a sequence "
+                    f"of site sequences, not {blocks!r}"
                 )
         elif not isinstance(blocks, BlockSet):
             try:
                 blocks = [[int(i) for i in b] for b in blocks]
             except TypeError:
                 raise TypeError(
-                    "BlockGibbs: blocks must be 'auto', a BlockSet or a sequence of sequences of "
-                    f"site positions, got {blocks!r}"
+                    f"BlockGibbs: blocks must be one of {BLOCK_CHOICES}, a BlockSet or a sequence "
+                    f"of sequences of site positions, got {blocks!r}"
                 ) from None
             if not blocks or any(not b for b in blocks):
                 raise ValueError("BlockGibbs: blocks must be non-empty sequences of sites")
         self._requested_blocks = blocks
         self.structure: ModelStructure | None = None
         self.scopes: list[tuple[int, ...]] = []
+        self.elimination_blocks: list[EliminationBlock] = []
         self._compile_kwargs_given = dict(compile_kwargs or {})
         super().__init__(
             vars,
@@ -180,7 +214,11 @@ class BlockGibbs(NeuralBlock):
             compile_kwargs=compile_kwargs,
             blocked=blocked,
         )
-        self.clusters = [tuple(u.sites.tolist()) for u in self._units if u.kind == "exact"]
+        self.clusters = [
+            tuple(u.sites.tolist()) for u in self._units if u.kind in ("exact", "eliminate")
+        ]
+        for unit, block in zip(self._units, self.elimination_blocks, strict=False):
+            unit.elimination = block
         del self._requested_blocks, self._compile_kwargs_given
 
     def _check_block_options(self, layout, specs) -> None:
@@ -200,11 +238,20 @@ class BlockGibbs(NeuralBlock):
             return self._given_blocks(requested), "exact", "blocks given"
         info = getattr(model, "uai_info", None)
         names = {s.name for s in self.specs}
-        if (
+        plain = (
             isinstance(info, UAIModelInfo)
             and self._is_plain_uai_model(model, info)
             and names == set(info.free_names)
-        ):
+        )
+        if requested == "elimination" and not plain:
+            raise ValueError(
+                "BlockGibbs(blocks='elimination') needs a model built by read_uai and left "
+                "unchanged, with every free variable in the step: the blocks are drawn from the "
+                "network's factor tables (use blocks='clusters' on other models)"
+            )
+        if plain and requested != "clusters":
+            return self._elimination_blockset(info)
+        if plain:
             blockset, reason = self._uai_blocks(info)
             return blockset, "exact", reason
         cards = self._site_cards()
@@ -228,6 +275,47 @@ class BlockGibbs(NeuralBlock):
             f"model's interaction graph): {self.structure.reason}"
         )
         return blockset, "exact", reason
+
+    def _elimination_blockset(self, info: UAIModelInfo) -> tuple[BlockSet, str, str]:
+        """Elimination blocks of the network (CPT rows normalised as the model does for
+        ``kind="BAYES"``), with every variable the model fixes as evidence."""
+        network = normalized_cpts(info.network) if info.kind == "BAYES" else info.network
+        fixed = {v: int(x) for v, x in enumerate(info.fixed_values.tolist()) if x >= 0}
+        self.elimination_blocks = elimination_blocks(
+            network, fixed, max_table_size=self.max_table_size
+        )
+        offsets = {s.name: s.offset for s in self.specs}
+        free = np.flatnonzero(info.fixed_values < 0)
+        self._network = network
+        self._net_fixed = np.where(info.fixed_values >= 0, info.fixed_values, 0).astype(np.int64)
+        self._net_free = free
+        self._net_sites = np.array(
+            [offsets[info.names[v]] + int(info.positions[v]) for v in free.tolist()], np.int64
+        )
+        blocks = self.elimination_blocks
+        largest = max(b.max_table_size for b in blocks)
+        cut = [len(b.cutset) for b in blocks]
+        reason = (
+            f"a read_uai model: {len(blocks)} elimination block(s) (cutsets of {cut} variables, "
+            f"largest table {largest} <= max_table_size={self.max_table_size} entries)"
+        )
+        blockset = uai_exact_blocks(
+            info.network, [b.variables for b in blocks], label="elimination block"
+        )
+        return blockset, "eliminate", reason
+
+    def _eliminate_step(self, unit, x, logp, deltas, extra) -> StepResult:
+        """Draw the unit's elimination block from its exact conditional given the rest."""
+        state = self._net_fixed.copy()
+        state[self._net_free] = x[self._net_sites]
+        y = x.copy()
+        y[unit.sites] = sample_block(self._network, unit.elimination, state, self.rng)
+        if unit.factors is None:
+            logp_y = self.differences.logp(y)
+            self._draw_evals += 1
+        else:
+            logp_y = logp + self._local_delta(unit, x, y)
+        return StepResult(y, logp_y, deltas, 1.0, True, extra=extra)
 
     def _uai_blocks(self, info: UAIModelInfo) -> tuple[BlockSet, str]:
         """The CLI's ``block_gibbs`` blocks: uai_clusters of the network and its evidence."""

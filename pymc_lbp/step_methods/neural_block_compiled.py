@@ -136,8 +136,9 @@ class NeuralBlockCompiled:
     def scan_compilable(self) -> bool:
         """Whether the random-scan steps can run compiled
         (:mod:`pymc_lbp.samplers.block.random_scan_graph`): every unit but chain blocks, whose
-        parameters are read from the model at each update (they run as colour-class sweeps)."""
-        return all(u.chain is None for u in self._units)
+        parameters are read from the model at each update (they run as colour-class sweeps), and
+        elimination blocks (``BlockGibbs``), drawn by bucket elimination in numpy."""
+        return all(u.chain is None and u.kind != "eliminate" for u in self._units)
 
     @property
     def uses_compiled_scan(self) -> bool:

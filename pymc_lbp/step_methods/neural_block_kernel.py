@@ -182,10 +182,13 @@ class NeuralBlockKernel:
         inverse CDF from ``u[1]``; for a motif block the mixture's component from ``u[1]``, free
         entry ``i`` from ``u[2 + i]`` (clamped entries keep their values), the MH coin
         ``u[-1]``. The numpy reference of the compiled random scan
-        (:mod:`pymc_lbp.samplers.block.random_scan_graph`), which takes the same uniforms."""
+        (:mod:`pymc_lbp.samplers.block.random_scan_graph`), which takes the same uniforms. An
+        elimination block (``BlockGibbs``) draws its values from ``self.rng`` instead."""
         j = min(int(u[0] * len(self._units)), len(self._units) - 1)
         unit = self._units[j]
         extra = {"block": j}
+        if unit.kind == "eliminate":
+            return self._eliminate_step(unit, x, logp, deltas, extra)
         if unit.kind != "neural":
             return self._exact_step(unit, x, logp, deltas, extra, u[1])
         log_w, log_tables = self.unit_proposal(j, x)
@@ -206,6 +209,10 @@ class NeuralBlockKernel:
         if u[-1] < prob:
             return StepResult(y, logp_y, deltas, prob, True, extra=extra)
         return StepResult(x, logp, deltas, prob, False, extra=extra)
+
+    def _eliminate_step(self, unit: _Unit, x, logp, deltas, extra) -> StepResult:
+        """An elimination block's exact update (only :class:`BlockGibbs` makes such units)."""
+        raise NotImplementedError(f"{type(self).__name__} has no elimination blocks")
 
     def _exact_step(self, unit: _Unit, x, logp, deltas, extra, u: float) -> StepResult:
         Y = np.repeat(x[None, :], unit.states.shape[0], axis=0)

@@ -10,6 +10,7 @@ A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`, which builds
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pytensor.tensor as pt
@@ -80,7 +81,7 @@ class ModelLogp(Differences):
 class _Unit:
     """One update unit: a motif block (``neural`` or ``exact``) or an uncovered site."""
 
-    kind: str  # "neural", "exact" or "site"
+    kind: str  # "neural", "exact", "eliminate" (BlockGibbs' elimination blocks) or "site"
     block_idx: np.ndarray  # positions of the block entries in z = [x, outside values]
     cond_idx: np.ndarray  # positions of the conditioning entries in z
     params: np.ndarray
@@ -91,6 +92,7 @@ class _Unit:
     factors: FactorSubset | None = None  # factor-local logp: the factors that meet the sites
     prepared: tuple | None = None  # (network version, first-layer pre-activation of params)
     chain: tuple[int, int] | None = None  # (K, L): parameters read from the model per update
+    elimination: Any = None  # "eliminate" units: their EliminationBlock (set by BlockGibbs)
 
 
 class NeuralBlockUnits:
@@ -182,7 +184,7 @@ class NeuralBlockUnits:
                 bpos = np.array(bpos, dtype=np.int64)
                 sites = bpos[free]
                 covered[sites] = True
-                kind = "exact" if self.proposal == "exact" else "neural"
+                kind = self.proposal if self.proposal in ("exact", "eliminate") else "neural"
                 states = None
                 if kind == "exact":
                     states = self._states_for(np.asarray(bcards)[free], b.label)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from scipy.sparse.csgraph import connected_components
 
 
 def mdn_tables(weights: dict, u: np.ndarray, cards: list[int], K: int, eps: float):
@@ -141,3 +142,28 @@ def neural_block_kernel(
                 row[a] += stay
             T[a] += row / len(units)
     return T
+
+
+def block_gibbs_kernel(states, pi, blocks) -> np.ndarray:
+    """Random-scan exact block Gibbs, from its definition: pick a block uniformly, draw it from
+    pi restricted to the states that agree with the current one off the block."""
+    index = {tuple(s): i for i, s in enumerate(states)}
+    S = len(states)
+    T = np.zeros((S, S))
+    for a, x in enumerate(states):
+        for block in blocks:
+            rest = [i for i in range(states.shape[1]) if i not in block]
+            same = [index[tuple(y)] for y in states if np.array_equal(y[rest], x[rest])]
+            w = pi[same]
+            if w.sum() == 0:  # an impossible state with no possible state in reach: stay
+                T[a, a] += 1.0 / len(blocks)
+                continue
+            T[a, same] += w / w.sum() / len(blocks)
+    return T
+
+
+def irreducible_on_support(T, pi) -> bool:
+    """Whether T connects every pair of states of positive pi (one strongly connected class)."""
+    keep = pi > 0
+    n, _ = connected_components(T[keep][:, keep] > 0, directed=True, connection="strong")
+    return n == 1

@@ -16,13 +16,13 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from scipy.sparse.csgraph import connected_components
 
 import pymc_lbp
 from pymc_lbp import BlockGibbs
 from pymc_lbp.models.uai import UAINetwork, read_uai, uai_clusters
 from pymc_lbp.models.uai.clusters import graph_clusters
 from pymc_lbp.samplers.block.model_structure import structure_clusters
+from tests.helpers.block_kernels import block_gibbs_kernel, irreducible_on_support
 
 # ------------------------------------------------------------------------- the tiny models
 # XOR model: x0 != x1 (a Potential that is -inf otherwise), x2 coupled to x1, and y ~ T[x2]
@@ -83,30 +83,6 @@ def joint(kinds, log_pi):
     lp = np.array([log_pi(s) for s in states])
     pi = np.exp(lp - lp.max())
     return states, pi / pi.sum()
-
-
-def block_gibbs_kernel(states, pi, blocks) -> np.ndarray:
-    """Random-scan exact block Gibbs, from its definition: pick a block uniformly, draw it from
-    pi restricted to the states that agree with the current one off the block."""
-    index = {tuple(s): i for i, s in enumerate(states)}
-    S = len(states)
-    T = np.zeros((S, S))
-    for a, x in enumerate(states):
-        for block in blocks:
-            rest = [i for i in range(states.shape[1]) if i not in block]
-            same = [index[tuple(y)] for y in states if np.array_equal(y[rest], x[rest])]
-            w = pi[same]
-            if w.sum() == 0:  # an impossible state with no possible state in reach: stay
-                T[a, a] += 1.0 / len(blocks)
-                continue
-            T[a, same] += w / w.sum() / len(blocks)
-    return T
-
-
-def irreducible_on_support(T, pi) -> bool:
-    keep = pi > 0
-    n, _ = connected_components(T[keep][:, keep] > 0, directed=True, connection="strong")
-    return n == 1
 
 
 @pytest.fixture(scope="module")
@@ -272,13 +248,17 @@ def test_uai_model_gets_the_cli_blocks():
     network = tiny_network()
     model = read_uai(network, {3: 1})
     with model:
-        step = BlockGibbs(max_states=4, compiled=False)
+        step = BlockGibbs(blocks="clusters", max_states=4, compiled=False)
+        big = BlockGibbs(blocks="clusters", compiled=False)
         default = BlockGibbs(compiled=False)
         (cli,) = make_steps("block_gibbs", list(model.free_RVs), None)
-    for s, budget in ((step, 4), (default, 1024), (cli, 1024)):
+    for s, budget in ((step, 4), (big, 1024)):
         expected = uai_clusters(network, {3: 1}, max_states=budget)
         assert [tuple(b.block.tolist()) for b in s.blockset] == expected
-    assert len(step.units) > 1 and len(default.units) == 1  # 12 free joint states: one block
+    assert len(step.units) > 1 and len(big.units) == 1  # 12 free joint states: one block
+    for s in (default, cli):  # elimination blocks: the 3 free variables fit in one
+        assert s.proposal == "eliminate"
+        assert [b.variables for b in s.elimination_blocks] == [(0, 1, 2)]
     assert isinstance(cli, BlockGibbs) and cli.units == default.units
     assert step.logp_mode == "factors" and step.structure is None
     assert len(step.scopes) == 1 and any(set(step.scopes[0]) <= set(b) for b in step.clusters)
@@ -293,7 +273,7 @@ def test_options_are_checked_before_any_compilation():
                 BlockGibbs(max_states=bad)
         with pytest.raises(ValueError, match="above max_exact_states"):
             BlockGibbs(max_states=64, max_exact_states=16)
-        with pytest.raises(ValueError, match="blocks must be 'auto'"):
+        with pytest.raises(ValueError, match="blocks must be one of"):
             BlockGibbs(blocks="grid")
         with pytest.raises(ValueError, match="non-empty"):
             BlockGibbs(blocks=[[0], []])
