@@ -21,8 +21,8 @@ some block. A free variable that no block draws (only possible with overlapping 
 block of its own. When the whole network fits the budget there is one block (no cutset), and
 every update is an independent exact draw.
 
-Measured on the shipped networks (2-core VM, 2**16 entries): blocks are chosen in 0.03-8 s
-(Alchemy_11, 440 variables) and an update takes 8-35 ms; 50-12-5, BN_0, Grids_12 and
+Measured on the shipped networks (2-core VM, 2**16 entries): blocks are chosen in 0.02-7 s
+(Alchemy_11, 440 variables; Grids_16 3 s) and an update takes 8-35 ms; 50-12-5, BN_0, Grids_12 and
 DBN_11.small fit in one block.
 
 :func:`sample_block` is the numpy update (``BlockGibbs`` runs it for its elimination units); it
