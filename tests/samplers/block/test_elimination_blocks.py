@@ -56,14 +56,20 @@ def brute_force(network: UAINetwork) -> tuple[np.ndarray, np.ndarray]:
     """Every joint state and its probability, from row-major table lookups."""
     cards = network.cards.tolist()
     states = np.array(list(itertools.product(*[range(k) for k in cards])), dtype=np.int64)
-    p = np.ones(len(states))
-    for scope, table in zip(network.scopes, network.tables, strict=True):
-        flat = np.asarray(table, dtype=np.float64).ravel()
-        index = np.zeros(len(states), dtype=np.int64)
-        for v in scope:
-            index = index * cards[v] + states[:, v]
-        p *= flat[index]
+    p = brute_force_probability(network, states)
     return states, p / p.sum()
+
+
+def brute_force_probability(network: UAINetwork, draws: np.ndarray) -> np.ndarray:
+    """Unnormalised probability of each row of ``draws`` (row-major table lookups)."""
+    p = np.ones(len(draws))
+    cards = network.cards.tolist()
+    for scope, table in zip(network.scopes, network.tables, strict=True):
+        index = np.zeros(len(draws), dtype=np.int64)
+        for v in scope:
+            index = index * cards[v] + draws[:, v]
+        p *= np.asarray(table, dtype=np.float64).ravel()[index]
+    return p
 
 
 # ------------------------------------------------------------------------- the blocks
@@ -228,18 +234,6 @@ def test_pm_sample_with_cutsets_matches_exact_marginals():
             assert ess >= 200, (v, value, ess)
             mcse = float(np.asarray(az.mcse(hits[None, :])).ravel()[0])
             assert abs(hits.mean() - exact) <= max(4 * mcse, 1e-12), (v, value, hits.mean(), exact)
-
-
-def brute_force_probability(network: UAINetwork, draws: np.ndarray) -> np.ndarray:
-    """Unnormalised probability of each row of ``draws`` (row-major table lookups)."""
-    p = np.ones(len(draws))
-    cards = network.cards.tolist()
-    for scope, table in zip(network.scopes, network.tables, strict=True):
-        index = np.zeros(len(draws), dtype=np.int64)
-        for v in scope:
-            index = index * cards[v] + draws[:, v]
-        p *= np.asarray(table, dtype=np.float64).ravel()[index]
-    return p
 
 
 def test_grid_bn_with_evidence_cli_sampler_matches_the_shipped_marginals(caplog):
