@@ -28,7 +28,6 @@ from pymc_lbp.samplers.block.elimination import (
     DEFAULT_MAX_TABLE_SIZE,
     EliminationBlock,
     elimination_blocks,
-    normalized_cpts,
     sample_block,
 )
 from pymc_lbp.samplers.block.model_structure import (
@@ -279,19 +278,16 @@ class BlockGibbs(NeuralBlock):
     def _elimination_blockset(self, info: UAIModelInfo) -> tuple[BlockSet, str, str]:
         """Elimination blocks of the network (CPT rows normalised as the model does for
         ``kind="BAYES"``), with every variable the model fixes as evidence."""
-        network = normalized_cpts(info.network) if info.kind == "BAYES" else info.network
+        network = info.network.normalised_cpts() if info.kind == "BAYES" else info.network
         fixed = {v: int(x) for v, x in enumerate(info.fixed_values.tolist()) if x >= 0}
         self.elimination_blocks = elimination_blocks(
             network, fixed, max_table_size=self.max_table_size
         )
-        offsets = {s.name: s.offset for s in self.specs}
         free = np.flatnonzero(info.fixed_values < 0)
         self._network = network
         self._net_fixed = np.where(info.fixed_values >= 0, info.fixed_values, 0).astype(np.int64)
         self._net_free = free
-        self._net_sites = np.array(
-            [offsets[info.names[v]] + int(info.positions[v]) for v in free.tolist()], np.int64
-        )
+        self._net_sites = np.array([self._uai_site(info, v) for v in free.tolist()], np.int64)
         blocks = self.elimination_blocks
         largest = max(b.max_table_size for b in blocks)
         cut = [len(b.cutset) for b in blocks]
@@ -317,20 +313,20 @@ class BlockGibbs(NeuralBlock):
             logp_y = logp + self._local_delta(unit, x, y)
         return StepResult(y, logp_y, deltas, 1.0, True, extra=extra)
 
+    def _uai_site(self, info: UAIModelInfo, v: int) -> int:
+        """Position in the raveled ``vars`` of network variable ``v`` (one of the step's)."""
+        spec = next(s for s in self.specs if s.name == info.names[v])
+        return spec.offset + int(info.positions[v])
+
     def _uai_blocks(self, info: UAIModelInfo) -> tuple[BlockSet, str]:
         """The CLI's ``block_gibbs`` blocks: uai_clusters of the network and its evidence."""
         from pymc_lbp.models.uai.clusters import deterministic_scopes
 
         network = info.network
         clusters = uai_clusters(network, info.evidence, max_states=self.max_states)
-        offsets = {s.name: s.offset for s in self.specs}
-
-        def site(v: int) -> int:
-            return offsets[info.names[v]] + int(info.positions[v])
-
         self._check_sizes(clusters, network.cards)
         self.scopes = [
-            tuple(sorted(site(v) for v in scope))
+            tuple(sorted(self._uai_site(info, v) for v in scope))
             for scope in deterministic_scopes(network, info.evidence)
         ]
         reason = (

@@ -47,7 +47,6 @@ __all__ = [
     "N_BLOCKS",
     "EliminationBlock",
     "elimination_blocks",
-    "normalized_cpts",
     "sample_block",
 ]
 
@@ -80,19 +79,6 @@ class EliminationBlock:
     def max_table_size(self) -> int:
         """Largest elimination table of one update (entries)."""
         return self.plan.max_table_size
-
-
-def normalized_cpts(network: UAINetwork) -> UAINetwork:
-    """The network whose factor product is what a ``read_uai(kind="BAYES")`` model targets: each
-    CPT row divided by its sum (a zero row stays zero), as the model's categoricals do."""
-    tables = []
-    for table in network.tables:
-        if table.ndim:
-            sums = table.sum(axis=-1, keepdims=True)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                table = np.where(sums > 0, table / sums, 0.0)
-        tables.append(table)
-    return UAINetwork(network.kind, network.cards, network.scopes, tables, network.path)
 
 
 def _cutset(
@@ -207,7 +193,8 @@ def sample_block(
     Parameters
     ----------
     network : UAINetwork
-        The network whose factor product is the target (``normalized_cpts`` for BAYES models).
+        The network whose factor product is the target (:meth:`UAINetwork.normalised_cpts` for
+        BAYES models).
     block : EliminationBlock
     state : ndarray of int, shape (n_vars,)
         A full assignment of positive probability.

@@ -27,7 +27,6 @@ from pymc_lbp.models.uai.io import read_evidence, read_network
 from pymc_lbp.models.uai.model import uai_state_from_point
 from pymc_lbp.samplers.block.elimination import (
     elimination_blocks,
-    normalized_cpts,
     sample_block,
 )
 from tests.helpers.block_kernels import block_gibbs_kernel, irreducible_on_support
@@ -188,7 +187,7 @@ def test_step_units_make_the_block_kernel_and_bayes_models_target_the_normalised
     # categoricals are
     cpt = UAINetwork("BAYES", [2, 3], [(0,), (0, 1)], [np.array([0.25, 0.75008]), np.array(
         [[0.25, 0.25, 0.5], [0.0, 0.7501, 0.25]])])  # fmt: skip
-    target = normalized_cpts(cpt)
+    target = cpt.normalised_cpts()  # what BlockGibbs draws from for kind="BAYES"
     np.testing.assert_allclose(target.tables[1][1], np.array([0.0, 0.7501, 0.25]) / 1.0001)
     bayes = read_uai(cpt, kind="BAYES")
     logp = bayes.compile_logp()
