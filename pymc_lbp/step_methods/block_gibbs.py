@@ -26,9 +26,9 @@ from pymc_lbp.models.uai.clusters import DEFAULT_MAX_STATES, uai_clusters
 from pymc_lbp.models.uai.model import UAIModelInfo
 from pymc_lbp.samplers.block.elimination import (
     DEFAULT_MAX_TABLE_SIZE,
+    BlockSampler,
     EliminationBlock,
     elimination_blocks,
-    sample_block,
 )
 from pymc_lbp.samplers.block.model_structure import (
     ModelStructure,
@@ -289,6 +289,9 @@ class BlockGibbs(NeuralBlock):
         self._net_free = free
         self._net_sites = np.array([self._uai_site(info, v) for v in free.tolist()], np.int64)
         blocks = self.elimination_blocks
+        self._block_samplers = {
+            (b.variables, b.cutset): BlockSampler(network, b, fixed) for b in blocks
+        }
         largest = max(b.max_table_size for b in blocks)
         cut = [len(b.cutset) for b in blocks]
         reason = (
@@ -305,7 +308,8 @@ class BlockGibbs(NeuralBlock):
         state = self._net_fixed.copy()
         state[self._net_free] = x[self._net_sites]
         y = x.copy()
-        y[unit.sites] = sample_block(self._network, unit.elimination, state, self.rng)
+        block = unit.elimination
+        y[unit.sites] = self._block_samplers[block.variables, block.cutset].draw(state, self.rng)
         if unit.factors is None:
             logp_y = self.differences.logp(y)
             self._draw_evals += 1

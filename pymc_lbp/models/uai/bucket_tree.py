@@ -78,38 +78,78 @@ class _BucketTree:
         for s, p in enumerate(plan.parent):
             if p >= 0:
                 self.children[p].append(s)
-        factors, self.log_constant = reduce_factors(network, evidence)
+        factors, log_constant = reduce_factors(network, evidence)
         merged: dict[tuple[int, ...], np.ndarray] = {}
         for scope, table in factors:
-            perm = sorted(range(len(scope)), key=lambda i: self.step[scope[i]])
+            perm = self.step_order(scope)
             key = tuple(scope[i] for i in perm)
             table = np.transpose(table, perm)
             merged[key] = merged[key] + table if key in merged else table
-        self.bucket: list[list[tuple[tuple[int, ...], np.ndarray]]] = [[] for _ in plan.order]
+        self.load(merged, log_constant)
+
+    def step_order(self, scope: tuple[int, ...]) -> list[int]:
+        """Positions of ``scope`` sorted by elimination step (a factor's axes in its bucket)."""
+        return sorted(range(len(scope)), key=lambda i: self.step[scope[i]])
+
+    def load(
+        self,
+        merged: dict[tuple[int, ...], np.ndarray],
+        log_constant: float,
+        keep: list[bool] | None = None,
+    ) -> None:
+        """Put log tables (keyed by their scope in elimination-step order) into their buckets.
+
+        A tree reloaded with tables of the same scopes (in the same order) keeps its cached
+        cluster axes: :class:`~pymc_lbp.samplers.block.elimination.BlockSampler` reloads one tree
+        for every update of a block. ``keep[s]`` keeps step ``s``'s message of the last
+        :meth:`forward` (the caller vouches that no table below ``s`` changed).
+        """
+        kept = (
+            None
+            if keep is None
+            else [m if k else None for m, k in zip(self.messages, keep, strict=True)]
+        )
+        self.log_constant = log_constant
+        bucket: list[list[tuple[tuple[int, ...], np.ndarray]]] = [[] for _ in self.plan.order]
         for scope, table in merged.items():
-            self.bucket[self.step[scope[0]]].append((scope, table))
-        self.messages: list[np.ndarray | None] = [None] * len(plan.order)
+            bucket[self.step[scope[0]]].append((scope, table))
+        if getattr(self, "bucket", None) is None or [[sc for sc, _ in b] for b in bucket] != [
+            [sc for sc, _ in b] for b in self.bucket
+        ]:
+            self._axes: list[list[tuple[int, ...]] | None] = [None] * len(self.plan.order)
+        self.bucket = bucket
+        self.messages: list[np.ndarray | None] = kept or [None] * len(self.plan.order)
 
     def axes(self, s: int, scope: tuple[int, ...]) -> tuple[int, ...]:
         pos = self.position[s]
         return tuple(pos[v] for v in scope)
 
+    def _step_axes(self, s: int) -> list[tuple[int, ...]]:
+        """Cluster axes of step ``s``'s factors then of its children's messages (cached)."""
+        axes = self._axes[s]
+        if axes is None:
+            axes = [self.axes(s, scope) for scope, _ in self.bucket[s]]
+            axes += [self.axes(s, self.plan.clusters[c][1:]) for c in self.children[s]]
+            self._axes[s] = axes
+        return axes
+
     def cluster_table(self, s: int, incoming: np.ndarray | None = None) -> np.ndarray:
         """Sum of step ``s``'s factors, its children's messages and ``incoming`` (parent)."""
         cl = self.plan.clusters[s]
-        funcs = [(self.axes(s, scope), table) for scope, table in self.bucket[s]]
-        funcs += [
-            (self.axes(s, self.plan.clusters[c][1:]), self.messages[c]) for c in self.children[s]
-        ]
+        tables = [table for _, table in self.bucket[s]]
+        tables += [self.messages[c] for c in self.children[s]]
+        shape = tuple(int(self.cards[v]) for v in cl)
+        funcs = list(zip(self._step_axes(s), tables, strict=True))
         if incoming is not None:
             funcs.append((tuple(range(1, len(cl))), incoming))
-        return _sum_tables(tuple(int(self.cards[v]) for v in cl), funcs)
+        return _sum_tables(shape, funcs)
 
     def forward(self) -> float:
         """Upward pass; stores the messages and returns log Z."""
         log_z = self.log_constant
         for s in range(len(self.plan.order)):
-            self.messages[s] = _lse(self.cluster_table(s), axis=0)
+            if self.messages[s] is None:  # else kept by load(keep=...)
+                self.messages[s] = _lse(self.cluster_table(s), axis=0)
             if self.plan.parent[s] < 0:
                 log_z += float(self.messages[s])
         return log_z

@@ -22,11 +22,19 @@ block of its own. When the whole network fits the budget there is one block (no 
 every update is an independent exact draw.
 
 Measured on the shipped networks (2-core VM, 2**16 entries): blocks are chosen in 0.02-7 s
-(Alchemy_11, 440 variables; Grids_16 3 s) and an update takes 8-35 ms; 50-12-5, BN_0, Grids_12 and
+(Alchemy_11, 440 variables; Grids_16 3 s) and a :class:`BlockSampler` update takes 0.1-35 ms
+(1.1-3.4x faster than :func:`sample_block`: Grids_16 30 vs 55 ms, Pedigree_11 25 vs 42 ms,
+DBN_11 35 vs 37 ms, whose 40 variables all touch every cutset); 50-12-5, BN_0, Grids_12 and
 DBN_11.small fit in one block.
 
-:func:`sample_block` is the numpy update (``BlockGibbs`` runs it for its elimination units); it
-needs a feasible state (positive probability), which the chain keeps.
+:func:`sample_block` is the numpy update, written plainly (the reference); :class:`BlockSampler` is
+the same update prepared once per block (``BlockGibbs`` runs it for its elimination units): the
+factors are conditioned on the evidence once, those that do not touch the cutset are merged into
+their buckets once, only the factors touching the cutset are sliced at each update, and the
+messages of the elimination steps below which no sliced factor lies (about half the steps on
+the shipped networks; all of them for a block without cutset) are computed once and kept.
+Both need a feasible state (positive probability), which the chain keeps; given the same
+generator they make the same draws (tests/samplers/block/test_elimination_blocks.py).
 """
 
 from __future__ import annotations
@@ -40,11 +48,12 @@ import numpy as np
 from pymc_lbp.models.uai.bucket_tree import _BucketTree
 from pymc_lbp.models.uai.clusters import deterministic_scopes
 from pymc_lbp.models.uai.elimination import EliminationPlan, elimination_plan
-from pymc_lbp.models.uai.network import UAINetwork
+from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
 
 __all__ = [
     "DEFAULT_MAX_TABLE_SIZE",
     "N_BLOCKS",
+    "BlockSampler",
     "EliminationBlock",
     "elimination_blocks",
     "sample_block",
@@ -225,3 +234,94 @@ def sample_block(
     out = np.array(state, dtype=np.int64)[None, :]
     tree.sample(out, rng)
     return out[0, variables]
+
+
+class BlockSampler:
+    """:func:`sample_block` for one block of one network, prepared once for many updates.
+
+    Parameters
+    ----------
+    network : UAINetwork
+        As for :func:`sample_block`.
+    block : EliminationBlock
+    evidence : mapping of int to int
+        Values of the variables that are neither in the block nor in its cutset (the network's
+        evidence); every state passed to :meth:`draw` must agree with them.
+    """
+
+    def __init__(self, network: UAINetwork, block: EliminationBlock, evidence: Mapping[int, int]):
+        self.block = block
+        self.variables = np.asarray(block.variables, dtype=np.int64)
+        self.cutset = np.asarray(block.cutset, dtype=np.int64)
+        self.evidence = {int(k): int(v) for k, v in evidence.items()}
+        self._evidence_vars = np.asarray(sorted(self.evidence), dtype=np.int64)
+        self._evidence_values = np.asarray(
+            [self.evidence[v] for v in self._evidence_vars.tolist()], dtype=np.int64
+        )
+        overlap = set(self.evidence) & (set(block.variables) | set(block.cutset))
+        if overlap:
+            raise ValueError(f"evidence on block or cutset variables {sorted(overlap)}")
+        probe = dict(self.evidence)
+        probe.update(dict.fromkeys(block.cutset, 0))
+        self.tree = _BucketTree(network, probe, block.plan)  # structure; tables reloaded per draw
+        factors, self._log_constant = reduce_factors(network, self.evidence)
+        where = {v: i for i, v in enumerate(block.cutset)}
+        self._static: dict[tuple[int, ...], np.ndarray] = {}
+        self._sliced: list[tuple[tuple[int, ...] | None, list[int], list, np.ndarray]] = []
+        for scope, table in factors:
+            cut_pos = [i for i, v in enumerate(scope) if v in where]
+            if not cut_pos:
+                perm = self.tree.step_order(scope)
+                key = tuple(scope[i] for i in perm)
+                table = np.transpose(table, perm)
+                self._static[key] = self._static[key] + table if key in self._static else table
+                continue
+            free = tuple(v for v in scope if v not in where)
+            perm = self.tree.step_order(free) if free else []
+            key = tuple(free[i] for i in perm) if free else None
+            index = [where.get(v, slice(None)) for v in scope]
+            self._sliced.append((key, perm, index, table))
+        self._keys = list(dict.fromkeys([*self._static, *(k for k, *_ in self._sliced if k)]))
+        # steps whose message depends on no cutset value (nothing below them is sliced): their
+        # messages are computed once and kept
+        changing = [False] * len(block.plan.order)
+        for key, *_ in self._sliced:
+            if key:
+                changing[self.tree.step[key[0]]] = True
+        for s, parent in enumerate(block.plan.parent):  # children come before their parents
+            if changing[s] and parent >= 0:
+                changing[parent] = True
+        self._constant_steps = [not c for c in changing]
+        self._primed = False
+
+    def draw(self, state: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The block variables' new values given ``state``, as :func:`sample_block` draws them."""
+        state = np.asarray(state, dtype=np.int64)
+        if not np.array_equal(state[self._evidence_vars], self._evidence_values):
+            raise ValueError("BlockSampler.draw: the state disagrees with the block's evidence")
+        values = state[self.cutset].tolist()
+        log_constant = self._log_constant
+        added: dict[tuple[int, ...], np.ndarray] = {}
+        for key, perm, index, table in self._sliced:
+            reduced = table[tuple(values[i] if isinstance(i, int) else i for i in index)]
+            if key is None:
+                log_constant += float(reduced)
+                continue
+            reduced = np.transpose(reduced, perm)
+            added[key] = added[key] + reduced if key in added else reduced
+        merged = {}
+        for key in self._keys:
+            static, extra = self._static.get(key), added.get(key)
+            merged[key] = static if extra is None else extra if static is None else static + extra
+        tree = self.tree
+        tree.load(merged, log_constant, self._constant_steps if self._primed else None)
+        log_z = tree.forward() if math.isfinite(log_constant) else -math.inf
+        self._primed = math.isfinite(log_constant)
+        if not math.isfinite(log_z):
+            raise ValueError(
+                "elimination block update from a state of probability zero: no value of the "
+                f"block's {self.variables.size} variables is possible given the others"
+            )
+        out = state.copy()[None, :]
+        tree.sample(out, rng)
+        return out[0, self.variables]

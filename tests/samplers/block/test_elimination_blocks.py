@@ -23,9 +23,11 @@ from pymc_lbp import BlockGibbs
 from pymc_lbp.cli.samplers import make_steps
 from pymc_lbp.models.uai import UAINetwork, read_mar, read_uai, uai_marginals
 from pymc_lbp.models.uai.clusters import deterministic_scopes
+from pymc_lbp.models.uai.exact import sample_exact
 from pymc_lbp.models.uai.io import read_evidence, read_network
 from pymc_lbp.models.uai.model import uai_state_from_point
 from pymc_lbp.samplers.block.elimination import (
+    BlockSampler,
     elimination_blocks,
     sample_block,
 )
@@ -145,6 +147,44 @@ def test_block_draws_follow_the_exact_conditional():
     (outside,) = elimination_blocks(network, {0: 0, 5: 0})  # x0 and x5 held: no repair
     with pytest.raises(ValueError, match="probability zero"):
         sample_block(network, outside, infeasible, rng)
+
+
+@pytest.mark.parametrize("name", ["ring", "uai2014_mar/Pedigree_11"])
+def test_prepared_block_sampler_makes_the_reference_draws(name):
+    """BlockSampler (factors conditioned on the evidence once, messages that no cutset value
+    reaches kept between updates) draws what sample_block draws from the same generator, along
+    a chain of updates of every block; on Pedigree_11 (deterministic inheritance factors,
+    evidence, cutsets of 4-6 variables) from an exact draw, and it refuses a state that
+    disagrees with its evidence."""
+    if name == "ring":
+        network, evidence = ring_network(), {3: 1}
+        blocks = elimination_blocks(network, evidence, max_table_size=4)
+        states, pi = brute_force(network)
+        x = states[np.argmax(np.where(states[:, 3] == 1, pi, 0))]
+    else:
+        path = UAI / f"{name}.uai"
+        network = read_network(path)
+        evidence = read_evidence(Path(f"{path}.evid"), network)
+        blocks = elimination_blocks(network, evidence)
+        x = sample_exact(network, evidence, size=1, rng=0, max_table_size=None)[0]
+    assert any(b.cutset for b in blocks)
+    samplers = [BlockSampler(network, b, evidence) for b in blocks]
+    if name != "ring":  # some messages kept between updates, some recomputed
+        assert any(not all(s._constant_steps) and any(s._constant_steps) for s in samplers)
+    ref, fast = np.random.default_rng(11), np.random.default_rng(11)
+    moved = 0
+    for _ in range(8):
+        for block, sampler in zip(blocks, samplers, strict=True):
+            a, b = sample_block(network, block, x, ref), sampler.draw(x, fast)
+            np.testing.assert_array_equal(b, a)
+            moved += int((x[list(block.variables)] != a).any())
+            x[list(block.variables)] = a
+    assert moved > len(blocks)
+    bad = x.copy()
+    v = next(iter(evidence))
+    bad[v] = 1 - bad[v] if network.cards[v] == 2 else (bad[v] + 1) % network.cards[v]
+    with pytest.raises(ValueError, match="disagrees with the block's evidence"):
+        samplers[0].draw(bad, fast)
 
 
 def test_kernel_of_the_chosen_blocks_is_invariant_and_irreducible_where_single_site_is_not():
