@@ -113,9 +113,9 @@ class _BucketTree:
         bucket: list[list[tuple[tuple[int, ...], np.ndarray]]] = [[] for _ in self.plan.order]
         for scope, table in merged.items():
             bucket[self.step[scope[0]]].append((scope, table))
-        if getattr(self, "bucket", None) is None or [[sc for sc, _ in b] for b in bucket] != [
-            [sc for sc, _ in b] for b in self.bucket
-        ]:
+        scopes = list(merged)
+        if scopes != getattr(self, "_scopes", None):  # the cached axes follow the scopes
+            self._scopes = scopes
             self._axes: list[list[tuple[int, ...]] | None] = [None] * len(self.plan.order)
         self.bucket = bucket
         self.messages: list[np.ndarray | None] = kept or [None] * len(self.plan.order)

@@ -250,7 +250,6 @@ class BlockSampler:
     """
 
     def __init__(self, network: UAINetwork, block: EliminationBlock, evidence: Mapping[int, int]):
-        self.block = block
         self.variables = np.asarray(block.variables, dtype=np.int64)
         self.cutset = np.asarray(block.cutset, dtype=np.int64)
         self.evidence = {int(k): int(v) for k, v in evidence.items()}
