@@ -26,6 +26,7 @@ from pymc_lbp.models.uai.clusters import DEFAULT_MAX_STATES, uai_clusters
 from pymc_lbp.models.uai.model import UAIModelInfo
 from pymc_lbp.samplers.block.elimination import (
     DEFAULT_MAX_TABLE_SIZE,
+    WHOLE_MAX_TABLE_SIZE,
     BlockSampler,
     EliminationBlock,
     elimination_blocks,
@@ -67,7 +68,8 @@ class BlockGibbs(NeuralBlock):
       sampler of Jensen, Kong and Kjaerulff 1995): each block is every free variable but a small
       cutset, chosen so that bucket elimination of the rest needs no table above
       ``max_table_size`` entries, and is drawn whole by one forward pass and backward sampling;
-      when the whole network fits, one block, and every update is an independent exact draw.
+      when the whole network fits (within ``max_whole_table_size``), one block, and every
+      update is an independent exact draw.
       The cutsets are disjoint and every deterministic factor is whole in some block, where the
       budget allows.
     - on any other model, *clusters* whose joint states are enumerated: terms that are ``-inf``
@@ -98,9 +100,15 @@ class BlockGibbs(NeuralBlock):
         updates); a :class:`~pymc_lbp.samplers.block.motifs.motif_api.BlockSet`: as
         ``NeuralBlock(blocks=..., proposal="exact")`` takes it.
     max_table_size : int, default 65536
-        Largest bucket-elimination table of an elimination block (entries; about 0.5 MiB as
-        float64 by default): bigger blocks with smaller cutsets mix better and cost more per
-        update.
+        Largest bucket-elimination table of an elimination block with a cutset (entries; about
+        0.5 MiB as float64 by default): bigger blocks with smaller cutsets mix better and cost
+        more per update.
+    max_whole_table_size : int or None, default 4194304
+        One elimination block of every free variable when the whole network's elimination needs
+        no table above this many entries (32 MiB as float64): nothing it is conditioned on
+        changes, so its forward pass runs once and each update is a backward draw, an
+        independent exact draw (1-9 ms on the shipped networks that fit). ``None``: the whole
+        network gets no budget of its own (``max_table_size``).
     steps_per_draw : int, optional
         Block updates per recorded draw; ``None`` (default): the number of units (blocks plus
         uncovered sites), one update per block on average.
@@ -161,6 +169,7 @@ class BlockGibbs(NeuralBlock):
         max_states: int = DEFAULT_MAX_STATES,
         blocks: str | BlockSet | Sequence[Sequence[int]] = "auto",
         max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
+        max_whole_table_size: int | None = WHOLE_MAX_TABLE_SIZE,
         steps_per_draw: int | None = None,
         differences: str = "auto",
         max_exact_states: int = 65536,
@@ -179,6 +188,11 @@ class BlockGibbs(NeuralBlock):
                 f"{max_exact_states}, the largest block an exact update may enumerate"
             )
         self.max_table_size = _positive_int("max_table_size", max_table_size)
+        self.max_whole_table_size = (
+            None
+            if max_whole_table_size is None
+            else _positive_int("max_whole_table_size", max_whole_table_size)
+        )
         if isinstance(blocks, str):
             if blocks not in BLOCK_CHOICES:
                 raise ValueError(
@@ -281,7 +295,10 @@ class BlockGibbs(NeuralBlock):
         network = info.network.normalised_cpts() if info.kind == "BAYES" else info.network
         fixed = {v: int(x) for v, x in enumerate(info.fixed_values.tolist()) if x >= 0}
         self.elimination_blocks = elimination_blocks(
-            network, fixed, max_table_size=self.max_table_size
+            network,
+            fixed,
+            max_table_size=self.max_table_size,
+            max_whole_table_size=self.max_whole_table_size,
         )
         free = np.flatnonzero(info.fixed_values < 0)
         self._network = network
@@ -294,10 +311,18 @@ class BlockGibbs(NeuralBlock):
         }
         largest = max(b.max_table_size for b in blocks)
         cut = [len(b.cutset) for b in blocks]
-        reason = (
-            f"a read_uai model: {len(blocks)} elimination block(s) (cutsets of {cut} variables, "
-            f"largest table {largest} <= max_table_size={self.max_table_size} entries)"
-        )
+        if cut == [0]:
+            reason = (
+                "a read_uai model: one elimination block of every free variable, independent "
+                f"exact draws (largest table {largest} entries <= "
+                f"{max(self.max_table_size, self.max_whole_table_size or 0)})"
+            )
+        else:
+            reason = (
+                f"a read_uai model: {len(blocks)} elimination block(s) (cutsets of {cut} "
+                f"variables, largest table {largest} <= max_table_size={self.max_table_size} "
+                "entries)"
+            )
         blockset = uai_exact_blocks(
             info.network, [b.variables for b in blocks], label="elimination block"
         )

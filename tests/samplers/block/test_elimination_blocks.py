@@ -96,6 +96,21 @@ def test_small_budget_gives_cutsets_that_cover_fit_and_keep_zero_factors_whole()
         elimination_blocks(network, {}, n_blocks=1)
 
 
+def test_the_whole_network_has_a_budget_of_its_own():
+    """The ring's whole elimination needs a table above 8 entries: a whole budget of that size
+    makes one block, one entry less (or none) leaves the cutset blocks of ``max_table_size=8``."""
+    network = ring_network()
+    (one,) = elimination_blocks(network, {})
+    largest = one.max_table_size
+    assert largest > 8
+    (whole,) = elimination_blocks(network, {}, max_table_size=8, max_whole_table_size=largest)
+    assert whole.cutset == () and whole.variables == tuple(range(6))
+    cut = elimination_blocks(network, {}, max_table_size=8)
+    assert len(cut) >= 2
+    below = elimination_blocks(network, {}, max_table_size=8, max_whole_table_size=largest - 1)
+    assert below == cut
+
+
 @pytest.mark.parametrize(
     "name", ["uai2006_bn/BN_1", "uai2008_grid_bn/50-12-5", "uai2014_mar/Pedigree_11"]
 )
@@ -204,7 +219,7 @@ def test_step_units_make_the_block_kernel_and_bayes_models_target_the_normalised
     states, pi = brute_force(network)
     model = read_uai(network)
     with model:
-        step = BlockGibbs(max_table_size=8)
+        step = BlockGibbs(max_table_size=8, max_whole_table_size=None)
     assert step.logp_mode == "factors" and step.proposal == "eliminate"
     assert [tuple(step.elimination_blocks[u].variables) for u in range(len(step.units))] == [
         b.variables for b in elimination_blocks(network, {}, max_table_size=8)
@@ -254,7 +269,7 @@ def test_pm_sample_with_cutsets_matches_exact_marginals():
     states, pi = brute_force(network)
     model = read_uai(network)
     with model:
-        step = BlockGibbs(max_table_size=8)
+        step = BlockGibbs(max_table_size=8, max_whole_table_size=None)
         idata = pm.sample(
             step=[step], draws=1500, tune=0, chains=1, random_seed=7, progressbar=False,
             compute_convergence_checks=False,
@@ -275,12 +290,20 @@ def test_pm_sample_with_cutsets_matches_exact_marginals():
             assert abs(hits.mean() - exact) <= max(4 * mcse, 1e-12), (v, value, hits.mean(), exact)
 
 
-def test_grid_bn_with_evidence_cli_sampler_matches_the_shipped_marginals(caplog):
-    """50-12-5 (143 free variables, half of them deterministic): the CLI's default sampler is
-    one elimination block, independent exact draws; every Rao-Blackwellised marginal within 4.5
-    MCSE of the shipped MAR (a chance failure < 1e-3 over the 143 variables)."""
-    path = UAI / "uai2008_grid_bn" / "50-12-5.uai"
-    model = read_uai(path, evidence=Path(f"{path}.evid"))
+@pytest.mark.parametrize(
+    ("name", "n_free"), [("uai2008_grid_bn/50-12-5", 143), ("uai2014_mar/DBN_11", 40)]
+)
+def test_cli_sampler_draws_whole_networks_that_fit_and_matches_the_shipped_marginals(
+    caplog, name, n_free
+):
+    """50-12-5 (143 free variables, half of them deterministic; largest table 2**13) and DBN_11
+    (40 densely coupled binary variables; 2**21, above the cutset blocks' 2**16, on which every
+    sampler stayed in one mode): the CLI's default sampler is one elimination block, independent
+    exact draws; every Rao-Blackwellised marginal within 4.5 MCSE of the shipped MAR (a chance
+    failure < 1e-3 over the variables)."""
+    path = UAI / f"{name}.uai"
+    evid = Path(f"{path}.evid")
+    model = read_uai(path, evidence=evid if evid.is_file() else None)
     with model, caplog.at_level(logging.INFO, logger="pymc_lbp"):
         (step,) = make_steps("block_gibbs", list(model.free_RVs), None)
         idata = pm.sample(
@@ -288,14 +311,14 @@ def test_grid_bn_with_evidence_cli_sampler_matches_the_shipped_marginals(caplog)
             compute_convergence_checks=False,
         )  # fmt: skip
     assert len(step.units) == 1 and step.elimination_blocks[0].cutset == ()
-    assert "1 elimination block(s)" in step.blocks_reason
+    assert "one elimination block of every free variable" in step.blocks_reason
     from pymc_lbp.models.uai import uai_marginal_mcse
 
     ref = read_mar(Path(f"{path}.MAR"))
     marginals = uai_marginals(idata, model)
     mcse = uai_marginal_mcse(idata, model)
     free = np.flatnonzero(model.uai_info.fixed_values < 0)
-    assert free.size == 143
+    assert free.size == n_free
     worst = 0.0
     for v in free.tolist():
         err = np.abs(np.asarray(marginals[v]) - ref[v])
