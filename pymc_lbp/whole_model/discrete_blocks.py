@@ -18,7 +18,11 @@ with uniforms from ``key`` instead of the step's ``rng``:
   warming up, its learning steps (:mod:`pymc_lbp.samplers.self_balancing.jax_learning`: every
   particle's transition, one Adam update of the LSB objective each), the particles and the
   learned parameters carried per chain in ``state``, frozen after warmup;
-* then, for all of them, one move per integer site
+* NeuralBlock, BlockGibbs: ``steps_per_draw`` random-scan steps
+  (:mod:`pymc_lbp.samplers.block.jax_scan`: exact blocks and uncovered sites from their exact
+  conditionals, motif blocks by the network's proposal and the MH rule); chain blocks and
+  elimination blocks are refused by name;
+* then, for the others, one move per integer site
   (:mod:`pymc_lbp.samplers.integer.jax_jumps`: informed jumps, full-conditional draws over small
   supports, conditionally independent sites all at once).
 
@@ -55,6 +59,7 @@ STAT_DTYPES = {
     "path_scale": np.float64,
     "lsb_loss": np.float64,
     "learning_steps": np.int64,
+    "block": np.int64,
 }
 """The discrete stats the program records (the steps' own names and dtypes,
 :mod:`pymc_lbp.step_methods.stats`)."""
@@ -96,24 +101,39 @@ def program_kind(step) -> str:
     """The JAX version that runs ``step`` in the program (``"single_site"``, ``"path"``,
     ``"self_balancing"``); a :class:`NotInProgramError` naming the step otherwise (checked before
     anything is compiled)."""
+    from pymc_lbp.step_methods.block_gibbs import BlockGibbs
     from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+    from pymc_lbp.step_methods.neural_block import NeuralBlock
     from pymc_lbp.step_methods.path_auxiliary import PathAuxiliaryLBP
     from pymc_lbp.step_methods.self_balancing import SelfBalancing
 
     kinds = {LocallyBalanced: "single_site", GibbsWithGradients: "single_site"}
     kinds[PathAuxiliaryLBP] = "path"
     kinds[SelfBalancing] = "self_balancing"
+    kinds[NeuralBlock] = kinds[BlockGibbs] = "random_scan"
     kind = kinds.get(type(step))
+    name = type(step).__name__
     if kind is None:
-        name = type(step).__name__
         raise NotInProgramError(
             f"pymc_lbp.sample: {name} on {list(step.var_names)} cannot run in the compiled JAX "
-            "program yet (in it now: LocallyBalanced, GibbsWithGradients, PathAuxiliaryLBP and "
-            "SelfBalancing, "
-            f"with their integer jumps and full-conditional draws). Sample this model with "
+            "program yet (in it now: LocallyBalanced, GibbsWithGradients, PathAuxiliaryLBP, "
+            "SelfBalancing, with their integer jumps and full-conditional draws, and NeuralBlock "
+            "and BlockGibbs on blocks the random scan updates). Sample this model with "
             f"pm.sample(step=[{name}(...)]), or give pymc_lbp.sample one of those steps for "
             "these variables."
+        )
+    if kind == "random_scan" and not step.scan_compilable:
+        which = (
+            "elimination blocks (drawn by bucket elimination in numpy)"
+            if any(u.kind == "eliminate" for u in step._units)
+            else "chain blocks (their parameters read from the model at each update)"
+        )
+        raise NotInProgramError(
+            f"pymc_lbp.sample: {name} on {list(step.var_names)} has {which}, which cannot run "
+            f"in the compiled JAX program yet. Sample this model with pm.sample(step=[{name}"
+            "(...)]), or give pymc_lbp.sample blocks the random scan updates (for BlockGibbs "
+            "blocks='clusters')."
         )
     return kind
 
@@ -167,6 +187,8 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     kind = program_kind(step)
     to_jax = partial(jax_function, model=model, replacements=replacements)
     vector = _BlockVector(step, model)
+    if kind == "random_scan":
+        return _random_scan_block(step, model, vector, to_jax)
     d = step.differences
     log_g = None if kind == "self_balancing" else graph_balancing(step.balancing, step.log_g)
     steps_run = _path_steps(step, d, log_g, to_jax) if kind == "path" else None
@@ -223,6 +245,38 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     else:
         init, freeze = tuple, lambda state: state
     return BlockDraw(step, draw, init, freeze, stat_names)
+
+
+def _random_scan_block(step, model, vector: _BlockVector, to_jax) -> BlockDraw:
+    """NeuralBlock / BlockGibbs: ``steps_per_draw`` random-scan steps per draw
+    (:mod:`pymc_lbp.samplers.block.jax_scan`), uniforms from the draw's key."""
+    import jax
+    import jax.numpy as jnp
+
+    from pymc_lbp.samplers.block.jax_scan import random_scan_jax
+
+    n_steps = int(step.steps_per_draw)
+    width = int(step.scan_width)
+    run = random_scan_jax(step, model, to_jax, n_steps)
+    stat_names = tuple(k for k in STAT_DTYPES if k in step.stats_dtypes_shapes)
+
+    def draw(key, values, state, tuning: bool):
+        x0 = vector.get(values)
+        noise = jax.random.uniform(key, (n_steps, width), dtype=jnp.float64)
+        res = run(noise, x0, values)
+        stats = {
+            "accept": res.sum_accept / n_steps,
+            "n_accepted": res.n_accepted.astype(jnp.int64),
+            "mh_steps": jnp.int64(n_steps),
+            "jump_distance": jnp.count_nonzero(res.x != x0).astype(jnp.int64),
+            "logp_evals": (1 + res.n_evaluated).astype(jnp.int64),
+            "grad_evals": jnp.int64(0),
+            "block": res.last_unit.astype(jnp.int64),
+        }
+        kept = {k: stats.get(k, jnp.zeros((), STAT_DTYPES[k])) for k in stat_names}
+        return vector.put(values, res.x), state, kept
+
+    return BlockDraw(step, draw, tuple, lambda state: state, stat_names)
 
 
 def _describe_learned(step, stats: dict) -> dict:

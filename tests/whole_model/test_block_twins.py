@@ -222,3 +222,73 @@ def test_self_balancing_particle_moves_match_the_numpy_reference(weights, self_b
         want = getattr(ref.batch, name)
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-9, atol=1e-12)
     assert ref.accepted.any() and not ref.accepted.all()
+
+
+def _numpy_random_scan(step, x, noise):
+    """NeuralBlock.scan_step over the rows of ``noise`` (the numpy reference)."""
+    logp = step.differences.logp(x)
+    step._draw_evals = 0
+    acc, won, last, seen = 0.0, 0, -1, set()
+    for row in noise:
+        res = step.scan_step(x, logp, np.zeros(0), row)
+        x, logp = res.x, res.logp
+        acc, won, last = acc + res.accept, won + int(res.accepted), res.extra["block"]
+        seen.add(last)
+    return x, acc, won, step._draw_evals, last, seen
+
+
+@pytest.mark.parametrize("case", ["block_gibbs_mixed", "neural_lattice"])
+def test_random_scan_matches_the_numpy_reference(case):
+    """BlockGibbs' exact clusters (pairs of a categorical chain beside a continuous field, read
+    from the chain's values) and NeuralBlock's network proposals with MH (2x2 patches of a 3x3
+    Ising lattice, random weights): the JAX random scan makes NeuralBlock.scan_step's moves from
+    the same uniforms (state, acceptances, target evaluations, last unit)."""
+    from functools import partial
+
+    from pymc_lbp.models import ising_model
+    from pymc_lbp.samplers.block.jax_scan import random_scan_jax
+    from pymc_lbp.samplers.block.motifs.lattice_blocks import lattice_blocks
+    from pymc_lbp.whole_model.jaxify import jax_function
+    from tests.samplers.block.test_neural_block import random_proposal
+
+    if case == "block_gibbs_mixed":
+        model = _potts_model()
+        point = model.initial_point()
+        point["c"] = np.array([0, 2, 1, 1, 0])
+        point["h"] = np.array([0.4, -0.3, 0.9])
+        with model:
+            step = pymc_lbp.BlockGibbs([model["c"]], max_states=9, compiled=False)
+    else:
+        model = ising_model((3, 3), 0.6, np.linspace(-0.5, 0.5, 9).reshape(3, 3), periodic=False)
+        point = model.initial_point()
+        blocks = lattice_blocks((3, 3), 2)
+        with model:
+            step = pymc_lbp.NeuralBlock(
+                [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5),
+                compiled=False,
+            )  # fmt: skip
+    _, values, x = _jax_block(model, step, point)
+    to_jax = partial(
+        jax_function, model=model, replacements=model_value_replacements(model, [step])
+    )
+    n_steps = 40
+    run = jax.jit(random_scan_jax(step, model, to_jax, n_steps))
+    rng = np.random.default_rng(3)
+    changed = 0
+    for _ in range(3):
+        noise = rng.random((n_steps, step.scan_width))
+        res = run(jnp.asarray(noise), jnp.asarray(x), values)
+        ref_x, acc, won, evals, last, seen = _numpy_random_scan(step, x.copy(), noise)
+        np.testing.assert_array_equal(np.asarray(res.x), ref_x)
+        np.testing.assert_allclose(float(res.sum_accept), acc, rtol=1e-10)
+        assert (int(res.n_accepted), int(res.n_evaluated), int(res.last_unit)) == (
+            won,
+            evals,
+            last,
+        )
+        assert seen == set(range(len(step.units)))  # every unit updated
+        changed += int(np.any(ref_x != x))
+        x = ref_x
+    assert changed == 3
+    if case == "neural_lattice":
+        assert 0 < won < n_steps  # proposals both accepted and rejected

@@ -153,11 +153,13 @@ def test_poisson_count_with_gamma_rate():
 
 
 @pytest.mark.parametrize(
-    "cls", ["LocallyBalanced", "GibbsWithGradients", "PathAuxiliaryLBP", "SelfBalancing"]
+    "cls",
+    ["LocallyBalanced", "GibbsWithGradients", "PathAuxiliaryLBP", "SelfBalancing", "BlockGibbs"],
 )
 def test_coupled_binary_chain_with_a_continuous_field(cls):
     """Six coupled binary sites and a Normal field: the single-site and path kernels in the
-    program (the sites interact, so no full-conditional shortcut). logp(z, h) = 0.6 agree(z) +
+    program (the sites interact, so no full-conditional shortcut), and BlockGibbs' random scan
+    (its default cluster is the whole chain, 64 joint states). logp(z, h) = 0.6 agree(z) +
     0.4 h S(z) - h^2 / 2 + prior; integrating h gives p(z) proportional to
     exp(0.6 agree + 0.08 S^2 + prior), h | z ~ N(0.4 S, 1)."""
     coupling, scale, logit = 0.6, 0.4, -0.3

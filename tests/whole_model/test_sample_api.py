@@ -156,6 +156,30 @@ def test_clear_errors(vectorized):
         run(model, initvals={"z": np.array([0, 2, 0, 1])})
 
 
+def test_blocks_the_random_scan_cannot_update_are_named():
+    """BlockGibbs' elimination blocks (a read_uai model) and NeuralBlock's chain blocks (an
+    HMM's states) are refused by name before anything is compiled."""
+    from pymc_lbp.models.uai import UAINetwork, read_uai
+
+    network = UAINetwork(
+        "MARKOV", [2, 2, 2], [(0, 1), (1, 2)], [np.array([[2.0, 1.0], [1.0, 2.0]])] * 2
+    )
+    uai = read_uai(network)
+    with uai:
+        elimination = pymc_lbp.BlockGibbs()
+    with pytest.raises(NotInProgramError, match=r"BlockGibbs .* elimination blocks"):
+        run(uai, step=[elimination])
+    with pm.Model() as hmm:
+        p = pm.Dirichlet("p", np.ones(2), shape=(2, 2))
+        s = pm.Categorical("s", p[0], shape=12)
+        pm.Potential("chain", pm.math.sum(pm.math.log(p[s[:-1], s[1:]])))
+        pm.Normal("y", s, 1.0, observed=np.linspace(0, 1, 12))
+        chain = pymc_lbp.NeuralBlock([s])
+    assert chain.colours is not None and not chain.scan_compilable
+    with pytest.raises(NotInProgramError, match=r"NeuralBlock .* chain blocks"):
+        run(hmm, step=[chain])
+
+
 @pytest.mark.parametrize("cls", ["SelfBalancing", "PathAuxiliaryLBP"])
 def test_a_block_of_integer_sites_records_every_stat_of_its_step(cls):
     """A draw without single-site or path steps (integer sites only: their jumps) records the

@@ -208,6 +208,65 @@ def exact_update(u, z, logp, j, units: ScanUnits, factors, logp_rows, n_sites):
     )
 
 
+def random_scan_graph(
+    units: ScanUnits, factors, logp_rows, n_sites: int, n_outside: int, net, n_steps: int | None
+) -> tuple[list[Variable], list[Variable]]:
+    """The graph of ``n_steps`` random-scan steps (``None``: as many as ``noise`` has rows):
+    ``(inputs, outputs)``, inputs ``x, logp, outside, noise`` and the network arrays of
+    :data:`NETWORK_NAMES`, outputs ``(x, logp, sum of acceptances, accepted, target
+    evaluations, last unit)`` (:class:`CompiledRandomScan` compiles it; the compiled whole-model
+    program converts it to JAX, :mod:`pymc_lbp.samplers.block.jax_scan`)."""
+    x = pt.tensor("x", dtype="int64", shape=(n_sites,))
+    logp = pt.scalar("logp", dtype="float64")
+    outside = pt.tensor("outside", dtype="int64", shape=(n_outside,))
+    noise = pt.tensor("noise", dtype="float64", shape=(n_steps, units.width))
+    w = {
+        name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
+        for name, nd in zip(NETWORK_NAMES, (2, 3, 2, 1, 2, 1), strict=True)
+    }
+    has_neural, has_exact = bool(units.neural.any()), bool((~units.neural).any())
+    n_units = units.neural.size
+    zero_f = pt.constant(0.0, dtype="float64")
+    zero_i = pt.constant(0, dtype="int64")
+
+    def body(u, x_, logp_, s_acc, n_acc, n_eval, _last):
+        j = pt.minimum(pt.cast(pt.floor(u[0] * n_units), "int64"), n_units - 1)
+        z = pt.concatenate([x_, outside, pt.zeros((1,), dtype="int64")])
+        args = (u, z, logp_, j, units, factors, logp_rows, n_sites)
+        if has_neural:
+            xn, ln, pn, an, moved = neural_update(*args, net, w)
+            en = pt.cast(moved, "int64")
+        if has_exact:
+            xe, le, pe, ae = exact_update(*args)
+            ee = _row(units.n_states, j)
+        if has_neural and has_exact:
+            is_n = _row(units.neural, j)
+            new = [pt.switch(is_n, a, b) for a, b in
+                   ((xn, xe), (ln, le), (pn, pe), (an, ae), (en, ee))]  # fmt: skip
+        else:
+            new = [xn, ln, pn, an, en] if has_neural else [xe, le, pe, ae, ee]
+        out = (
+            new[0],
+            new[1],
+            s_acc + new[2],
+            n_acc + pt.cast(new[3], "int64"),
+            n_eval + pt.cast(new[4], "int64"),
+            j,
+        )
+        clear_traces(out)
+        return out
+
+    outs = pytensor.scan(
+        body,
+        sequences=[noise],
+        outputs_info=[x, logp, zero_f, zero_i, zero_i, zero_i],
+        return_updates=False,
+    )
+    last = [o[-1] for o in outs]
+    clear_traces(last)
+    return [x, logp, outside, noise, *w.values()], last
+
+
 class CompiledRandomScan:
     """Random-scan steps of :class:`~pymc_lbp.NeuralBlock` in one compiled call.
 
@@ -239,61 +298,10 @@ class CompiledRandomScan:
 
     def _compile(self, n_steps: int | None):
         factors, logp_rows, n_sites, n_outside, net, compile_kwargs = self._parts
-        units = self.units
-        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-        logp = pt.scalar("logp", dtype="float64")
-        outside = pt.tensor("outside", dtype="int64", shape=(n_outside,))
-        noise = pt.tensor("noise", dtype="float64", shape=(n_steps, units.width))
-        w = {
-            name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
-            for name, nd in zip(NETWORK_NAMES, (2, 3, 2, 1, 2, 1), strict=True)
-        }
-        has_neural, has_exact = bool(units.neural.any()), bool((~units.neural).any())
-        n_units = units.neural.size
-        zero_f = pt.constant(0.0, dtype="float64")
-        zero_i = pt.constant(0, dtype="int64")
-
-        def body(u, x_, logp_, s_acc, n_acc, n_eval, _last):
-            j = pt.minimum(pt.cast(pt.floor(u[0] * n_units), "int64"), n_units - 1)
-            z = pt.concatenate([x_, outside, pt.zeros((1,), dtype="int64")])
-            args = (u, z, logp_, j, units, factors, logp_rows, n_sites)
-            if has_neural:
-                xn, ln, pn, an, moved = neural_update(*args, net, w)
-                en = pt.cast(moved, "int64")
-            if has_exact:
-                xe, le, pe, ae = exact_update(*args)
-                ee = _row(units.n_states, j)
-            if has_neural and has_exact:
-                is_n = _row(units.neural, j)
-                new = [pt.switch(is_n, a, b) for a, b in
-                       ((xn, xe), (ln, le), (pn, pe), (an, ae), (en, ee))]  # fmt: skip
-            else:
-                new = [xn, ln, pn, an, en] if has_neural else [xe, le, pe, ae, ee]
-            out = (
-                new[0],
-                new[1],
-                s_acc + new[2],
-                n_acc + pt.cast(new[3], "int64"),
-                n_eval + pt.cast(new[4], "int64"),
-                j,
-            )
-            clear_traces(out)
-            return out
-
-        outs = pytensor.scan(
-            body,
-            sequences=[noise],
-            outputs_info=[x, logp, zero_f, zero_i, zero_i, zero_i],
-            return_updates=False,
+        inputs, outputs = random_scan_graph(
+            self.units, factors, logp_rows, n_sites, n_outside, net, n_steps
         )
-        last = [o[-1] for o in outs]
-        clear_traces(last)
-        fn = pm_compile(
-            [x, logp, outside, noise, *w.values()],
-            last,
-            on_unused_input="ignore",
-            **compile_kwargs,
-        )
+        fn = pm_compile(inputs, outputs, on_unused_input="ignore", **compile_kwargs)
         fn.trust_input = True
         return fn
 
