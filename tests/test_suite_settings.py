@@ -31,4 +31,7 @@ def test_this_process_runs_with_them():
         assert compiledir.endswith(f"/{worker}") or compiledir.endswith(f"-{worker}"), compiledir
     flags = _test_compile_flags(GIVEN_PYTENSOR_FLAGS, worker)
     cxxflags = [f.partition("=")[2] for f in flags.split(",") if f.startswith("gcc__cxxflags=")]
-    assert pytensor.config.gcc__cxxflags == cxxflags[-1]
+    # pytensor appends its own defaults (-Wno-..., -fno-exceptions) to what it is given
+    assert (
+        pytensor.config.gcc__cxxflags.split()[: len(cxxflags[-1].split())] == cxxflags[-1].split()
+    )
