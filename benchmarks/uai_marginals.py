@@ -229,16 +229,19 @@ def run_one(target: Target, sampler: str, args: argparse.Namespace) -> Run:
         point = model.initial_point()
         spd = None
         tunable = [s for s in steps if hasattr(s, "steps_per_draw")]
-        if tunable:  # pilot: one step per draw, then thin to ~draws_per_chain draws
+        if tunable:  # pilots: one step per draw, then thin to ~draws_per_chain draws
             per_step, _ = _time_draws(steps, point, 50)
-            spd = int(np.clip(round(chain_budget / draws_per_chain / per_step), 1, sites.size))
-            for s in tunable:
-                s.steps_per_draw = spd
-            per_draw = per_step * spd
+            for _ in range(2):  # a thinned draw shares one call's overhead: time it again
+                spd = int(np.clip(round(chain_budget / draws_per_chain / per_step), 1, sites.size))
+                for s in tunable:
+                    s.steps_per_draw = spd
+                per_draw, _ = _time_draws(steps, point, 5)
+                per_step = per_draw / spd
         else:
             per_draw, _ = _time_draws(steps, point, 5)
-        cap = min(MAX_DRAWS, MAX_ENTRIES // sites.size)  # 10x the pilot's estimate, capped:
-        n_draws = int(min(cap, max(20, 10 * chain_budget / per_draw + 10)))
+        # as many draws as the trace may hold: the callback ends each chain on time (a pilot
+        # of single steps overestimates a thinned draw's cost, the per-call overhead included)
+        n_draws = int(min(MAX_DRAWS, MAX_ENTRIES // sites.size))
         starts: list[float | None] = [None] * chains
         stamps: list[list[float]] = [[] for _ in range(chains)]
         values: list[list[np.ndarray]] = [[] for _ in range(chains)]
