@@ -23,19 +23,19 @@ PYTENSOR_COMPILEDIR_FORMAT = (
 )
 
 
-def _test_compile_flags(flags: str, worker: str | None) -> str:
+def _test_compile_flags(flags: str) -> str:
     """The ``PYTENSOR_FLAGS`` the suite runs with: the given ones, then
 
-    * each pytest-xdist worker its own compile directory (``<compiledir>/<worker>``, or
-      ``<compiledir_format>-<worker>`` under the default base): pytensor compiles every C module
-      holding one lock on the whole compile directory, so workers sharing one took turns; with
-      an empty cache compiling was most of the suite's time and the second core sat idle
-      (docs/architecture.md, "The suite's time");
     * ``gcc__cxxflags=-O0`` unless given: the suite's graphs are small, a module compiles in
       0.57 s instead of 0.85 s at pytensor's -O3, and the tests ran no slower (measured on
       tests/logp/test_local_differences.py with an empty cache: 305 modules, 173 vs 258 s of
-      compiling, 50 vs 58 s of the rest). The cache key holds the flags, so the suite's modules
-      never mix with the -O3 ones your own runs use.
+      compiling, 50 vs 58 s of the rest);
+    * a compile directory of the suite's own (``<compiledir_format>-tests`` under pytensor's
+      default base) unless one is given: the cache key holds the flags, so these modules would
+      never serve your own -O3 runs; they stay apart from them.
+
+    Every xdist worker shares the directory; :mod:`tests.helpers.compile_cache` lets them compile
+    at the same time (docs/architecture.md, "The suite's time").
     """
     given: dict[str, str] = {}
     for pair in shlex.split(flags.replace(",", " ")):
@@ -44,12 +44,9 @@ def _test_compile_flags(flags: str, worker: str | None) -> str:
     extra = []
     if "gcc__cxxflags" not in given:
         extra.append("gcc__cxxflags=-O0")
-    if worker:
-        if given.get("compiledir"):
-            extra.append(f"compiledir={given['compiledir'].rstrip('/')}/{worker}")
-        else:
-            fmt = given.get("compiledir_format") or PYTENSOR_COMPILEDIR_FORMAT
-            extra.append(f"compiledir_format={fmt}-{worker}")
+    if not given.get("compiledir"):
+        fmt = given.get("compiledir_format") or PYTENSOR_COMPILEDIR_FORMAT
+        extra.append(f"compiledir_format={fmt}-tests")
     return ",".join([flags, *extra] if flags else extra)
 
 
@@ -57,9 +54,11 @@ if "pytensor" in sys.modules:  # pragma: no cover - a plugin imported it before 
     raise RuntimeError("tests/conftest.py must set PYTENSOR_FLAGS before pytensor is imported")
 #: ``PYTENSOR_FLAGS`` as the suite was started with.
 GIVEN_PYTENSOR_FLAGS = os.environ.get("PYTENSOR_FLAGS", "")
-os.environ["PYTENSOR_FLAGS"] = _test_compile_flags(
-    GIVEN_PYTENSOR_FLAGS, os.environ.get("PYTEST_XDIST_WORKER")
-)
+os.environ["PYTENSOR_FLAGS"] = _test_compile_flags(GIVEN_PYTENSOR_FLAGS)
+
+from tests.helpers import compile_cache  # noqa: E402 - imports pytensor: after the flags
+
+compile_cache.install()
 
 UAI_DIR = Path(__file__).resolve().parents[1] / "data" / "uai"
 

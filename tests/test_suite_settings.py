@@ -1,37 +1,115 @@
 """The compile settings tests/conftest.py gives the suite (docs/architecture.md, "The suite's
-time"): each xdist worker its own pytensor compile directory, -O0 unless the flags say otherwise."""
+time"): one compile directory of the suite's own for every xdist worker, its modules compiled
+outside the directory's lock, -O0 unless the flags say otherwise."""
 
 from __future__ import annotations
 
+import ast
 import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytensor
+from pytensor.link.c import cmodule
+from pytensor.link.c.cmodule import ModuleCache
 
 from tests.conftest import GIVEN_PYTENSOR_FLAGS, PYTENSOR_COMPILEDIR_FORMAT, _test_compile_flags
+from tests.helpers import compile_cache
 
 
-def test_flags_for_a_worker_and_for_a_plain_run():
+def test_flags_for_a_plain_run_and_a_given_directory():
     given = "blas__ldflags=-lopenblas"
-    assert _test_compile_flags(given, None) == f"{given},gcc__cxxflags=-O0"
-    assert _test_compile_flags(given, "gw1") == (
-        f"{given},gcc__cxxflags=-O0,compiledir_format={PYTENSOR_COMPILEDIR_FORMAT}-gw1"
+    assert _test_compile_flags(given) == (
+        f"{given},gcc__cxxflags=-O0,compiledir_format={PYTENSOR_COMPILEDIR_FORMAT}-tests"
     )
-    # an explicit compile directory (the cold-cache timing's) gets a folder per worker, and
-    # explicit compiler flags are kept
-    flags = _test_compile_flags("compiledir=/tmp/empty/,gcc__cxxflags=-O2", "gw0")
-    assert flags == "compiledir=/tmp/empty/,gcc__cxxflags=-O2,compiledir=/tmp/empty/gw0"
-    assert _test_compile_flags("", None) == "gcc__cxxflags=-O0"
-    assert _test_compile_flags("compiledir_format=x", "gw3").endswith("compiledir_format=x-gw3")
+    # an explicit compile directory (the cold-cache timing's) is used as given, and explicit
+    # compiler flags are kept
+    flags = _test_compile_flags("compiledir=/tmp/empty/,gcc__cxxflags=-O2")
+    assert flags == "compiledir=/tmp/empty/,gcc__cxxflags=-O2"
+    assert _test_compile_flags("compiledir_format=x").endswith("compiledir_format=x-tests")
 
 
 def test_this_process_runs_with_them():
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    compiledir = str(pytensor.config.compiledir)
-    if worker:
-        assert compiledir.endswith(f"/{worker}") or compiledir.endswith(f"-{worker}"), compiledir
-    flags = _test_compile_flags(GIVEN_PYTENSOR_FLAGS, worker)
+    flags = _test_compile_flags(GIVEN_PYTENSOR_FLAGS)
+    if "compiledir=" not in GIVEN_PYTENSOR_FLAGS:
+        assert str(pytensor.config.compiledir).endswith("-tests")
     cxxflags = [f.partition("=")[2] for f in flags.split(",") if f.startswith("gcc__cxxflags=")]
     # pytensor appends its own defaults (-Wno-..., -fno-exceptions) to what it is given
     assert (
         pytensor.config.gcc__cxxflags.split()[: len(cxxflags[-1].split())] == cxxflags[-1].split()
     )
+    assert ModuleCache.module_from_key is compile_cache.module_from_key
+
+
+#: A fresh process: the suite's cache patch, then one small graph compiled and evaluated.
+CHILD = """
+from tests.helpers import compile_cache
+compile_cache.install()
+import numpy as np, pytensor, pytensor.tensor as pt
+x = pt.dvector("x")
+f = pytensor.function([x], pt.exp(x) * 3.25 + pt.log1p(x) ** 2, mode="FAST_RUN")
+print(repr(f(np.array([0.5, 1.5])).tolist()))
+"""
+
+
+def _start(compiledir) -> subprocess.Popen:
+    env = dict(os.environ, PYTENSOR_FLAGS=f"compiledir={compiledir},gcc__cxxflags=-O0")
+    root = Path(__file__).resolve().parents[1]
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    return subprocess.Popen(
+        [sys.executable, "-c", CHILD], env=env, cwd=root, stdout=subprocess.PIPE, text=True
+    )
+
+
+def _result(proc: subprocess.Popen) -> np.ndarray:
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    return np.array(ast.literal_eval(out.strip().splitlines()[-1]))
+
+
+def _module_folders(compiledir) -> list[str]:
+    return sorted(p.parent.name for p in compiledir.glob("*/key.pkl"))
+
+
+def test_two_processes_compile_into_one_directory(tmp_path):
+    """Two fresh processes compile the same graph into one directory at the same time: both
+    get a working function, each module is registered once, and no half-built folder stays;
+    a third process finds them all."""
+    results = [_result(p) for p in [_start(tmp_path), _start(tmp_path)]]
+    x = np.array([0.5, 1.5])
+    for r in results:
+        np.testing.assert_allclose(r, np.exp(x) * 3.25 + np.log1p(x) ** 2)
+    folders = _module_folders(tmp_path)
+    assert folders, "nothing compiled"
+    hashes = [pickle.loads((tmp_path / f / "key.pkl").read_bytes()).module_hash for f in folders]
+    assert len(hashes) == len(set(hashes)), "a module registered twice"
+    leftover = [p.name for p in tmp_path.glob("tmp*") if not (p / "key.pkl").exists()]
+    assert not leftover, leftover
+    assert not list(tmp_path.glob(f"*/{compile_cache.COMPILING_MARK}"))
+    np.testing.assert_allclose(_result(_start(tmp_path)), results[0])
+    assert _module_folders(tmp_path) == folders
+
+
+def test_a_failing_compile_leaves_no_folder(tmp_path, monkeypatch):
+    cache = ModuleCache(str(tmp_path), check_for_broken_eq=False, do_refresh=False)
+
+    class Broken:
+        def get_src_code(self):
+            return "not c++"
+
+        def compile_cmodule(self, location):
+            assert os.path.exists(os.path.join(location, compile_cache.COMPILING_MARK))
+            raise RuntimeError("compiler failed")
+
+    monkeypatch.setattr(cmodule, "get_module_hash", lambda src, key: "a hash")
+    key = ((1,), ("a test key",))
+    try:
+        compile_cache.module_from_key(cache, key, Broken())
+    except RuntimeError as err:
+        assert "compiler failed" in str(err)
+    else:
+        raise AssertionError("the compile error was swallowed")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("tmp")]
