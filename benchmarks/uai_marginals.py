@@ -76,6 +76,7 @@ MARK_SLACK = 0.03  # a run that ends within 3 % below a mark reports its end the
 GOAL = 0.02  # issue #27: default sampler, Rao-Blackwellised, 60 s
 MAX_DRAWS = 200_000  # per chain (the trace is preallocated) ...
 MAX_ENTRIES = 10_000_000  # ... and at most this many values (draws x free variables)
+MAX_SWEEPS_PER_DRAW = 1000  # thinning: a draw is at most this many sweeps' worth of steps
 
 
 @dataclass
@@ -232,7 +233,8 @@ def run_one(target: Target, sampler: str, args: argparse.Namespace) -> Run:
         if tunable:  # pilots: one step per draw, then thin to ~draws_per_chain draws
             per_step, _ = _time_draws(steps, point, 50)
             for _ in range(2):  # a thinned draw shares one call's overhead: time it again
-                spd = int(np.clip(round(chain_budget / draws_per_chain / per_step), 1, sites.size))
+                spd = round(chain_budget / draws_per_chain / per_step)
+                spd = int(np.clip(spd, 1, MAX_SWEEPS_PER_DRAW * sites.size))
                 for s in tunable:
                     s.steps_per_draw = spd
                 per_draw, _ = _time_draws(steps, point, 5)
