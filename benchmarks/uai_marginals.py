@@ -29,7 +29,7 @@ table after every run.
 
 Usage: python -m benchmarks.uai_marginals [--quick] [--budget S] [--samplers NAME ...]
        [--networks NAME ...] [--chains N] [--tune N] [--seed S] [--data DIR] [--out DIR]
-       [--tag SUFFIX] [--replot]
+       [--tag SUFFIX] [--replot | --merge TAG ...]
 """
 
 from __future__ import annotations
@@ -435,6 +435,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument(
         "--replot", action="store_true", help="only redraw the PNG from the JSON of a past run"
     )
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        metavar="TAG",
+        help="only combine past runs' JSON (these tags, in --out) into this --tag's JSON, table "
+        "and plot; a later tag's (network, sampler) replaces an earlier one's",
+    )
     add_out(parser)
     args = parser.parse_args(argv)
     if args.quick:
@@ -446,6 +453,8 @@ def main(argv: list[str] | None = None) -> dict:
     args.samplers = args.samplers or DEFAULT_SAMPLERS
     args.networks = args.networks or list(shipped_networks(args.data))
     name = ("uai_marginals_quick" if args.quick else "uai_marginals") + args.tag
+    if args.merge:
+        return merge(name, args)
     if args.replot:
         payload = json.loads((args.out / f"{name}.json").read_text())
         runs = [Run(**r) for r in payload["runs"]]
@@ -482,6 +491,37 @@ def main(argv: list[str] | None = None) -> dict:
     payload, md = _save(name, runs, skipped, targets, args)
     plot(runs, targets, args.out / f"{name}.png")
     print(md)
+    return payload
+
+
+def merge(name: str, args: argparse.Namespace) -> dict:
+    """Combine the runs of ``uai_marginals<tag>.json`` for each tag in ``args.merge`` (later
+    tags replace earlier ones' (network, sampler) runs) into ``name``'s JSON, table and plot,
+    networks in their first run's order; the first tag's budget, chains and seed head the
+    table (runs made with others are not merged)."""
+    runs: dict[tuple[str, str], Run] = {}
+    skipped: dict[tuple[str, str], dict] = {}
+    first = None
+    for tag in args.merge:
+        payload = json.loads((args.out / f"uai_marginals{tag}.json").read_text())
+        first = first or payload["args"]
+        for key in ("budget", "chains", "seed"):
+            if payload["args"][key] != first[key]:
+                raise ValueError(f"tag {tag!r}: {key} {payload['args'][key]} != {first[key]}")
+        for r in (Run(**d) for d in payload["runs"]):
+            runs[r.network, r.sampler] = r
+            skipped.pop((r.network, r.sampler), None)
+        for sk in payload.get("skipped", []):
+            if (sk["network"], sk["sampler"]) not in runs:
+                skipped[sk["network"], sk["sampler"]] = sk
+    for key in ("budget", "chains", "tune", "seed", "draws_per_chain"):
+        setattr(args, key, first[key])
+    args.samplers = list(dict.fromkeys(s for _, s in runs))
+    args.networks = list(dict.fromkeys(n for n, _ in runs))
+    targets = load_targets(args.networks, args.data)
+    ordered = [runs[t.name, s] for t in targets for s in args.samplers if (t.name, s) in runs]
+    payload, _ = _save(name, ordered, list(skipped.values()), targets, args)
+    plot(ordered, targets, args.out / f"{name}.png")
     return payload
 
 
