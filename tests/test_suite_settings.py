@@ -45,13 +45,23 @@ def test_this_process_runs_with_them():
 
 
 #: A fresh process: the suite's cache patch, then one small graph compiled and evaluated.
+#: It also prints whether this process held the compile lock while a graph's module compiled.
 CHILD = """
 from tests.helpers import compile_cache
 compile_cache.install()
 import numpy as np, pytensor, pytensor.tensor as pt
+from pytensor.compile import compilelock
+from pytensor.link.c.cmodule import GCC_compiler
+compile_str, held = GCC_compiler.compile_str, []
+def probe(*args, **kwargs):
+    if kwargs.get("module_name", args[0] if args else None) not in ("lazylinker_ext", "cutils_ext"):
+        held.append(bool(compilelock.local_mem._locks))
+    return compile_str(*args, **kwargs)
+GCC_compiler.compile_str = staticmethod(probe)
 x = pt.dvector("x")
 f = pytensor.function([x], pt.exp(x) * 3.25 + pt.log1p(x) ** 2, mode="FAST_RUN")
 print(repr(f(np.array([0.5, 1.5])).tolist()))
+print(repr(held))
 """
 
 
@@ -64,10 +74,12 @@ def _start(compiledir) -> subprocess.Popen:
     )
 
 
-def _result(proc: subprocess.Popen) -> np.ndarray:
+def _result(proc: subprocess.Popen) -> tuple[np.ndarray, list[bool]]:
+    """The child's function value, and for each module it compiled whether it held the lock."""
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0
-    return np.array(ast.literal_eval(out.strip().splitlines()[-1]))
+    value, held = out.strip().splitlines()[-2:]
+    return np.array(ast.literal_eval(value)), ast.literal_eval(held)
 
 
 def _module_folders(compiledir) -> list[str]:
@@ -76,12 +88,14 @@ def _module_folders(compiledir) -> list[str]:
 
 def test_two_processes_compile_into_one_directory(tmp_path):
     """Two fresh processes compile the same graph into one directory at the same time: both
-    get a working function, each module is registered once, and no half-built folder stays;
-    a third process finds them all."""
+    get a working function, neither holds the directory lock while its compiler runs, each
+    module is registered once, no half-built folder stays; a third process compiles nothing."""
     results = [_result(p) for p in [_start(tmp_path), _start(tmp_path)]]
     x = np.array([0.5, 1.5])
-    for r in results:
-        np.testing.assert_allclose(r, np.exp(x) * 3.25 + np.log1p(x) ** 2)
+    for value, held in results:
+        np.testing.assert_allclose(value, np.exp(x) * 3.25 + np.log1p(x) ** 2)
+        assert not any(held), "a module compiled holding the directory lock"
+    assert sum(len(held) for _, held in results) > 0, "nothing compiled"
     folders = _module_folders(tmp_path)
     assert folders, "nothing compiled"
     hashes = [pickle.loads((tmp_path / f / "key.pkl").read_bytes()).module_hash for f in folders]
@@ -89,8 +103,9 @@ def test_two_processes_compile_into_one_directory(tmp_path):
     leftover = [p.name for p in tmp_path.glob("tmp*") if not (p / "key.pkl").exists()]
     assert not leftover, leftover
     assert not list(tmp_path.glob(f"*/{compile_cache.COMPILING_MARK}"))
-    np.testing.assert_allclose(_result(_start(tmp_path)), results[0])
-    assert _module_folders(tmp_path) == folders
+    value, held = _result(_start(tmp_path))
+    np.testing.assert_allclose(value, results[0][0])
+    assert held == [] and _module_folders(tmp_path) == folders
 
 
 def test_a_failing_compile_leaves_no_folder(tmp_path, monkeypatch):

@@ -6,9 +6,10 @@ whole compile directory, so two workers sharing a directory take turns at the co
 directory each, they compile every module both need twice (630 of 2393 from empty caches) and
 a later run is warm only once both directories hold everything. :func:`install` replaces that
 method, for the test processes only, by one that holds the lock to look the module up and to
-register it, but not while the compiler runs: each compile writes into its own new folder
-(``dlimport_workdir``), as before. When both workers compiled the same module at once, the one
-registered first is kept and the other folder removed.
+register it, but not while the compiler runs (``CLinker.compile_cmodule`` takes the lock around
+the compiler too; :func:`_compile` is its body without it): each compile writes into its own
+new folder (``dlimport_workdir``), as before. When both workers compiled the same module at
+once, the one registered first is kept and the other folder removed.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def module_from_key(self, key, lnk):
         location = dlimport_workdir(self.dirname)
         (Path(location) / COMPILING_MARK).touch()
     try:
-        module = lnk.compile_cmodule(location)
+        module = _compile(lnk, location)
     except BaseException:
         shutil.rmtree(location, ignore_errors=True)
         raise
@@ -56,6 +57,27 @@ def module_from_key(self, key, lnk):
         self.module_hash_to_key_data[module_hash] = self._add_to_cache(module, key, module_hash)
     self.stats[2] += 1
     return module
+
+
+def _compile(lnk, location: str):
+    """``CLinker.compile_cmodule(location)`` without the directory lock it takes around the
+    compiler (any other linker: its own ``compile_cmodule``)."""
+    if not hasattr(lnk, "get_dynamic_module"):
+        return lnk.compile_cmodule(location)
+    mod = lnk.get_dynamic_module()
+    try:
+        return lnk.c_compiler().compile_str(
+            module_name=mod.code_hash,
+            src_code=mod.code(),
+            location=location,
+            include_dirs=lnk.header_dirs(),
+            lib_dirs=lnk.lib_dirs(),
+            libs=lnk.libraries(),
+            preargs=lnk.compile_args(),
+        )
+    except Exception as err:
+        err.args += (str(lnk.fgraph),)
+        raise
 
 
 def install() -> None:
