@@ -52,8 +52,11 @@ def _test_compile_flags(flags: str) -> str:
 
 if "pytensor" in sys.modules:  # pragma: no cover - a plugin imported it before this file
     raise RuntimeError("tests/conftest.py must set PYTENSOR_FLAGS before pytensor is imported")
-#: ``PYTENSOR_FLAGS`` as the suite was started with.
-GIVEN_PYTENSOR_FLAGS = os.environ.get("PYTENSOR_FLAGS", "")
+#: ``PYTENSOR_FLAGS`` as the suite was started with (xdist workers inherit the controller's
+#: environment: they read the flags it was given, not the ones it set).
+GIVEN_PYTENSOR_FLAGS = os.environ.setdefault(
+    "PYMC_LBP_TESTS_GIVEN_PYTENSOR_FLAGS", os.environ.get("PYTENSOR_FLAGS", "")
+)
 os.environ["PYTENSOR_FLAGS"] = _test_compile_flags(GIVEN_PYTENSOR_FLAGS)
 
 from tests.helpers import compile_cache  # noqa: E402 - imports pytensor: after the flags
