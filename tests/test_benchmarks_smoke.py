@@ -197,6 +197,28 @@ def test_integer_models_quick(tmp_path):
     assert (tmp_path / "integer_models_quick.png").stat().st_size > 0
 
 
+def test_uai_marginals_runs_for_their_budget_and_merge(tmp_path):
+    """benchmarks.uai_marginals on the smallest shipped network: a run with thinned steps and
+    PyMC's Gibbs each use their whole budget (they stop on time, not on a draw count), and
+    --merge combines their JSON into one table, a later tag replacing an earlier run."""
+    module = importlib.import_module("benchmarks.uai_marginals")
+    common = ["--networks", "DBN_11.small", "--budget", "1", "--out", str(tmp_path)]
+    first = module.main([*common, "--samplers", "gibbs_with_gradients", "--tag", "_a"])
+    second = module.main(
+        [*common, "--samplers", "gibbs_with_gradients", "pymc_gibbs"] + ["--tag", "_b"]
+    )
+    for run in first["runs"] + second["runs"]:
+        assert run["seconds"][-1] >= 1.0 * (1 - module.MARK_SLACK), run["sampler"]
+    merged = module.main(["--merge", "_a", "_b", "--tag", "_ab", "--out", str(tmp_path)])
+    assert [(r["network"], r["sampler"]) for r in merged["runs"]] == [
+        ("DBN_11.small", "gibbs_with_gradients"),
+        ("DBN_11.small", "pymc_gibbs"),
+    ]
+    assert merged["runs"][0]["seconds"] == second["runs"][0]["seconds"]  # the later tag's
+    assert "pymc_gibbs" in (tmp_path / "uai_marginals_ab.md").read_text()
+    assert (tmp_path / "uai_marginals_ab.png").stat().st_size > 0
+
+
 def test_gmm_active_components_quick(tmp_path):
     """benchmarks.gmm_active_components --quick: every sampler runs from one active
     component, the log-likelihood and counts are recorded, files written."""
