@@ -205,7 +205,7 @@ def test_uai_marginals_runs_for_their_budget_and_merge(tmp_path):
     common = ["--networks", "DBN_11.small", "--budget", "1", "--out", str(tmp_path)]
     first = module.main([*common, "--samplers", "gibbs_with_gradients", "--tag", "_a"])
     second = module.main(
-        [*common, "--samplers", "gibbs_with_gradients", "pymc_gibbs"] + ["--tag", "_b"]
+        [*common, "--samplers", "gibbs_with_gradients", "pymc_gibbs", "--tag", "_b"]
     )
     for run in first["runs"] + second["runs"]:
         assert run["seconds"][-1] >= 1.0 * (1 - module.MARK_SLACK), run["sampler"]

@@ -35,8 +35,7 @@ def module_from_key(self, key, lnk):
     if module is not None:
         return module
     with lock_ctx():
-        self.refresh(cleanup=False)  # another worker may have registered it
-        module = self._get_from_key(key) or self._get_from_hash(module_hash, key)
+        module = _registered(self, key, module_hash)  # another worker may have registered it
         if module is not None:
             return module
         location = dlimport_workdir(self.dirname)
@@ -48,8 +47,7 @@ def module_from_key(self, key, lnk):
         raise
     (Path(location) / COMPILING_MARK).unlink(missing_ok=True)
     with lock_ctx():
-        self.refresh(cleanup=False)
-        registered = self._get_from_key(key) or self._get_from_hash(module_hash, key)
+        registered = _registered(self, key, module_hash)
         if registered is not None:  # compiled by the other worker meanwhile: keep theirs
             shutil.rmtree(location, ignore_errors=True)
             return registered
@@ -57,6 +55,13 @@ def module_from_key(self, key, lnk):
         self.module_hash_to_key_data[module_hash] = self._add_to_cache(module, key, module_hash)
     self.stats[2] += 1
     return module
+
+
+def _registered(cache, key, module_hash: str):
+    """The module of ``key`` (or of its source's hash) as the directory holds it now, or None;
+    called holding the lock."""
+    cache.refresh(cleanup=False)
+    return cache._get_from_key(key) or cache._get_from_hash(module_hash, key)
 
 
 def _compile(lnk, location: str):
