@@ -47,7 +47,8 @@ def test_this_process_runs_with_them():
 
 
 #: A fresh process: the suite's cache patch, then one small graph compiled and evaluated.
-#: It also prints whether this process held the compile lock while a graph's module compiled.
+#: It also prints, for each graph module it compiled, whether it held the compile lock then and
+#: whether the module was compiled with the precompiled header.
 CHILD = """
 from tests.helpers import compile_cache
 compile_cache.install()
@@ -57,7 +58,7 @@ from pytensor.link.c.cmodule import GCC_compiler
 compile_str, held = GCC_compiler.compile_str, []
 def probe(*args, **kwargs):
     if kwargs.get("module_name", args[0] if args else None) not in ("lazylinker_ext", "cutils_ext"):
-        held.append(bool(compilelock.local_mem._locks))
+        held.append((bool(compilelock.local_mem._locks), "-include" in kwargs["preargs"]))
     return compile_str(*args, **kwargs)
 GCC_compiler.compile_str = staticmethod(probe)
 x = pt.dvector("x")
@@ -77,7 +78,8 @@ def _start(compiledir) -> subprocess.Popen:
 
 
 def _result(proc: subprocess.Popen) -> tuple[np.ndarray, list[bool]]:
-    """The child's function value, and for each module it compiled whether it held the lock."""
+    """The child's function value, and for each module it compiled whether it held the lock
+    and whether it used the precompiled header."""
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0
     value, held = out.strip().splitlines()[-2:]
@@ -91,12 +93,14 @@ def _module_folders(compiledir) -> list[str]:
 def test_two_processes_compile_into_one_directory(tmp_path):
     """Two fresh processes compile the same graph into one directory at the same time: both
     get a working function, neither holds the directory lock while its compiler runs, each
-    module is registered once, no half-built folder stays; a third process compiles nothing."""
+    module is registered once, no half-built folder stays, every module is compiled with the
+    one precompiled header; a third process compiles nothing."""
     results = [_result(p) for p in [_start(tmp_path), _start(tmp_path)]]
     x = np.array([0.5, 1.5])
     for value, held in results:
         np.testing.assert_allclose(value, np.exp(x) * 3.25 + np.log1p(x) ** 2)
-        assert not any(held), "a module compiled holding the directory lock"
+        assert not any(lock for lock, _ in held), "a module compiled holding the directory lock"
+        assert all(header for _, header in held), "a module compiled without the header"
     assert sum(len(held) for _, held in results) > 0, "nothing compiled"
     folders = _module_folders(tmp_path)
     assert folders, "nothing compiled"
@@ -105,6 +109,8 @@ def test_two_processes_compile_into_one_directory(tmp_path):
     leftover = [p.name for p in tmp_path.glob("tmp*") if not (p / "key.pkl").exists()]
     assert not leftover, leftover
     assert not list(tmp_path.glob(f"*/{compile_cache.COMPILING_MARK}"))
+    assert len(list(tmp_path.glob("pch-*/*.h.gch"))) == 1
+    assert not list(tmp_path.parent.glob(".pch-*")), "a header's build folder left"
     value, held = _result(_start(tmp_path))
     np.testing.assert_allclose(value, results[0][0])
     assert held == [] and _module_folders(tmp_path) == folders
@@ -126,3 +132,9 @@ def test_a_failing_compile_leaves_no_folder(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="compiler failed"):
         compile_cache.module_from_key(cache, key, Broken())
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("tmp")]
+
+
+def test_a_header_g_plus_plus_cannot_build_is_not_used(tmp_path):
+    """Flags g++ refuses: no header (modules compile as pytensor compiles them), nothing left."""
+    assert compile_cache.precompiled_header(str(tmp_path), ["-fno-such-option-at-all"]) is None
+    assert not list(tmp_path.iterdir()) and not list(tmp_path.parent.glob(".pch-*"))
