@@ -16,9 +16,10 @@ Each module is also compiled faster: its first lines always include the same lar
 every module. :func:`precompiled_header` compiles them once per compile directory and compiler
 flags into a GCC precompiled header, and each module is compiled with ``-include`` of it (its own
 includes of the same headers are then no-ops: every one has an include guard) and without debug
-information (``-g0`` after pytensor's ``-g``): measured on 30 of the suite's modules, 0.23 s a
-module against 0.52 s (-g0 alone: 0.41 s). A module whose source does not start with those
-includes is compiled as pytensor compiles it; if the header cannot be built, no module uses it.
+information (``-g0`` after pytensor's ``-g``), linked by gold where binutils has it: measured
+on 30 of the suite's modules, 0.17 s a module against 0.52 s (-g0 alone: 0.41 s; with the
+header 0.23 s). A module whose source does not start with those includes is compiled as
+pytensor compiles it; if the header cannot be built, no module uses it.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ HEADER_LINES = (
     "#include <algorithm>",
 )
 
+#: The faster linker, where binutils has it (it links a module in about 40 ms less).
+_LINKER = ["-fuse-ld=gold"] if shutil.which("ld.gold") else []
+
 #: Precompiled headers found or built (None: g++ could not build one) in this process.
 _HEADERS: dict[Path, Path | None] = {}
 
@@ -161,7 +165,7 @@ def _compile(lnk, location: str):
             str(Path(location).parent), _header_flags(preargs, include_dirs)
         )
         if header is not None:
-            preargs = [*preargs, "-g0", "-include", str(header)]
+            preargs = [*preargs, "-g0", "-include", str(header), *_LINKER]
     try:
         return lnk.c_compiler().compile_str(
             module_name=mod.code_hash,
