@@ -18,6 +18,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
+from pymc_lbp.logp.graphs import dim
 from pymc_lbp.samplers.block.mdn_functions import _PAD_LOGIT, _elu_graph
 
 __all__ = ["MixtureDensityGraph"]
@@ -39,8 +40,9 @@ class MixtureDensityGraph:
         keeps its floor value here (the training graph multiplies by one-hot values)."""
         K = self.n_components
         log_w = pt.special.log_softmax(out[:, :K], axis=-1)
-        logits = out[:, K : self._n_table_outputs].reshape((out.shape[0], K, -1))
-        zeros = pt.zeros((out.shape[0], K, 1))
+        n = dim(out, 0)
+        logits = out[:, K : self._n_table_outputs].reshape((n, K, -1))
+        zeros = pt.zeros((n, K, 1))
         full = pt.concatenate([zeros, logits, zeros + _PAD_LOGIT], axis=-1)[:, :, self._index]
         log_sm = pt.special.log_softmax(full, axis=-1)
         return log_w, pt.logaddexp(np.log1p(-self.epsilon) + log_sm, self._log_floor)

@@ -33,6 +33,7 @@ import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.logp.graphs import dim, repeated_rows
 from pymc_lbp.samplers.block.motifs.chain import BIG, CLIP, chain_reference_states
 from pymc_lbp.samplers.mh_graph import mh_accept, mh_log_ratio
 
@@ -46,7 +47,7 @@ def chain_params_graph(lp: Variable, K: int, L: int) -> Variable:
     ``lp (B, R)``: :func:`~pymc_lbp.samplers.block.motifs.chain.chain_potentials_from_reference`
     then :func:`~pymc_lbp.samplers.block.motifs.chain.canonical_chain_params`, the same
     arithmetic."""
-    B = lp.shape[0]
+    B = dim(lp, 0)
     f0 = lp[:, 0][:, None, None]
     single = lp[:, 1 : 1 + L * (K - 1)].reshape((B, L, K - 1))
     pair = lp[:, 1 + L * (K - 1) :].reshape((B, L - 1, K - 1, K - 1))
@@ -87,14 +88,14 @@ def pick_index_graph(weights: Variable, u: Variable) -> Variable:
     cdf = pt.cumsum(weights, axis=-1)
     above = pt.gt(cdf, (u * cdf[..., -1])[..., None])
     idx = pt.argmax(pt.cast(above, "int8"), axis=-1)
-    n = weights.shape[-1]
+    n = dim(weights, -1)
     last = n - 1 - pt.argmax(pt.cast(pt.gt(weights[..., ::-1], 0), "int8"), axis=-1)
     return pt.switch(pt.any(above, axis=-1), idx, last)
 
 
 def draw_blocks_graph(log_w: Variable, log_tables: Variable, u: Variable) -> Variable:
     """:func:`pymc_lbp.samplers.block.reference.draw_blocks` as a graph: ``(B, D)`` int64."""
-    B = log_tables.shape[0]
+    B = dim(log_tables, 0)
     k = pick_index_graph(pt.exp(log_w - pt.max(log_w, axis=1, keepdims=True)), u[:, 0])
     tab = log_tables[pt.arange(B), k]
     return pt.cast(
@@ -105,7 +106,7 @@ def draw_blocks_graph(log_w: Variable, log_tables: Variable, u: Variable) -> Var
 def blocks_log_prob_graph(log_w: Variable, log_tables: Variable, values: Variable) -> Variable:
     """``log q(values_b)`` per block, ``values (B, D)`` -> ``(B,)`` (as
     :func:`pymc_lbp.samplers.block.reference.blocks_log_probs` with one state per block)."""
-    B, Kc, D = log_tables.shape[0], log_tables.shape[1], log_tables.shape[2]
+    B, Kc, D = (dim(log_tables, i) for i in range(3))
     picked = log_tables[
         pt.arange(B)[:, None, None],
         pt.arange(Kc)[None, :, None],
@@ -141,7 +142,7 @@ def every_block_at(x: Variable, sites: np.ndarray, states: np.ndarray) -> Variab
     S = states.shape[0]
     rows = np.repeat(np.arange(B * S), L).reshape(B * S, L)
     cols = np.repeat(sites, S, axis=0)
-    return pt.set_subtensor(pt.tile(x[None, :], (B * S, 1))[rows, cols], np.tile(states, (B, 1)))
+    return pt.set_subtensor(repeated_rows(x, B * S)[rows, cols], np.tile(states, (B, 1)))
 
 
 def exact_colour_graph(x: Variable, logp: Variable, u: Variable, colour: ChainColour, logp_rows):
@@ -194,7 +195,7 @@ def colour_update_graph(
     old = x[sites]
     moved = pt.any(pt.neq(new, old), axis=1)
     # 5. the target at the proposals, q of new and old, MH
-    Y_new = pt.set_subtensor(pt.tile(x[None, :], (B, 1))[np.arange(B)[:, None], sites], new)
+    Y_new = pt.set_subtensor(repeated_rows(x, B)[np.arange(B)[:, None], sites], new)
     lp_new = logp_rows(Y_new)
     log_q_new = blocks_log_prob_graph(log_w, log_tables, new)
     log_q_old = blocks_log_prob_graph(log_w, log_tables, old)
