@@ -37,6 +37,10 @@ def _require_jax():
             f"pymc_lbp.sample needs the optional extra pymc_lbp[jax] (jax and blackjax): {err}. "
             "Install it with: pip install 'pymc_lbp[jax]'"
         ) from err
+    # PyTensor's JAX backend sets jax_enable_x64 from floatX when it is first imported (off
+    # under float32); import it first so that the program's float64 parts stay float64
+    import pytensor.link.jax.dispatch  # noqa: F401
+
     jax.config.update("jax_enable_x64", True)
     use_compilation_cache()
 
