@@ -297,7 +297,8 @@ class ExactDifferences(Differences):
         one batched expression (no chunking: memory ``n_slots * n_sites`` per evaluation)."""
         if self._local is not None:
             plan = self.local_plan
-            return tuple(substitute([plan.logp, plan.deltas], {plan.x: x}))
+            outs = [pt.cast(plan.logp, "float64"), pt.cast(plan.deltas, "float64")]
+            return tuple(substitute(outs, {plan.x: x}))
         logp, logp_batch, sites, values = self._batched_graph()
         lay = self.layout
         xs = self._x[lay.slot_site]
@@ -314,6 +315,8 @@ class ExactDifferences(Differences):
         nb = clone_replace(
             logp_batch, replace={sites: pt.as_tensor_variable(lay.slot_site), values: new}
         )
+        # float64 whatever floatX is: the difference of two float32 logps is exact in float64
+        logp, nb = pt.cast(logp, "float64"), pt.cast(nb, "float64")
         deltas = nb - logp
         keep = ~pt.isnan(deltas)
         if valid is not None:
@@ -421,7 +424,7 @@ class GradientDifferences(Differences):
         if not layout.all_binary:
             keep = keep & self._valid_graph()
         deltas = pt.switch(keep, deltas, -np.inf)
-        outs = [model.logp(), deltas]
+        outs = [pt.cast(model.logp(), "float64"), pt.cast(deltas, "float64")]
         self._graph_parts = clone_replace(outs, replace={**replace, **self._replace})
         log_g_graph = graph_log_balancing(self.balancing_name) if self.log_g else None
         self._fused = log_g_graph is not None

@@ -183,7 +183,8 @@ def build_local_plan(
         vals = pt.switch(keep, new_value[slots], x[sites])
         moved.append(pt.set_subtensor(x[sites], vals))
     # one clone of the elements per moved state (a vectorised graph is not faster here)
-    TT = pt.concatenate([T, *[substitute(T, {x: xr}) for xr in moved]])
+    # float64 whatever floatX is: differences of float32 terms are exact in float64
+    TT = pt.cast(pt.concatenate([T, *[substitute(T, {x: xr}) for xr in moved]]), "float64")
     deltas = _segment_differences(TT, (n_rows + 1) * M, M, p_slot, p_row, p_elem, layout.n_slots)
     if glob and layout.n_slots * n_sites > max_global_batch:
         raise NotLocalError(
@@ -201,7 +202,7 @@ def build_local_plan(
 
         G_batch = unblock_gathers(vectorize_graph(G, replace={x: X}))
         G_batch = clone_replace(G_batch, replace={X: batch})
-        deltas = deltas + (G_batch - G)
+        deltas = deltas + (pt.cast(G_batch, "float64") - pt.cast(G, "float64"))
     deltas = pt.switch(valid & ~pt.isnan(deltas), deltas, -np.inf)
     reason = (
         f"local exact differences: {len(local)} local and {len(glob)} global term piece(s), "
@@ -233,9 +234,11 @@ def _segment_differences(TT, n_total, M, p_slot, p_row, p_elem, n_slots):
     counts = np.bincount(p_slot, minlength=n_slots)
     width = int(counts.max(initial=0))
     if width == 0:
-        return pt.zeros(n_slots)
+        return pt.zeros(n_slots, dtype="float64")
     if width * n_slots > 2 * p_slot.size + 64:
-        return pt.inc_subtensor(pt.zeros(n_slots)[p_slot], TT[new_idx] - TT[p_elem])
+        return pt.inc_subtensor(
+            pt.zeros(n_slots, dtype="float64")[p_slot], TT[new_idx] - TT[p_elem]
+        )
     # pairs are grouped by slot; position of each pair within its slot's group
     order = np.argsort(p_slot, kind="stable")
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
@@ -245,7 +248,7 @@ def _segment_differences(TT, n_total, M, p_slot, p_row, p_elem, n_slots):
     old_m = np.full((n_slots, width), -1, dtype=np.int64)
     new_m[p_slot[order], within] = new_idx[order]
     old_m[p_slot[order], within] = p_elem[order]
-    TTz = pt.concatenate([TT, pt.zeros(1)])
+    TTz = pt.concatenate([TT, pt.zeros(1, dtype="float64")])
     new_m = np.where(new_m < 0, pad, new_m)
     old_m = np.where(old_m < 0, pad, old_m)
     # (width, slots): the row sum runs over contiguous rows

@@ -352,7 +352,9 @@ def _learned_steps(step, d, to_jax):
 
             def learn(carry, i):
                 rows, r_logp, r_deltas, params, m, v, t = carry
-                u = jax.random.uniform(jax.random.fold_in(k_learn, i), (n_particles, 2))
+                u = jax.random.uniform(
+                    jax.random.fold_in(k_learn, i), (n_particles, 2), dtype=jnp.float64
+                )
                 res = batch_moves_jax(
                     u,
                     rows,

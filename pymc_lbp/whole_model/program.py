@@ -8,6 +8,15 @@ discrete move changed the target. Warmup runs the same draws while Stan's window
 (:mod:`pymc_lbp.whole_model.warmup`, on BlackJAX's pieces) tunes the step size and the diagonal
 inverse mass matrix; they are frozen for the draws kept. A model without continuous variables
 has no NUTS part; one without discrete variables is plain NUTS.
+
+Precision (:attr:`Program.float_dtype`): NUTS's positions, momenta, gradient, step size and
+inverse mass matrix are in the model's float type (``floatX``: float64 by default, float32 where
+the user set it); the log density NUTS sees is the model's logp cast to float64, so its
+energies, the trajectory's multinomial weights, the divergence check and the acceptance rate
+are float64 sums of float32 terms, and the adaptation's statistics (dual averaging, Welford's
+variances) are float64, cast to the float type where the kernel uses them. The discrete
+kernels' acceptance ratios and uniforms are float64 in either case
+(:mod:`pymc_lbp.samplers.mh_graph`). Under float64 every cast is a no-op.
 """
 
 from __future__ import annotations
@@ -57,6 +66,9 @@ class Program:
         ``Bernoulli(z * p)`` at ``z = 0``), PyTensor's gradient does not.
     target_accept : float
     max_treedepth : int
+    float_dtype : str
+        The continuous values' float type (``"float64"`` or ``"float32"``, ``floatX``): that of
+        NUTS's positions, momenta, step size and inverse mass matrix.
     """
 
     blocks: list
@@ -65,6 +77,7 @@ class Program:
     logp_and_gradient: Callable | None = None
     target_accept: float = 0.8
     max_treedepth: int = 10
+    float_dtype: str = "float64"
 
     def run_chain(self, key, values: tuple, tune: int, draws: int, progress=None) -> ChainResult:
         """Warmup then draws from ``values`` (a chain's start); JAX-traceable in ``key`` and
@@ -85,16 +98,19 @@ class Program:
                 out[i] = p
             return tuple(out)
 
+        float_dtype = jnp.dtype(self.float_dtype)
+
+        # float64 whatever the model's float type (see the module docs); no-ops under float64
         @jax.custom_jvp
         def continuous_logp(position, values):
-            return self.logp(*merged(values, position))
+            return jnp.asarray(self.logp(*merged(values, position)), jnp.float64)
 
         @continuous_logp.defjvp
         def _continuous_logp_jvp(primals, tangents):
             position, values = primals
             out = self.logp_and_gradient(*merged(values, position))
             slope = sum(jnp.sum(g * t) for g, t in zip(out[1:], tangents[0], strict=True))
-            return out[0], slope
+            return jnp.asarray(out[0], jnp.float64), jnp.asarray(slope, jnp.float64)
 
         def transition(key, values, states, step_size, inverse_mass_matrix, tuning):
             keys = jax.random.split(key, len(self.blocks) + 1)
@@ -116,12 +132,13 @@ class Program:
                     return continuous_logp(tuple(position), values)
 
                 state = hmc.init([values[i] for i in cont], logdensity)
+                step_size = jnp.asarray(step_size, float_dtype)
                 state, info = kernel(
                     keys[-1],
                     state,
                     logdensity,
                     step_size,
-                    inverse_mass_matrix,
+                    jnp.asarray(inverse_mass_matrix, float_dtype),
                     max_num_doublings=self.max_treedepth,
                 )
                 values = merged(values, state.position)

@@ -37,6 +37,10 @@ def _require_jax():
             f"pymc_lbp.sample needs the optional extra pymc_lbp[jax] (jax and blackjax): {err}. "
             "Install it with: pip install 'pymc_lbp[jax]'"
         ) from err
+    # PyTensor's JAX backend sets jax_enable_x64 from floatX when it is first imported (off
+    # under float32); import it first so that the program's float64 parts stay float64
+    import pytensor.link.jax.dispatch  # noqa: F401
+
     jax.config.update("jax_enable_x64", True)
     use_compilation_cache()
 
@@ -123,6 +127,41 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
             covered[v.name] = cls.__name__
     continuous = [i for i, name in enumerate(names) if name not in covered]
     return steps, continuous
+
+
+FLOAT_DTYPES = ("float64", "float32")
+
+
+def continuous_float_dtype(model, continuous: list[int]) -> str:
+    """The float type NUTS runs in: that of the continuous value variables (``floatX`` when the
+    model was built: float64 by default, float32 under ``floatX="float32"``); float64 for a model
+    without continuous variables.
+
+    Raises
+    ------
+    TypeError
+        For continuous variables of a float type other than float64 and float32 (float16), or of
+        both: NUTS's positions, momenta and step size are one float type.
+    """
+    by_dtype: dict[str, list[str]] = {}
+    for i in continuous:
+        v = model.value_vars[i]
+        by_dtype.setdefault(str(v.dtype), []).append(v.name)
+    other = {d: names for d, names in by_dtype.items() if d not in FLOAT_DTYPES}
+    if other:
+        raise TypeError(
+            f"pymc_lbp.sample: continuous variables {other} have a float type the compiled "
+            "program does not run: NUTS runs in float64 (the default) or float32 "
+            '(pytensor.config.floatX = "float32" when the model is built).'
+        )
+    if len(by_dtype) > 1:
+        raise TypeError(
+            "pymc_lbp.sample: the continuous variables mix float types "
+            f"({by_dtype}); NUTS's positions, momenta and step size are one float type. Build "
+            'the whole model under one floatX (pytensor.config.floatX = "float32" or the '
+            "default float64), with no dtype= override on a continuous variable."
+        )
+    return next(iter(by_dtype), "float64")
 
 
 def chain_seeds(random_seed, chains: int) -> list[int]:
@@ -263,8 +302,23 @@ def sample(
         Without jax and blackjax (``pip install 'pymc_lbp[jax]'``).
     NotInProgramError
         For a step whose transitions the program cannot run (named).
-    TypeError, ValueError
-        For steps that are not ours, bad option values.
+    TypeError
+        For steps that are not ours; for continuous variables in float16 or in two float
+        types (named).
+    ValueError
+        For bad option values.
+
+    Notes
+    -----
+    Precision follows the model: float64 by default; a model built under
+    ``pytensor.config.floatX = "float32"`` (or ``pytensor.config.change_flags(floatX=
+    "float32")``) runs NUTS in float32 (positions, momenta, logp and gradient, step size,
+    inverse mass matrix; the continuous posterior comes back float32), while every
+    Metropolis-Hastings log acceptance ratio of the discrete steps, the uniform it is compared
+    with and the differences the kernels propose from are float64, as are NUTS's energies and
+    acceptance statistics (its log density is the float32 logp cast to float64). Under float64
+    nothing is cast: the same draws for a seed. JAX's ``jax_enable_x64`` is turned on for the
+    process in both cases.
     """
     for name, value, least in (
         ("draws", draws, 1),
@@ -291,6 +345,7 @@ def sample(
         raise ValueError("pymc_lbp.sample: the model has no free variables to sample.")
     t0 = time.perf_counter()
     steps, continuous = assign_steps(model, step)
+    float_dtype = continuous_float_dtype(model, continuous)
     for s in steps:  # a step the program cannot run fails before anything is compiled
         program_kind(s)
     replacements = model_value_replacements(model, steps)
@@ -315,6 +370,7 @@ def sample(
         logp_and_gradient,
         float(target_accept),
         int(max_treedepth),
+        float_dtype,
     )
     bar = ProgressBar(tune, draws, chains, chain_method, enabled=progressbar)
 
