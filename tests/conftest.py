@@ -66,6 +66,26 @@ compile_cache.install()
 UAI_DIR = Path(__file__).resolve().parents[1] / "data" / "uai"
 
 
+def _jax_compilation_cache() -> None:
+    """Every XLA program the suite compiles kept on disk: JAX's persistent compilation cache
+    where ``pymc_lbp.sample`` keeps it (``$PYMC_LBP_JAX_CACHE``, default
+    ``~/.cache/pymc_lbp/jax``), from the start of the session (the JAX-backend twin tests compile
+    with PyTensor's JAX linker, which does not turn it on) and for programs of any compile time
+    (JAX's default keeps only those that took a second or more: 61 s of the warm suite went to
+    compiling small programs again)."""
+    try:
+        import jax
+    except ImportError:  # a bare install: the JAX tests skip
+        return
+    from pymc_lbp.whole_model.sampling import use_compilation_cache
+
+    if use_compilation_cache():
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+
+
+_jax_compilation_cache()
+
+
 def pytest_unconfigure(config):
     """Skip the interpreter's last cyclic garbage collection over what a session compiled
     (pytensor graphs, JAX traces): nothing needs it at exit, and it took minutes of each
