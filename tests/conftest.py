@@ -86,6 +86,33 @@ def _jax_compilation_cache() -> None:
 _jax_compilation_cache()
 
 
+#: Thresholds of Python's cyclic collector during the tests (Python's default: 700, 10, 10).
+SUITE_GC_THRESHOLDS = (10_000, 50, 100)
+
+
+def pytest_collection_finish(session):
+    """The collector tuned for a test process. With PyMC, PyTensor, JAX and ArviZ imported a
+    process holds millions of objects, and every full collection walked them all: 16% of four
+    test files' time went to the collector (20.7 of 130 s, 0.67 s per full collection). After
+    collection (every test module and what it imports is loaded) the objects alive are moved
+    out of the collector's sight (``gc.freeze``), and so are those alive at each test module's
+    end (:func:`pytest_runtest_teardown`); collections run less often (``SUITE_GC_THRESHOLDS``).
+    Garbage is still collected, once a module at the latest: the same four files spent 12.1 s
+    in the collector, 117 s in all, peak memory 1.75 GB either way."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*SUITE_GC_THRESHOLDS)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """At a test module's end (its fixtures torn down): collect its garbage, freeze what lives on
+    (the compile caches, session fixtures)."""
+    if nextitem is None or nextitem.module is not item.module:
+        gc.collect()
+        gc.freeze()
+
+
 def pytest_unconfigure(config):
     """Skip the interpreter's last cyclic garbage collection over what a session compiled
     (pytensor graphs, JAX traces): nothing needs it at exit, and it took minutes of each
