@@ -30,6 +30,12 @@ def _test_compile_flags(flags: str) -> str:
       0.57 s instead of 0.85 s at pytensor's -O3, and the tests ran no slower (measured on
       tests/logp/test_local_differences.py with an empty cache: 305 modules, 173 vs 258 s of
       compiling, 50 vs 58 s of the rest);
+    * ``traceback__limit=0`` unless given: PyTensor records the creation stack (8 frames, each
+      line read through ``linecache``) of every variable and node it makes, rewrites included;
+      two heavy files ran 55.7 s against 60.6 s without it. Set it in ``PYTENSOR_FLAGS`` to
+      see where a failing graph's nodes were made. (The kernels clear these traces before
+      compiling, ``pymc_lbp.samplers.traces``; with PyTensor's default the two-site integer
+      jumps compile with traces of at most 2 entries either way.)
     * a compile directory of the suite's own (``<compiledir_format>-tests`` under pytensor's
       default base) unless one is given: the cache key holds the flags, so these modules would
       never serve your own -O3 runs; they stay apart from them.
@@ -44,6 +50,8 @@ def _test_compile_flags(flags: str) -> str:
     extra = []
     if "gcc__cxxflags" not in given:
         extra.append("gcc__cxxflags=-O0")
+    if "traceback__limit" not in given:
+        extra.append("traceback__limit=0")
     if not given.get("compiledir"):
         fmt = given.get("compiledir_format") or PYTENSOR_COMPILEDIR_FORMAT
         extra.append(f"compiledir_format={fmt}-tests")

@@ -24,12 +24,13 @@ from tests.helpers import compile_cache
 def test_flags_for_a_plain_run_and_a_given_directory():
     given = "blas__ldflags=-lopenblas"
     assert _test_compile_flags(given) == (
-        f"{given},gcc__cxxflags=-O0,compiledir_format={PYTENSOR_COMPILEDIR_FORMAT}-tests"
+        f"{given},gcc__cxxflags=-O0,traceback__limit=0,"
+        f"compiledir_format={PYTENSOR_COMPILEDIR_FORMAT}-tests"
     )
     # an explicit compile directory (the cold-cache timing's) is used as given, and explicit
-    # compiler flags are kept
-    flags = _test_compile_flags("compiledir=/tmp/empty/,gcc__cxxflags=-O2")
-    assert flags == "compiledir=/tmp/empty/,gcc__cxxflags=-O2"
+    # compiler flags and trace limits are kept
+    flags = _test_compile_flags("compiledir=/tmp/empty/,gcc__cxxflags=-O2,traceback__limit=8")
+    assert flags == "compiledir=/tmp/empty/,gcc__cxxflags=-O2,traceback__limit=8"
     assert _test_compile_flags("compiledir_format=x").endswith("compiledir_format=x-tests")
 
 
@@ -44,6 +45,8 @@ def test_this_process_runs_with_them():
         pytensor.config.gcc__cxxflags.split()[: len(cxxflags[-1].split())] == cxxflags[-1].split()
     )
     assert ModuleCache.module_from_key is compile_cache.module_from_key
+    if "traceback__limit" not in GIVEN_PYTENSOR_FLAGS:
+        assert pytensor.config.traceback__limit == 0
 
 
 #: A fresh process: the suite's cache patch, then one small graph compiled and evaluated.
