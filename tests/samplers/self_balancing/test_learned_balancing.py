@@ -43,7 +43,7 @@ def neural_log_g(d: np.ndarray, params: np.ndarray, form: str, hidden: int = 10)
 
     def h(t):  # h(t) = sqrt(t) exp(m(log t)), m(u) = sum_k v_k softplus(w_k u + b_k)
         u = np.log(t)
-        m = np.array([np.sum(v * np.log1p(np.exp(w * ui + b))) for ui in np.atleast_1d(u)])
+        m = np.sum(v * np.log1p(np.exp(np.multiply.outer(np.atleast_1d(u), w) + b)), axis=1)
         return np.sqrt(t) * np.exp(m)
 
     nodes = np.arange(int(D_CLIP * GRID_DENSITY) + 1) / GRID_DENSITY
