@@ -29,7 +29,7 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_lbp.compiling import pm_compile
+from pymc_lbp.compiling import pm_compile, python_mode
 from pymc_lbp.logp.dependency_analysis import NotLocalError
 from pymc_lbp.logp.graphs import repeated_rows, set_per_row, substitute
 from pymc_lbp.logp.layout import (
@@ -161,6 +161,21 @@ class Differences:
     def logp(self, x: np.ndarray) -> float:
         """Model logp at ``x`` (subclasses with a cheaper way than a full call override it)."""
         return self(x)[0]
+
+    def start_logp(self, x: np.ndarray) -> float:
+        """Model logp at ``x`` for judging a start (once or twice a run): :meth:`logp`, or where
+        that would compile a function the sampling may never call, the logp compiled without C
+        code (:func:`pymc_lbp.compiling.python_mode`)."""
+        return self.logp(x)
+
+    def _python_logp(self, graph: Variable, x: np.ndarray) -> float:
+        """``graph`` (the model logp at the block vector) at ``x``, compiled in
+        :func:`~pymc_lbp.compiling.python_mode` on first use."""
+        fn = self.__dict__.get("_start_logp_fn")
+        if fn is None:
+            kw = {**self._compile_kwargs, "mode": python_mode(), "on_unused_input": "ignore"}
+            fn = self._start_logp_fn = pm_compile([self._x], graph, **kw)
+        return float(fn(x))
 
 
 class ExactDifferences(Differences):
@@ -378,6 +393,14 @@ class ExactDifferences(Differences):
             )
             self._logp_fn.trust_input = True
         return float(self._logp_fn(x))
+
+    def start_logp(self, x: np.ndarray) -> float:
+        """Model logp at ``x`` for judging a start: the compiled :meth:`logp` when it already is
+        (a sampler that scores states with it), else compiled without C code (the local and
+        batched methods do not need the logp alone)."""
+        if self._logp_fn is not None:
+            return self.logp(x)
+        return self._python_logp(self._logp_graph, x)
 
 
 class GradientDifferences(Differences):

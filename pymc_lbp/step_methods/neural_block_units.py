@@ -49,16 +49,25 @@ class ModelLogp(Differences):
         super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
         self._logp_graph = clone_replace(model.logp(), replace=self._replace)
         self._kw = dict(on_unused_input="ignore", **self._compile_kwargs)
-        self._fn = pm_compile([self._x], self._logp_graph, **self._kw)
-        self._fn.trust_input = True
+        self._fn = None  # compiled on first use: a sampler of chain blocks scores rows only
         self._batch_fn = None  # compiled on first use (vectorised graphs compile slowly)
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        return float(self._fn(x)), _NO_DELTAS
+        return self.logp(x), _NO_DELTAS
 
     def logp(self, x: np.ndarray) -> float:
         """Model logp at the block state ``x`` (other variables at their shared values)."""
+        if self._fn is None:
+            self._fn = pm_compile([self._x], self._logp_graph, **self._kw)
+            self._fn.trust_input = True
         return float(self._fn(x))
+
+    def start_logp(self, x: np.ndarray) -> float:
+        """Model logp at ``x`` for judging a start: :meth:`logp` when it is compiled, else
+        compiled without C code (see :meth:`Differences.start_logp`)."""
+        if self._fn is not None:
+            return self.logp(x)
+        return self._python_logp(self._logp_graph, x)
 
     def rows_graph(self, X_var):
         """Graph of the model logp at every row of the block-state matrix ``X_var``."""
