@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -144,10 +145,10 @@ class DiscreteStepJumps:
 
     @property
     def _site_logp(self):
-        """The compiled batched logp at one-site changes the jumps evaluate (the numpy
-        reference's input, for tests; the compiled jumps build on its graph, so it is compiled
-        only on first use)."""
-        return self._jump_target.site_logp_function()
+        """The logp at one-site changes the numpy jumps evaluate: row after row with the compiled
+        model logp (:meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`), so a
+        run that never compiles its jumps compiles no vectorised graph either."""
+        return self._jump_target.site_logp_rows
 
     @property
     def jumps(self) -> CompiledJumps:
@@ -222,7 +223,8 @@ class DiscreteStepJumps:
         return out[0], out[1], pieces
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
-        """One move per integer site: in numpy for the step's first site moves
+        """One move per integer site: in numpy for the step's first
+        :data:`~pymc_lbp.samplers.integer.numpy_jumps.COMPILE_AFTER_SECONDS` of moves
         (:meth:`_jumps_in_numpy`), then in one compiled call (:attr:`jumps`), the same moves
         from the same uniforms; returns the state, its logp, the stats, the jumps accepted and
         the logp evaluations made.
@@ -235,14 +237,15 @@ class DiscreteStepJumps:
             self._restart_jump_exponent(x)  # a chain's first tuning draw: J from its start
         n = self._integer_sites.size
         uniforms = self.rng.random((n, 2))
-        if self._integer_moves >= numpy_jumps.COMPILE_AFTER_SITE_MOVES:
+        if self._numpy_jump_seconds >= numpy_jumps.COMPILE_AFTER_SECONDS:
             jumps = self.jumps
             res, evals = jumps(x, uniforms), jumps.logp_evals_per_call
         else:  # the same moves from the same uniforms, without compiling (yet)
             in_numpy = self._jumps_in_numpy()
+            start = time.perf_counter()
             res = in_numpy(x, uniforms)
+            self._numpy_jump_seconds += time.perf_counter() - start
             evals = in_numpy.logp_evals
-        self._integer_moves += n
         if self.tune and self._jump_exponent_grows:
             self._tune_jump_exponent(x, res.x)
         stats = {"integer_accept": res.sum_accept / n, "integer_jump": res.sum_distance / n}
@@ -250,11 +253,14 @@ class DiscreteStepJumps:
 
     def _jumps_in_numpy(self) -> NumpyJumps:
         """The numpy twin of :attr:`jumps` at the current ``J``
-        (:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`): a step's first
-        :data:`~pymc_lbp.samplers.integer.numpy_jumps.COMPILE_AFTER_SITE_MOVES` site moves, so
-        a run that moves few integer sites never compiles the jumps."""
+        (:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`) on the model's compiled
+        logp (:attr:`_site_logp`, compiled here so that its compilation is not counted as time
+        spent in the numpy jumps): a step's first
+        :data:`~pymc_lbp.samplers.integer.numpy_jumps.COMPILE_AFTER_SECONDS` of moves, so a
+        short run never compiles the jumps."""
         jumps = self._numpy_jumps
         if jumps is None or jumps.exponent != self._jump_exponent:
+            self._jump_target.logp(self._x0)  # compiles the logp the rows are evaluated with
             _, fn = self._balancing()
             jump_classes, gibbs_classes, _ = self._move_classes
             lower, upper = self._site_supports(self._gibbs_sites)

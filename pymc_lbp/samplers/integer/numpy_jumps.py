@@ -3,14 +3,17 @@
 A step moves every integer site once per draw. :class:`~pymc_lbp.samplers.integer.graph.
 CompiledJumps` does it in one compiled call, but compiling that call costs seconds warm and tens
 of seconds with an empty compile cache (the coal-mining switch point: 20 s of a 23 s step
-construction), more than a whole run of a few sites needs: one site's jump in numpy costs two
-batched logp calls, ~0.1 ms. :class:`NumpyJumps` makes the same moves from the same uniforms with
-the numpy references (:func:`~pymc_lbp.samplers.integer.reference.jump`,
+construction), more than a whole run of a few sites needs. :class:`NumpyJumps` makes the same
+moves from the same uniforms with the numpy references
+(:func:`~pymc_lbp.samplers.integer.reference.jump`,
 :func:`~pymc_lbp.samplers.integer.reference.support_gibbs`), site after site in the compiled
 call's order (the sites of a colour class share no term, so moving them one by one is moving them
-at once), with the supports read at the current state as the graph reads them. The step runs it
-for its first :data:`COMPILE_AFTER_SITE_MOVES` site moves and then compiles (the twin tests check
-move for move that the switch changes nothing but the speed).
+at once), with the supports read at the current state as the graph reads them. The step gives it
+the model's compiled logp, evaluated row after row
+(:meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`: its C modules are mostly
+those NUTS's logp and gradient or PyMC's own steps compile anyway), runs it until its moves have
+taken :data:`COMPILE_AFTER_SECONDS` and then compiles (the twin tests check move for move that
+the switch changes nothing but the speed).
 """
 
 from __future__ import annotations
@@ -23,10 +26,14 @@ from pymc_lbp.samplers.balancing import LogBalancing
 from pymc_lbp.samplers.integer.graph import JumpsResult, move_order
 from pymc_lbp.samplers.integer.reference import jump, offsets, support_gibbs
 
-COMPILE_AFTER_SITE_MOVES = 5000
-"""Integer site moves made in numpy before a step compiles its jumps: about 0.5 s of numpy
-jumps, against a compile of 2-3 s warm (20 s cold). A run of a few integer sites (a switch point,
-a population size) never compiles; a block of 100 counts compiles after 50 draws."""
+COMPILE_AFTER_SECONDS = 1.0
+"""Seconds a step spends in the numpy jumps before it compiles its jumps: about what compiling
+them costs with a warm compile cache (0.3-1.2 s on the gallery models; with an empty one 3-13 s).
+A long run so pays at most about twice what compiling from the start would have cost, and a
+short one (a switch point, a population size, a first run of a few hundred draws of a small
+model) compiles nothing of its own. Only the time the moves take counts (not compiling the
+model's logp), and the switch changes no draw: the compiled call makes the same moves from the
+same uniforms."""
 
 
 class _GivenUniforms:
@@ -49,8 +56,9 @@ class NumpyJumps:
     exponent : int
         ``J`` of the jumps' offsets.
     site_logp : callable
-        ``(x, sites, values) -> (logp(x), rows)``, compiled
-        (:meth:`pymc_lbp.logp.differences.ExactDifferences.site_logp_function`).
+        ``(x, sites, values) -> (logp(x), rows)``
+        (:meth:`pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`, or the batched
+        :meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_function`).
     supports : callable
         ``x -> (lower, upper)``: every site's support at ``x`` (read for the jumping sites).
     gibbs_lower, gibbs_upper : arrays
@@ -112,4 +120,4 @@ class NumpyJumps:
         return JumpsResult(x, float(logp), float(sum_accept), int(sum_distance), n_moved)
 
 
-__all__ = ["COMPILE_AFTER_SITE_MOVES", "NumpyJumps"]
+__all__ = ["COMPILE_AFTER_SECONDS", "NumpyJumps"]

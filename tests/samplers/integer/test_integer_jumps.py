@@ -296,17 +296,20 @@ def fixed_step():
         return LocallyBalanced(vars)
 
 
-def _draws(model, vars, threshold: int, n_draws: int):
-    """``n_draws`` draws of a step (seed 11) that compiles its jumps after ``threshold`` site
-    moves, and the step."""
+def _draws(model, vars, switch_after: int | None, n_draws: int):
+    """``n_draws`` draws of a step (seed 11) that compiles its jumps after ``switch_after``
+    draws (None: never), and the step. The switch is driven by the step's numpy-jump clock (the
+    rule is time, so a test sets the clock past it)."""
     from pymc_lbp.samplers.integer import numpy_jumps
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
+        patch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS", np.inf)
         with model:
             step = LocallyBalanced(vars, rng=np.random.default_rng(11))
         point, out = model.initial_point(), []
-        for _ in range(n_draws):
+        for draw in range(n_draws):
+            if draw == switch_after:
+                patch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS", 0.0)
             point, _ = step.step(point)
             out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
     return np.array(out), step
@@ -317,7 +320,7 @@ def moving_switched():
     """The model whose supports move with other sites, and a step on it that made its first
     SWITCH_DRAWS draws in numpy and the rest compiled: ``(model, vars, draws, step)``."""
     model, vars = _moving_supports_model()
-    draws, step = _draws(model, vars, 4 * SWITCH_DRAWS, N_DRAWS)  # 4 integer sites
+    draws, step = _draws(model, vars, SWITCH_DRAWS, N_DRAWS)
     return model, vars, draws, step
 
 
@@ -419,15 +422,14 @@ def test_numpy_jumps_make_the_compiled_moves(dependent, request):
 
 
 def test_a_step_jumps_in_numpy_first_and_compiles_later_with_the_same_draws(moving_switched):
-    """A step makes its first COMPILE_AFTER_SITE_MOVES integer moves in numpy and then compiles
-    them; its draws are those of a step that never compiles (which the default threshold gives
-    a short run of a few integer sites). That the compiled moves are the numpy moves from the
-    same uniforms is test_numpy_jumps_make_the_compiled_moves, on this very step."""
-    from pymc_lbp.samplers.integer import numpy_jumps
-
+    """A step makes its first moves in numpy (COMPILE_AFTER_SECONDS of them) and then compiles
+    them; its draws are those of a step that never compiles (what the default rule gives a short
+    run of a few integer sites). That the compiled moves are the numpy moves from the same
+    uniforms is test_numpy_jumps_make_the_compiled_moves, on this very step."""
     model, vars, switched, step = moving_switched
-    assert step._integer_moves == 4 * N_DRAWS and step._jumps is not None
-    never, step = _draws(model, vars, numpy_jumps.COMPILE_AFTER_SITE_MOVES, N_DRAWS)
+    assert step._jumps is not None
+    never, step = _draws(model, vars, None, N_DRAWS)
+    assert step._numpy_jump_seconds > 0
     assert step._jumps is None and not step.__dict__.get("_jumps_by_exponent")
     np.testing.assert_array_equal(switched, never)
     # a comparison with teeth: the chain moved, before and after the switch
