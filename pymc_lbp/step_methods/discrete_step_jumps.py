@@ -260,7 +260,7 @@ class DiscreteStepJumps:
         short run never compiles the jumps."""
         jumps = self._numpy_jumps
         if jumps is None or jumps.exponent != self._jump_exponent:
-            self._jump_target.logp(self._x0)  # compiles the logp the rows are evaluated with
+            self._jump_target.model_logp(self._x0)  # compiles what the rows are scored with
             _, fn = self._balancing()
             jump_classes, gibbs_classes, _ = self._move_classes
             lower, upper = self._site_supports(self._gibbs_sites)
