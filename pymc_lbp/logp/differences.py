@@ -74,9 +74,14 @@ class Differences:
         self._replace = {**block_state_graph(specs, x), **shared}
         self._bounds = self._bounds_graph()
         self._bounds_fn = None
+        self._constant_bounds = self.bounds_are_constant()
+        self._bounds_read = False
         if self._bounds is not None:
+            kw = dict(self._compile_kwargs)
+            if self._constant_bounds:  # read once (refresh_bounds): no C code for it
+                kw["mode"] = python_mode()
             self._bounds_fn = pm_compile(
-                [self._x], list(self._bounds), on_unused_input="ignore", **self._compile_kwargs
+                [self._x], list(self._bounds), on_unused_input="ignore", **kw
             )
         self.balancing_name, self.log_g = balancing if balancing is not None else (None, None)
 
@@ -141,19 +146,19 @@ class Differences:
     def bounds_at(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every site's support ``(lower, upper)`` at ``x`` (float, infinite where unbounded),
         without changing the layout's (see :meth:`refresh_bounds`)."""
-        constant = self.__dict__.get("_constant_bounds")
-        if constant is None:
-            constant = self._constant_bounds = self.bounds_are_constant()
-        if self._bounds_fn is None or constant:
+        if self._bounds_fn is None or self._constant_bounds:
             return self.layout.lower, self.layout.upper
         lo, hi = self._bounds_fn(x)
         return np.asarray(lo), np.asarray(hi)
 
     def refresh_bounds(self, x: np.ndarray) -> None:
-        """Recompute integer supports (their parameters may have moved)."""
-        if self._bounds_fn is not None:
-            lo, hi = self._bounds_fn(x)
-            self.layout.set_bounds(lo, hi)
+        """Recompute integer supports (their parameters may have moved; fixed ones are read
+        once)."""
+        if self._bounds_fn is None or (self._constant_bounds and self._bounds_read):
+            return
+        lo, hi = self._bounds_fn(x)
+        self.layout.set_bounds(lo, hi)
+        self._bounds_read = True
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         raise NotImplementedError
