@@ -28,7 +28,7 @@ while compiling are collected when the collector runs again.
 **C code for a function called once.** Every distinct op signature of a graph compiled in
 PyTensor's default mode is a C module gcc compiles (~0.4 s each with an empty compile cache).
 Judging a chain's start evaluates the model's logp once or twice a run, and compiling that
-evaluation took 10-42 modules, 3.6-15 s of a gallery model's cold first run, for nothing else.
+evaluation took 10-42 modules, 3.6-15 s of a gallery model's cold step construction.
 :func:`python_mode` compiles such functions with the same rewrites and no C code.
 """
 
@@ -49,6 +49,7 @@ from pytensor.compile.mode import Mode, get_mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import io_toposort
+from pytensor.link.c.basic import get_module_cache
 from pytensor.link.vm import VMLinker
 from pytensor.tensor.random.type import RandomType
 
@@ -59,6 +60,7 @@ __all__ = [
     "compile_cache_info",
     "gc_paused",
     "graph_key",
+    "c_modules_compiled",
     "pm_compile",
     "python_mode",
 ]
@@ -221,14 +223,21 @@ def python_mode() -> Mode:
     """PyTensor's ``FAST_RUN`` rewrites (numerical stabilisation included) run by a linker that
     calls each op's Python implementation: no C module is compiled. Fusing elementwise ops is left
     out (a fused op's Python implementation loops over elements in Python), and so are in-place
-    rewrites. For a function a run evaluates once or twice (judging a start); a function on the
-    sampling path is compiled in the default mode. One object, so :func:`pm_compile` caches its
-    functions."""
+    rewrites. For a function a run evaluates once or twice (judging a start, reading fixed
+    supports); a function on the sampling path is compiled in the default mode. One object, so
+    :func:`pm_compile` caches its functions."""
     if not _PYTHON_MODE:
         rewrites = get_mode("FAST_RUN").excluding("fusion", "inplace").provided_optimizer
         linker = VMLinker(use_cloop=False, c_thunks=False)
         _PYTHON_MODE.append(Mode(linker=linker, optimizer=rewrites))
     return _PYTHON_MODE[0]
+
+
+def c_modules_compiled() -> int:
+    """How many C modules gcc has compiled for PyTensor in this process (the count its module
+    cache keeps): compiling a graph raised it when some of its op signatures were not in the
+    compile directory yet."""
+    return get_module_cache().stats[2]
 
 
 def compile_cache_info() -> CompileCacheInfo:

@@ -8,13 +8,15 @@ moves from the same uniforms with the numpy references
 (:func:`~pymc_lbp.samplers.integer.reference.jump`,
 :func:`~pymc_lbp.samplers.integer.reference.support_gibbs`), site after site in the compiled
 call's order (the sites of a colour class share no term, so moving them one by one is moving them
-at once), with the supports read at the current state as the graph reads them. The step gives it
-the model's compiled logp, evaluated row after row
+at once), with the supports read at the current state as the graph reads them. The step runs it
+until compiling pays, then compiles (the twin tests check move for move that the switch changes
+nothing but the speed). When pays depends on the compile cache, which the step reads from
+compiling the model's logp (:func:`pymc_lbp.compiling.c_modules_compiled`): warm, the rows are
+scored by the batched logp and the jumps compiled after :data:`COMPILE_AFTER_SITE_MOVES` site
+moves; cold (gcc was needed), the rows are scored one after another with the model's logp
 (:meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`: its C modules are mostly
-those NUTS's logp and gradient or PyMC's own steps compile anyway), runs it until its moves have
-taken :data:`COMPILE_AFTER_SECONDS` and then compiles (the twin tests check move for move that
-the switch changes nothing but the speed).
-"""
+those NUTS's logp and gradient or PyMC's own steps compile anyway) and the jumps compiled after
+:data:`COMPILE_AFTER_SECONDS_COLD` of moves."""
 
 from __future__ import annotations
 
@@ -26,14 +28,18 @@ from pymc_lbp.samplers.balancing import LogBalancing
 from pymc_lbp.samplers.integer.graph import JumpsResult, move_order
 from pymc_lbp.samplers.integer.reference import jump, offsets, support_gibbs
 
-COMPILE_AFTER_SECONDS = 1.0
-"""Seconds a step spends in the numpy jumps before it compiles its jumps: about what compiling
-them costs with a warm compile cache (0.3-1.2 s on the gallery models; with an empty one 3-13 s).
-A long run so pays at most about twice what compiling from the start would have cost, and a
-short one (a switch point, a population size, a first run of a few hundred draws of a small
-model) compiles nothing of its own. Only the time the moves take counts (not compiling the
-model's logp), and the switch changes no draw: the compiled call makes the same moves from the
-same uniforms."""
+COMPILE_AFTER_SITE_MOVES = 5000
+"""With a warm compile cache: integer site moves made in numpy (on the batched logp) before a
+step compiles its jumps: about 0.5 s of numpy jumps, against a compile of 0.3-1.2 s. A run of a
+few integer sites (a switch point, a population size) never compiles; a block of 100 counts
+compiles after 50 draws."""
+
+COMPILE_AFTER_SECONDS_COLD = 5.0
+"""With an empty compile cache (compiling the model's logp needed gcc): seconds of numpy jumps
+(rows scored one after another with the model's logp, no vectorised graph compiled) before a
+step compiles its jumps, about what compiling them then costs (3-20 s on the gallery models).
+A long run so pays at most about twice what compiling at once would have cost, and a first run of
+a few hundred draws compiles nothing of its own. Only the moves' time counts."""
 
 
 class _GivenUniforms:
@@ -120,4 +126,4 @@ class NumpyJumps:
         return JumpsResult(x, float(logp), float(sum_accept), int(sum_distance), n_moved)
 
 
-__all__ = ["COMPILE_AFTER_SECONDS", "NumpyJumps"]
+__all__ = ["COMPILE_AFTER_SECONDS_COLD", "COMPILE_AFTER_SITE_MOVES", "NumpyJumps"]
