@@ -49,7 +49,6 @@ from pytensor.compile.mode import Mode, get_mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import io_toposort
-from pytensor.link.c.basic import get_module_cache
 from pytensor.link.vm import VMLinker
 from pytensor.tensor.random.type import RandomType
 
@@ -60,7 +59,6 @@ __all__ = [
     "compile_cache_info",
     "gc_paused",
     "graph_key",
-    "c_modules_compiled",
     "pm_compile",
     "python_mode",
 ]
@@ -231,13 +229,6 @@ def python_mode() -> Mode:
         linker = VMLinker(use_cloop=False, c_thunks=False)
         _PYTHON_MODE.append(Mode(linker=linker, optimizer=rewrites))
     return _PYTHON_MODE[0]
-
-
-def c_modules_compiled() -> int:
-    """How many C modules gcc has compiled for PyTensor in this process (the count its module
-    cache keeps): compiling a graph raised it when some of its op signatures were not in the
-    compile directory yet."""
-    return get_module_cache().stats[2]
 
 
 def compile_cache_info() -> CompileCacheInfo:

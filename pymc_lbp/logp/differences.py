@@ -303,25 +303,6 @@ class ExactDifferences(Differences):
         values[r] for every r)`` (the batched evaluation; compiled on first use)."""
         return self._batched()
 
-    def site_logp_rows(
-        self, x: np.ndarray, sites: np.ndarray, values: np.ndarray
-    ) -> tuple[float, np.ndarray]:
-        """:meth:`site_logp_function`'s outputs evaluated row after row with the compiled
-        :meth:`model_logp` (``len(sites) + 1`` evaluations; int64 arrays, as the compiled
-        function takes them). No vectorised graph is compiled: with an empty compile cache the
-        batched evaluation's C modules cost 7-12 s on the gallery models, where the logp's are
-        mostly those that NUTS's logp and gradient, or PyMC's own steps, compile anyway; per row
-        the compiled logp costs 4-37 us on those models (a row of the batched call 1-4.5x less)."""
-        logp = self.model_logp
-        y = x.copy()
-        rows = np.empty(len(sites), dtype=np.float64)
-        for r, (site, value) in enumerate(zip(sites.tolist(), values.tolist(), strict=True)):
-            old = y[site]
-            y[site] = value
-            rows[r] = logp(y)
-            y[site] = old
-        return logp(x), rows
-
     def site_logp_graph(
         self, x: Variable, sites: Variable, values: Variable
     ) -> tuple[Variable, Variable]:

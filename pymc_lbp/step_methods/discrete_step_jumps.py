@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from pymc_lbp.compiling import c_modules_compiled
 from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.layout import BINARY, INTEGER
 from pymc_lbp.logp.site_colouring import greedy_colouring
@@ -146,35 +144,10 @@ class DiscreteStepJumps:
 
     @property
     def _site_logp(self):
-        """The logp at one-site changes the numpy jumps evaluate: the compiled batched logp
-        (:meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_function`), or with a
-        cold compile cache (:meth:`_compile_cache_is_cold`) the rows one after another with the
-        model's logp (:meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`: no
-        vectorised graph to compile)."""
-        if self._compile_cache_is_cold():
-            return self._jump_target.site_logp_rows
+        """The compiled batched logp at one-site changes the jumps evaluate (the numpy
+        reference's input, for tests; the compiled jumps build on its graph, so it is compiled
+        only on first use)."""
         return self._jump_target.site_logp_function()
-
-    def _compile_cache_is_cold(self) -> bool:
-        """Whether compiling the model's logp for this step needed gcc (decided once, at the
-        first numpy jumps): then the step's other graphs are likely new to the compile cache
-        too, and the numpy jumps avoid them for longer
-        (:mod:`pymc_lbp.samplers.integer.numpy_jumps`)."""
-        cold = self.__dict__.get("_cold_compile_cache")
-        if cold is None:
-            before = c_modules_compiled()
-            self._jump_target.model_logp(self._x0)
-            cold = self._cold_compile_cache = c_modules_compiled() > before
-        return cold
-
-    def _numpy_jumps_paid(self) -> bool:
-        """Whether the numpy jumps have run long enough that compiling them pays: after
-        :data:`~pymc_lbp.samplers.integer.numpy_jumps.COMPILE_AFTER_SITE_MOVES` site moves, or
-        with a cold compile cache after
-        :data:`~pymc_lbp.samplers.integer.numpy_jumps.COMPILE_AFTER_SECONDS_COLD` of moves."""
-        if self._compile_cache_is_cold():
-            return self._numpy_jump_seconds >= numpy_jumps.COMPILE_AFTER_SECONDS_COLD
-        return self._integer_moves >= numpy_jumps.COMPILE_AFTER_SITE_MOVES
 
     @property
     def jumps(self) -> CompiledJumps:
@@ -249,8 +222,8 @@ class DiscreteStepJumps:
         return out[0], out[1], pieces
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
-        """One move per integer site: in numpy until compiling pays (:meth:`_numpy_jumps_paid`,
-        :meth:`_jumps_in_numpy`), then in one compiled call (:attr:`jumps`), the same moves
+        """One move per integer site: in numpy for the step's first site moves
+        (:meth:`_jumps_in_numpy`), then in one compiled call (:attr:`jumps`), the same moves
         from the same uniforms; returns the state, its logp, the stats, the jumps accepted and
         the logp evaluations made.
 
@@ -262,16 +235,14 @@ class DiscreteStepJumps:
             self._restart_jump_exponent(x)  # a chain's first tuning draw: J from its start
         n = self._integer_sites.size
         uniforms = self.rng.random((n, 2))
-        if self._jumps is not None or self._numpy_jumps_paid():
+        if self._integer_moves >= numpy_jumps.COMPILE_AFTER_SITE_MOVES:
             jumps = self.jumps
             res, evals = jumps(x, uniforms), jumps.logp_evals_per_call
         else:  # the same moves from the same uniforms, without compiling (yet)
             in_numpy = self._jumps_in_numpy()
-            start = time.perf_counter()
             res = in_numpy(x, uniforms)
-            self._numpy_jump_seconds += time.perf_counter() - start
-            self._integer_moves += n
             evals = in_numpy.logp_evals
+        self._integer_moves += n
         if self.tune and self._jump_exponent_grows:
             self._tune_jump_exponent(x, res.x)
         stats = {"integer_accept": res.sum_accept / n, "integer_jump": res.sum_distance / n}
@@ -279,12 +250,11 @@ class DiscreteStepJumps:
 
     def _jumps_in_numpy(self) -> NumpyJumps:
         """The numpy twin of :attr:`jumps` at the current ``J``
-        (:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`) on :attr:`_site_logp`
-        (compiled here, so that its compilation is not counted as time spent in the numpy
-        jumps): a step's first moves, so a short run never compiles the jumps."""
+        (:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`): a step's first
+        :data:`~pymc_lbp.samplers.integer.numpy_jumps.COMPILE_AFTER_SITE_MOVES` site moves, so
+        a run that moves few integer sites never compiles the jumps."""
         jumps = self._numpy_jumps
         if jumps is None or jumps.exponent != self._jump_exponent:
-            site_logp = self._site_logp  # compiled now (the batched call) or before (the logp)
             _, fn = self._balancing()
             jump_classes, gibbs_classes, _ = self._move_classes
             lower, upper = self._site_supports(self._gibbs_sites)
@@ -292,7 +262,7 @@ class DiscreteStepJumps:
                 self._jump_sites,
                 self._gibbs_sites,
                 self._jump_exponent,
-                site_logp,
+                self._site_logp,
                 self._jump_target.bounds_at,
                 lower,
                 upper,

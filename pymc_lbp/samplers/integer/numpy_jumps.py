@@ -3,20 +3,15 @@
 A step moves every integer site once per draw. :class:`~pymc_lbp.samplers.integer.graph.
 CompiledJumps` does it in one compiled call, but compiling that call costs seconds warm and tens
 of seconds with an empty compile cache (the coal-mining switch point: 20 s of a 23 s step
-construction), more than a whole run of a few sites needs. :class:`NumpyJumps` makes the same
-moves from the same uniforms with the numpy references
-(:func:`~pymc_lbp.samplers.integer.reference.jump`,
+construction), more than a whole run of a few sites needs: one site's jump in numpy costs two
+batched logp calls, ~0.1 ms. :class:`NumpyJumps` makes the same moves from the same uniforms with
+the numpy references (:func:`~pymc_lbp.samplers.integer.reference.jump`,
 :func:`~pymc_lbp.samplers.integer.reference.support_gibbs`), site after site in the compiled
 call's order (the sites of a colour class share no term, so moving them one by one is moving them
 at once), with the supports read at the current state as the graph reads them. The step runs it
-until compiling pays, then compiles (the twin tests check move for move that the switch changes
-nothing but the speed). When pays depends on the compile cache, which the step reads from
-compiling the model's logp (:func:`pymc_lbp.compiling.c_modules_compiled`): warm, the rows are
-scored by the batched logp and the jumps compiled after :data:`COMPILE_AFTER_SITE_MOVES` site
-moves; cold (gcc was needed), the rows are scored one after another with the model's logp
-(:meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`: its C modules are mostly
-those NUTS's logp and gradient or PyMC's own steps compile anyway) and the jumps compiled after
-:data:`COMPILE_AFTER_SECONDS_COLD` of moves."""
+for its first :data:`COMPILE_AFTER_SITE_MOVES` site moves and then compiles (the twin tests check
+move for move that the switch changes nothing but the speed).
+"""
 
 from __future__ import annotations
 
@@ -29,17 +24,9 @@ from pymc_lbp.samplers.integer.graph import JumpsResult, move_order
 from pymc_lbp.samplers.integer.reference import jump, offsets, support_gibbs
 
 COMPILE_AFTER_SITE_MOVES = 5000
-"""With a warm compile cache: integer site moves made in numpy (on the batched logp) before a
-step compiles its jumps: about 0.5 s of numpy jumps, against a compile of 0.3-1.2 s. A run of a
-few integer sites (a switch point, a population size) never compiles; a block of 100 counts
-compiles after 50 draws."""
-
-COMPILE_AFTER_SECONDS_COLD = 5.0
-"""With an empty compile cache (compiling the model's logp needed gcc): seconds of numpy jumps
-(rows scored one after another with the model's logp, no vectorised graph compiled) before a
-step compiles its jumps, about what compiling them then costs (3-20 s on the gallery models).
-A long run so pays at most about twice what compiling at once would have cost, and a first run of
-a few hundred draws compiles nothing of its own. Only the moves' time counts."""
+"""Integer site moves made in numpy before a step compiles its jumps: about 0.5 s of numpy
+jumps, against a compile of 2-3 s warm (20 s cold). A run of a few integer sites (a switch point,
+a population size) never compiles; a block of 100 counts compiles after 50 draws."""
 
 
 class _GivenUniforms:
@@ -62,9 +49,8 @@ class NumpyJumps:
     exponent : int
         ``J`` of the jumps' offsets.
     site_logp : callable
-        ``(x, sites, values) -> (logp(x), rows)``
-        (:meth:`pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`, or the batched
-        :meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_function`).
+        ``(x, sites, values) -> (logp(x), rows)``, compiled
+        (:meth:`pymc_lbp.logp.differences.ExactDifferences.site_logp_function`).
     supports : callable
         ``x -> (lower, upper)``: every site's support at ``x`` (read for the jumping sites).
     gibbs_lower, gibbs_upper : arrays
@@ -126,4 +112,4 @@ class NumpyJumps:
         return JumpsResult(x, float(logp), float(sum_accept), int(sum_distance), n_moved)
 
 
-__all__ = ["COMPILE_AFTER_SECONDS_COLD", "COMPILE_AFTER_SITE_MOVES", "NumpyJumps"]
+__all__ = ["COMPILE_AFTER_SITE_MOVES", "NumpyJumps"]

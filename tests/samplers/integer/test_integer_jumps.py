@@ -296,22 +296,17 @@ def fixed_step():
         return LocallyBalanced(vars)
 
 
-def _draws(model, vars, switch_after: int | None, n_draws: int):
-    """``n_draws`` draws of a step (seed 11) that compiles its jumps after ``switch_after``
-    draws (None: never), and the step. The switch is driven by the rules' thresholds (the warm
-    cache's in site moves and the cold cache's in seconds: both, whichever the cache gives)."""
+def _draws(model, vars, threshold: int, n_draws: int):
+    """``n_draws`` draws of a step (seed 11) that compiles its jumps after ``threshold`` site
+    moves, and the step."""
     from pymc_lbp.samplers.integer import numpy_jumps
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", np.inf)
-        patch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS_COLD", np.inf)
+        patch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
         with model:
             step = LocallyBalanced(vars, rng=np.random.default_rng(11))
         point, out = model.initial_point(), []
-        for draw in range(n_draws):
-            if draw == switch_after:
-                patch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", 0)
-                patch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS_COLD", 0.0)
+        for _ in range(n_draws):
             point, _ = step.step(point)
             out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
     return np.array(out), step
@@ -322,7 +317,7 @@ def moving_switched():
     """The model whose supports move with other sites, and a step on it that made its first
     SWITCH_DRAWS draws in numpy and the rest compiled: ``(model, vars, draws, step)``."""
     model, vars = _moving_supports_model()
-    draws, step = _draws(model, vars, SWITCH_DRAWS, N_DRAWS)
+    draws, step = _draws(model, vars, 4 * SWITCH_DRAWS, N_DRAWS)  # 4 integer sites
     return model, vars, draws, step
 
 
@@ -424,14 +419,15 @@ def test_numpy_jumps_make_the_compiled_moves(dependent, request):
 
 
 def test_a_step_jumps_in_numpy_first_and_compiles_later_with_the_same_draws(moving_switched):
-    """A step makes its first moves in numpy and then compiles them; its draws are those of a
-    step that never compiles (what the default rules give a short run of a few integer sites).
-    That the compiled moves are the numpy moves from the same uniforms is
-    test_numpy_jumps_make_the_compiled_moves, on this very step."""
+    """A step makes its first COMPILE_AFTER_SITE_MOVES integer moves in numpy and then compiles
+    them; its draws are those of a step that never compiles (which the default threshold gives
+    a short run of a few integer sites). That the compiled moves are the numpy moves from the
+    same uniforms is test_numpy_jumps_make_the_compiled_moves, on this very step."""
+    from pymc_lbp.samplers.integer import numpy_jumps
+
     model, vars, switched, step = moving_switched
-    assert step._integer_moves == 4 * SWITCH_DRAWS and step._jumps is not None
-    never, step = _draws(model, vars, None, N_DRAWS)
-    assert step._integer_moves == 4 * N_DRAWS and step._numpy_jump_seconds > 0
+    assert step._integer_moves == 4 * N_DRAWS and step._jumps is not None
+    never, step = _draws(model, vars, numpy_jumps.COMPILE_AFTER_SITE_MOVES, N_DRAWS)
     assert step._jumps is None and not step.__dict__.get("_jumps_by_exponent")
     np.testing.assert_array_equal(switched, never)
     # a comparison with teeth: the chain moved, before and after the switch
@@ -546,36 +542,3 @@ def test_default_draw_of_integer_sites_is_their_jumps():
         stats["accept"].values[0][:, 0], stats["integer_accept"].values[0][:, 0]
     )
     assert stats["n_accepted"].values[0][:, 0].sum() > 0
-
-
-@pytest.mark.parametrize("cold", [False, True])
-def test_the_numpy_jumps_follow_the_compile_cache(cold, monkeypatch):
-    """Where compiling the model's logp needed gcc (a cold compile cache) the numpy jumps score
-    rows one after another with the model's logp and compile nothing vectorised, and the jumps
-    wait for COMPILE_AFTER_SECONDS_COLD of moves; warm, they use the batched logp and compile
-    after COMPILE_AFTER_SITE_MOVES site moves. The same draws either way."""
-    import itertools
-
-    from pymc_lbp.samplers.integer import numpy_jumps
-    from pymc_lbp.step_methods import discrete_step_jumps
-
-    modules = itertools.count(0, 3) if cold else itertools.repeat(7)
-    monkeypatch.setattr(discrete_step_jumps, "c_modules_compiled", lambda: next(modules))
-    monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", 4 * SWITCH_DRAWS)
-    monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS_COLD", np.inf)
-    model, vars = _moving_supports_model()
-    with model:
-        step = LocallyBalanced(vars, rng=np.random.default_rng(11))
-    point, out = model.initial_point(), []
-    for _ in range(N_DRAWS):
-        point, _ = step.step(point)
-        out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
-    assert step._compile_cache_is_cold() is cold
-    target = step._jump_target
-    if cold:
-        assert step._site_logp == target.site_logp_rows
-        assert target._fn is None and step._jumps is None  # nothing vectorised compiled
-    else:
-        assert target._fn is not None and step._jumps is not None
-    never, _ = _draws(model, vars, None, N_DRAWS)
-    np.testing.assert_array_equal(np.array(out), never)
