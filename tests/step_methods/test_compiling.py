@@ -196,3 +196,29 @@ def test_judging_a_start_compiles_no_logp_function_of_its_own(fresh_cache):
         idata = pm.sample(draws=20, tune=10, chains=1, step=[step], random_seed=1,
                           progressbar=False, compute_convergence_checks=False)  # fmt: skip
     assert idata.posterior["x"].shape == (1, 20, 3)
+
+
+def test_fixed_supports_are_read_once_without_c_code(fresh_cache):
+    """Integer supports that depend on no variable are read once, by a function compiled without
+    C code; supports that follow another variable are read at every refresh, compiled."""
+    with pm.Model():
+        k = pm.DiscreteUniform("k", 0, 9, shape=2)
+        fixed = LocallyBalanced([k])
+    bounds = fixed.differences
+    assert bounds._constant_bounds
+    assert not any(hasattr(t, "cthunk") for t in bounds._bounds_fn.vm.thunks)
+    np.testing.assert_array_equal(bounds.layout.upper, [9, 9])
+    bounds.layout.set_bounds(np.zeros(2), np.ones(2))
+    bounds.refresh_bounds(np.array([0, 0]))  # read already: left as it is
+    np.testing.assert_array_equal(bounds.layout.upper, [1, 1])
+    with pm.Model():
+        n = pm.DiscreteUniform("n", 3, 6)
+        m = pm.DiscreteUniform("m", 0, n)
+        moving = LocallyBalanced([n, m])
+    bounds = moving.differences
+    assert not bounds._constant_bounds
+    assert any(hasattr(t, "cthunk") for t in bounds._bounds_fn.vm.thunks)
+    bounds.refresh_bounds(np.array([5, 1]))
+    np.testing.assert_array_equal(bounds.layout.upper, [6, 5])
+    bounds.refresh_bounds(np.array([4, 1]))
+    np.testing.assert_array_equal(bounds.layout.upper, [6, 4])
