@@ -76,6 +76,7 @@ class Differences:
         self._bounds_fn = None
         self._constant_bounds = self.bounds_are_constant()
         self._bounds_read = False
+        self._start_logp_fn = None  # see _python_logp
         if self._bounds is not None:
             kw = dict(self._compile_kwargs)
             if self._constant_bounds:  # read once (refresh_bounds): no C code for it
@@ -176,11 +177,10 @@ class Differences:
     def _python_logp(self, graph: Variable, x: np.ndarray) -> float:
         """``graph`` (the model logp at the block vector) at ``x``, compiled in
         :func:`~pymc_lbp.compiling.python_mode` on first use."""
-        fn = self.__dict__.get("_start_logp_fn")
-        if fn is None:
+        if self._start_logp_fn is None:
             kw = {**self._compile_kwargs, "mode": python_mode(), "on_unused_input": "ignore"}
-            fn = self._start_logp_fn = pm_compile([self._x], graph, **kw)
-        return float(fn(x))
+            self._start_logp_fn = pm_compile([self._x], graph, **kw)
+        return float(self._start_logp_fn(x))
 
 
 class ExactDifferences(Differences):
