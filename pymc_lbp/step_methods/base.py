@@ -242,6 +242,8 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
             self._jump_compile_kwargs = compile_kwargs
             # numpy jumps until compiling them pays (samplers/integer/numpy_jumps.py)
             self._integer_moves = 0
+            self._numpy_jump_seconds = self._numpy_seconds_recorded = 0.0
+            self._jumps_known: dict[int, tuple[str, bool, float]] = {}
             self._numpy_jumps = None
             stats["integer_accept"] = (np.float64, [])
             stats["integer_jump"] = (np.float64, [])

@@ -7,7 +7,7 @@ reference
     ``start_exponent``, ``grown_exponent``), offsets without int64 overflow.
 numpy_jumps
     ``NumpyJumps``: a block's moves from a call's uniforms, as ``CompiledJumps`` makes them,
-    with the references; what a step runs for its first ``COMPILE_AFTER_SITE_MOVES`` moves.
+    with the references; what a step runs until compiling its jumps pays (``compiling_pays``).
 graph
     ``CompiledJumps``: one move per integer site of a block in one compiled call (colour
     classes at once), from the graph builders of ``site_moves`` (one site's jump or

@@ -3,14 +3,22 @@
 A step moves every integer site once per draw. :class:`~pymc_lbp.samplers.integer.graph.
 CompiledJumps` does it in one compiled call, but compiling that call costs seconds warm and tens
 of seconds with an empty compile cache (the coal-mining switch point: 20 s of a 23 s step
-construction), more than a whole run of a few sites needs: one site's jump in numpy costs two
-batched logp calls, ~0.1 ms. :class:`NumpyJumps` makes the same moves from the same uniforms with
-the numpy references (:func:`~pymc_lbp.samplers.integer.reference.jump`,
+construction), more than a whole run of a few sites needs. :class:`NumpyJumps` makes the same
+moves from the same uniforms with the numpy references
+(:func:`~pymc_lbp.samplers.integer.reference.jump`,
 :func:`~pymc_lbp.samplers.integer.reference.support_gibbs`), site after site in the compiled
 call's order (the sites of a colour class share no term, so moving them one by one is moving them
 at once), with the supports read at the current state as the graph reads them. The step runs it
-for its first :data:`COMPILE_AFTER_SITE_MOVES` site moves and then compiles (the twin tests check
-move for move that the switch changes nothing but the speed).
+until :func:`compiling_pays` and then compiles (the twin tests check move for move that the
+switch changes nothing but the speed).
+
+When compiling pays depends on what the compile directory holds, which the step reads from its
+record (:mod:`pymc_lbp.compile_record`): the jumps compiled there before (a warm compile of a
+second or less), after :data:`COMPILE_AFTER_SECONDS_WARM` of numpy moves; never compiled there
+(tens of seconds of gcc), once the numpy moves of this run and the earlier ones together took
+:data:`COMPILE_AFTER_SECONDS_COLD`. The rows the numpy jumps score come from the batched logp
+where it was compiled there before, else from the model's own logp row after row (no vectorised
+graph compiled: :meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`).
 """
 
 from __future__ import annotations
@@ -23,10 +31,27 @@ from pymc_lbp.samplers.balancing import LogBalancing
 from pymc_lbp.samplers.integer.graph import JumpsResult, move_order
 from pymc_lbp.samplers.integer.reference import jump, offsets, support_gibbs
 
-COMPILE_AFTER_SITE_MOVES = 5000
-"""Integer site moves made in numpy before a step compiles its jumps: about 0.5 s of numpy
-jumps, against a compile of 2-3 s warm (20 s cold). A run of a few integer sites (a switch point,
-a population size) never compiles; a block of 100 counts compiles after 50 draws."""
+COMPILE_AFTER_SECONDS_WARM = 0.5
+"""Seconds of numpy moves a step makes before it compiles jumps its compile directory compiled
+before (a warm compile of 0.3-1.2 s on the gallery models): a switch point or a population size
+compiles nothing in a short run, a block of 100 counts after some 50 draws."""
+
+COMPILE_AFTER_SECONDS_COLD = 20.0
+"""Seconds of numpy moves runs make, summed over the runs (the record's ``numpy_seconds``),
+before a step compiles jumps its compile directory never compiled: about what that compile costs
+(a ski-rental rule; with an empty compile directory 3-20 s on the gallery models on one 2-core
+machine, up to 60 s on one three times slower). A long run, or a series of short ones, so pays
+at most about twice what compiling at once would have cost, and a first run of a few hundred
+draws compiles nothing of its own."""
+
+
+def compiling_pays(seconds: float, seconds_before: float, compiled_before: bool) -> bool:
+    """Whether a step whose numpy moves took ``seconds`` in this run, and ``seconds_before`` in
+    earlier runs, should compile its jumps now (``compiled_before``: the compile directory's
+    record has them)."""
+    if compiled_before:
+        return seconds >= COMPILE_AFTER_SECONDS_WARM
+    return seconds_before + seconds >= COMPILE_AFTER_SECONDS_COLD
 
 
 class _GivenUniforms:
@@ -49,8 +74,9 @@ class NumpyJumps:
     exponent : int
         ``J`` of the jumps' offsets.
     site_logp : callable
-        ``(x, sites, values) -> (logp(x), rows)``, compiled
-        (:meth:`pymc_lbp.logp.differences.ExactDifferences.site_logp_function`).
+        ``(x, sites, values) -> (logp(x), rows)``: the compiled batched logp
+        (:meth:`pymc_lbp.logp.differences.ExactDifferences.site_logp_function`) or the model's
+        logp row after row (:meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`).
     supports : callable
         ``x -> (lower, upper)``: every site's support at ``x`` (read for the jumping sites).
     gibbs_lower, gibbs_upper : arrays
@@ -112,4 +138,9 @@ class NumpyJumps:
         return JumpsResult(x, float(logp), float(sum_accept), int(sum_distance), n_moved)
 
 
-__all__ = ["COMPILE_AFTER_SITE_MOVES", "NumpyJumps"]
+__all__ = [
+    "COMPILE_AFTER_SECONDS_COLD",
+    "COMPILE_AFTER_SECONDS_WARM",
+    "NumpyJumps",
+    "compiling_pays",
+]

@@ -299,10 +299,10 @@ def fixed_step():
 def _draws(model, vars, threshold: int, n_draws: int):
     """``n_draws`` draws of a step (seed 11) that compiles its jumps after ``threshold`` site
     moves, and the step."""
-    from pymc_lbp.samplers.integer import numpy_jumps
-
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", threshold)
+        patch.setattr(
+            LocallyBalanced, "_compiling_jumps_pays", lambda self: self._integer_moves >= threshold
+        )
         with model:
             step = LocallyBalanced(vars, rng=np.random.default_rng(11))
         point, out = model.initial_point(), []
@@ -419,20 +419,69 @@ def test_numpy_jumps_make_the_compiled_moves(dependent, request):
 
 
 def test_a_step_jumps_in_numpy_first_and_compiles_later_with_the_same_draws(moving_switched):
-    """A step makes its first COMPILE_AFTER_SITE_MOVES integer moves in numpy and then compiles
-    them; its draws are those of a step that never compiles (which the default threshold gives
-    a short run of a few integer sites). That the compiled moves are the numpy moves from the
-    same uniforms is test_numpy_jumps_make_the_compiled_moves, on this very step."""
-    from pymc_lbp.samplers.integer import numpy_jumps
-
+    """A step makes its first integer moves in numpy and then compiles them; its draws are those
+    of a step that never compiles (what the default rule gives a short run of a few integer
+    sites). That the compiled moves are the numpy moves from the same uniforms is
+    test_numpy_jumps_make_the_compiled_moves, on this very step."""
     model, vars, switched, step = moving_switched
     assert step._integer_moves == 4 * N_DRAWS and step._jumps is not None
-    never, step = _draws(model, vars, numpy_jumps.COMPILE_AFTER_SITE_MOVES, N_DRAWS)
+    never, step = _draws(model, vars, 10**9, N_DRAWS)
     assert step._jumps is None and not step.__dict__.get("_jumps_by_exponent")
     np.testing.assert_array_equal(switched, never)
     # a comparison with teeth: the chain moved, before and after the switch
     assert len({d.tobytes() for d in switched[:SWITCH_DRAWS]}) > 2
     assert len({d.tobytes() for d in switched[SWITCH_DRAWS:]}) > 2
+
+
+def test_what_the_numpy_jumps_score_with_and_when_they_compile_follow_the_record(
+    tmp_path, monkeypatch
+):
+    """The compile directory's record (pymc_lbp/compile_record.py) decides, never the draws. Jumps
+    new to it: rows scored with the model's logp one after another (no batched graph compiled),
+    the numpy seconds recorded, the jumps compiled once the runs' numpy seconds together reach
+    COMPILE_AFTER_SECONDS_COLD. Jumps compiled there before: that rule no longer applies
+    (COMPILE_AFTER_SECONDS_WARM does). Once the batched logp was compiled there, the numpy jumps
+    score with it. Every run makes the same draws."""
+    from pymc_lbp import compile_record
+    from pymc_lbp.samplers.integer import numpy_jumps
+
+    monkeypatch.setattr(compile_record, "record_folder", lambda: tmp_path)
+    monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS_WARM", np.inf)
+    model, vars = _moving_supports_model()
+
+    def run(cold_seconds: float):
+        monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS_COLD", cold_seconds)
+        with model:
+            step = LocallyBalanced(vars, rng=np.random.default_rng(11))
+        point, out = model.initial_point(), []
+        for _ in range(N_DRAWS):
+            point, _ = step.step(point)
+            out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
+        return np.array(out), step
+
+    new, step = run(np.inf)
+    target, fp = step._jump_target, step._jumps_fingerprint()
+    assert step._numpy_jumps._site_logp == target.site_logp_rows
+    assert step._jumps is None and target._fn is None
+    step._record_numpy_seconds(flush=True)
+    spent = compile_record.numpy_seconds(fp)
+    assert spent == pytest.approx(step._numpy_jump_seconds) and spent > 0
+    assert not compile_record.compiled_before(fp)
+
+    compiled, step = run(spent)  # the earlier run's numpy seconds reach the rule: compiled at once
+    assert step._numpy_jumps is None and step._jumps is not None
+    assert compile_record.compiled_before(fp)
+
+    known, step = run(0.0)  # compiled there before: the cold rule does not apply
+    assert step._jumps is None
+    assert step._numpy_jumps._site_logp == step._jump_target.site_logp_rows
+
+    step._jump_target.site_logp_function()  # compiles the batched logp: noted in the record
+    batched, step = run(np.inf)
+    assert step._numpy_jumps._site_logp is step._jump_target.site_logp_function()
+    for draws in (compiled, known, batched):
+        np.testing.assert_array_equal(draws, new)
+    assert len({d.tobytes() for d in new}) > 2  # the chain moved
 
 
 # -- through pm.sample ---------------------------------------------------------------------------

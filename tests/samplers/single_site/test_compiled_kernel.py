@@ -337,7 +337,7 @@ def c_backend_integer_draws():
 
     model = _integer_and_independent_model()
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", 0)
+        patch.setattr(numpy_jumps, "compiling_pays", lambda *_: True)
         final, seen = _integer_and_independent_draws(model, None)
     # a comparison with teeth: both blocks moved
     assert len({s[:2].tobytes() for s in seen}) > 2 and len({s[2:].tobytes() for s in seen}) > 2
@@ -354,7 +354,7 @@ def test_other_backends_for_integer_jumps_and_independent_sites(
     in numpy)."""
     from pymc_lbp.samplers.integer import numpy_jumps
 
-    monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SITE_MOVES", 0)
+    monkeypatch.setattr(numpy_jumps, "compiling_pays", lambda *_: True)
     _, mode = modes(backend)
     model, ref = c_backend_integer_draws
     final, _ = _integer_and_independent_draws(model, mode)

@@ -1,0 +1,168 @@
+"""Which graphs this compile directory has compiled before: a record kept next to PyTensor's cache.
+
+A step has graphs a run may or may not need (the integer jumps' batched logp and their compiled
+call, :mod:`pymc_lbp.samplers.integer.numpy_jumps`). Compiling one whose C modules PyTensor's
+compile directory already holds costs a second or two; compiling one it has never seen costs
+every new op signature's gcc run, tens of seconds on a new model, more than a first run of a few
+hundred draws needs. What the step should do depends on which of the two it is, and PyTensor's
+module cache cannot say before the graph is rewritten and linked (its keys are per op signature of
+the rewritten graph). So the step asks this record: one empty file per graph compiled, named by a
+fingerprint of the graph before rewriting, in ``<compiledir>/pymc_lbp_graphs/`` (PyTensor's
+``config.compiledir``: the record lives and dies with the modules it speaks for); and, for a
+graph not compiled yet, how many seconds runs have spent doing without it (``<fingerprint>.
+numpy_seconds``), so that short runs one after another add up to a compile that pays.
+
+The fingerprint is stable from one process to the next: the graph's ops (class and properties,
+printed, memory addresses left out), its inputs' types, its constants' bytes, and the settings a
+compilation depends on (PyTensor's version, mode, linker, rewrites, ``floatX``, compiler and its
+flags, and the compile options). A graph recorded but whose modules PyTensor has since removed
+(unused for weeks) compiles as it would have without the record; a graph never recorded whose
+modules happen to be there (compiled by another graph) is treated as new. Either way only the
+time changes, never a draw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytensor
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.traversal import io_toposort
+
+__all__ = [
+    "RECORD_FOLDER",
+    "add_numpy_seconds",
+    "compiled_before",
+    "graph_fingerprint",
+    "note_compiled",
+    "numpy_seconds",
+    "record_folder",
+]
+
+_log = logging.getLogger("pymc_lbp")
+
+#: The record's folder inside PyTensor's ``config.compiledir``.
+RECORD_FOLDER = "pymc_lbp_graphs"
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _text(value: Any) -> str:
+    """``repr(value)`` without memory addresses (they differ from one process to the next)."""
+    return _ADDRESS.sub("", repr(value))
+
+
+def _op_text(op: Any) -> str:
+    props = getattr(op, "__props__", None)
+    name = f"{type(op).__module__}.{type(op).__qualname__}"
+    if props is None:
+        return f"{name}:{_ADDRESS.sub('', str(op))}"
+    return f"{name}({','.join(_text(getattr(op, p)) for p in props)})"
+
+
+def _constant_text(c: Constant) -> str:
+    data = np.asarray(c.data) if c.data is not None else None
+    if data is None or data.dtype == object:
+        return f"c[{c.type}:{_text(c.data)}]"
+    digest = hashlib.blake2b(np.ascontiguousarray(data).tobytes(), digest_size=12).hexdigest()
+    return f"c[{c.type}:{data.shape}:{digest}]"
+
+
+def _settings_text() -> str:
+    c = pytensor.config
+    return _text(
+        (
+            pytensor.__version__,
+            str(c.mode),
+            c.linker,
+            c.optimizer,
+            c.optimizer_excluding,
+            c.optimizer_including,
+            c.floatX,
+            c.cxx,
+            c.gcc__cxxflags,
+        )
+    )
+
+
+def graph_fingerprint(
+    inputs: Sequence[Variable], outputs: Iterable[Variable], options: dict | None = None
+) -> str:
+    """A hex digest equal for equal graphs compiled with equal options and settings, in this
+    process and any other (see the module docstring)."""
+    outs = list(outputs)
+    refs: dict[Variable, str] = {v: f"i{k}:{v.type}" for k, v in enumerate(inputs)}
+
+    def ref(v: Variable) -> str:
+        known = refs.get(v)
+        if known is None:
+            if isinstance(v, Constant):
+                known = _constant_text(v)
+            elif isinstance(v, SharedVariable):
+                known = f"s[{v.type}:{v.name}]"  # its value may change: not part of the graph
+            else:
+                known = f"v[{v.type}:{v.name}]"
+            refs[v] = known
+        return known
+
+    h = hashlib.sha256(_settings_text().encode())
+    h.update(_text(sorted((k, _text(v)) for k, v in (options or {}).items())).encode())
+    for n, node in enumerate(io_toposort(list(inputs), outs)):
+        h.update(f"{_op_text(node.op)}({','.join(ref(i) for i in node.inputs)})\n".encode())
+        for j, out in enumerate(node.outputs):
+            refs[out] = f"n{n}.{j}"
+    h.update(",".join(ref(o) for o in outs).encode())
+    return h.hexdigest()[:32]
+
+
+def record_folder() -> Path:
+    """The record's folder: :data:`RECORD_FOLDER` in PyTensor's ``config.compiledir``."""
+    return Path(pytensor.config.compiledir) / RECORD_FOLDER
+
+
+def _record_path(fingerprint: str) -> Path:
+    return record_folder() / fingerprint
+
+
+def numpy_seconds(fingerprint: str) -> float:
+    """Seconds earlier runs spent doing without the graph (in numpy) and recorded
+    (:func:`add_numpy_seconds`); 0 when none did."""
+    try:
+        return float((record_folder() / f"{fingerprint}.numpy_seconds").read_text())
+    except (OSError, ValueError):
+        return 0.0
+
+
+def add_numpy_seconds(fingerprint: str, seconds: float) -> None:
+    """Add ``seconds`` spent without the graph to its record (what a graph not compiled yet has
+    cost so far, over runs: :mod:`pymc_lbp.samplers.integer.numpy_jumps` compiles when that sum
+    reaches a cold compile's cost)."""
+    path = record_folder() / f"{fingerprint}.numpy_seconds"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(repr(numpy_seconds(fingerprint) + float(seconds)))
+    except OSError as err:  # pragma: no cover - a read-only compile directory
+        _log.debug("Could not record numpy seconds in %s: %s", path.parent, err)
+
+
+def compiled_before(fingerprint: str) -> bool:
+    """Whether a graph with this fingerprint was compiled into this compile directory."""
+    return _record_path(fingerprint).exists()
+
+
+def note_compiled(fingerprint: str) -> None:
+    """Record that a graph with this fingerprint was compiled into this compile directory (a
+    directory that cannot be written to is left as it is: the record only saves time)."""
+    path = _record_path(fingerprint)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    except OSError as err:  # pragma: no cover - a read-only compile directory
+        _log.debug("Could not record a compiled graph in %s: %s", path.parent, err)
