@@ -36,6 +36,8 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import io_toposort
 
+from pymc_lbp.compiling import config_key
+
 __all__ = [
     "RECORD_FOLDER",
     "add_numpy_seconds",
@@ -76,20 +78,9 @@ def _constant_text(c: Constant) -> str:
 
 
 def _settings_text() -> str:
-    c = pytensor.config
-    return _text(
-        (
-            pytensor.__version__,
-            str(c.mode),
-            c.linker,
-            c.optimizer,
-            c.optimizer_excluding,
-            c.optimizer_including,
-            c.floatX,
-            c.cxx,
-            c.gcc__cxxflags,
-        )
-    )
+    """PyTensor's version, the settings :func:`pymc_lbp.compiling.pm_compile` keys on, and the
+    compiler's flags (C modules are compiled per flags)."""
+    return _text((pytensor.__version__, *config_key(), pytensor.config.gcc__cxxflags))
 
 
 def graph_fingerprint(

@@ -57,6 +57,7 @@ __all__ = [
     "CompileCacheInfo",
     "clear_compile_cache",
     "compile_cache_info",
+    "config_key",
     "gc_paused",
     "graph_key",
     "pm_compile",
@@ -128,7 +129,7 @@ def _option_key(name: str, value: Any, keep: list) -> tuple:
     return (name, "id", id(value))
 
 
-def _config_key() -> tuple:
+def config_key() -> tuple:
     """The global settings a compilation without an explicit mode depends on."""
     c = pytensor.config
     return (
@@ -182,7 +183,7 @@ def graph_key(inputs: Sequence[Variable], outputs, options: dict, keep: list) ->
         for j, out in enumerate(node.outputs):
             ids[out] = ("node", n, j)
     opts = tuple(sorted(_option_key(k, v, keep) for k, v in options.items()))
-    key = (tuple(nodes), tuple(key_of(o) for o in outs), opts, _config_key())
+    key = (tuple(nodes), tuple(key_of(o) for o in outs), opts, config_key())
     hash(key)  # ops with unhashable properties raise TypeError here
     return key
 

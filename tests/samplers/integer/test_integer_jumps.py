@@ -296,6 +296,17 @@ def fixed_step():
         return LocallyBalanced(vars)
 
 
+def _chain(model, vars, n_draws: int):
+    """``n_draws`` draws of a new step (seed 11) as one array, and the step."""
+    with model:
+        step = LocallyBalanced(vars, rng=np.random.default_rng(11))
+    point, out = model.initial_point(), []
+    for _ in range(n_draws):
+        point, _ = step.step(point)
+        out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
+    return np.array(out), step
+
+
 def _draws(model, vars, threshold: int, n_draws: int):
     """``n_draws`` draws of a step (seed 11) that compiles its jumps after ``threshold`` site
     moves, and the step."""
@@ -303,13 +314,7 @@ def _draws(model, vars, threshold: int, n_draws: int):
         patch.setattr(
             LocallyBalanced, "_compiling_jumps_pays", lambda self: self._integer_moves >= threshold
         )
-        with model:
-            step = LocallyBalanced(vars, rng=np.random.default_rng(11))
-        point, out = model.initial_point(), []
-        for _ in range(n_draws):
-            point, _ = step.step(point)
-            out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
-    return np.array(out), step
+        return _chain(model, vars, n_draws)
 
 
 @pytest.fixture(scope="module")
@@ -451,13 +456,7 @@ def test_what_the_numpy_jumps_score_with_and_when_they_compile_follow_the_record
 
     def run(cold_seconds: float):
         monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS_COLD", cold_seconds)
-        with model:
-            step = LocallyBalanced(vars, rng=np.random.default_rng(11))
-        point, out = model.initial_point(), []
-        for _ in range(N_DRAWS):
-            point, _ = step.step(point)
-            out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
-        return np.array(out), step
+        return _chain(model, vars, N_DRAWS)
 
     new, step = run(np.inf)
     target, fp = step._jump_target, step._jumps_fingerprint()
