@@ -184,7 +184,7 @@ class DiscreteStepJumps:
         if self._jump_exponent in cached:
             return cached[self._jump_exponent]
         jumps = cached[self._jump_exponent] = self.build_jumps(compile_now=True)
-        note_compiled(self._jumps_fingerprint())
+        note_compiled(self._jumps_record()[0])
         return jumps
 
     def _jumps_fingerprint(self) -> str:
