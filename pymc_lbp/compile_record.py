@@ -24,6 +24,7 @@ time changes, never a draw.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import logging
 import re
 from collections.abc import Iterable, Sequence
@@ -34,12 +35,15 @@ import numpy as np
 import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
+from pytensor.graph.op import Op
 from pytensor.graph.traversal import io_toposort
+from pytensor.scalar.basic import ScalarOp
 
 from pymc_lbp.compiling import config_key
 
 __all__ = [
     "RECORD_FOLDER",
+    "Unfingerprintable",
     "add_numpy_seconds",
     "compiled_before",
     "graph_fingerprint",
@@ -56,25 +60,61 @@ RECORD_FOLDER = "pymc_lbp_graphs"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
-def _text(value: Any) -> str:
-    """``repr(value)`` without memory addresses (they differ from one process to the next)."""
-    return _ADDRESS.sub("", repr(value))
+class Unfingerprintable(ValueError):
+    """A graph whose fingerprint could not tell it from another (:func:`graph_fingerprint` with
+    ``strict=True``): an op with neither ``__props__`` nor an inner graph (other than a scalar op,
+    known by its class and attributes) is known only by its printed name."""
 
 
-def _op_text(op: Any) -> str:
+def _text(value: Any, strict: bool = False) -> str:
+    """``repr(value)`` without memory addresses (they differ from one process to the next);
+    arrays, also inside tuples, lists and dicts, by their bytes (numpy prints them rounded and
+    elided); ops (an ``Elemwise``'s scalar op) as the graph's ops are."""
+    if isinstance(value, np.ndarray):
+        return _array_text(value, strict)
+    if isinstance(value, Op):
+        return _op_text(value, strict)
+    if isinstance(value, tuple | list):
+        return f"{type(value).__name__}({','.join(_text(v, strict) for v in value)})"
+    if isinstance(value, dict):
+        items = (f"{_text(k, strict)}:{_text(v, strict)}" for k, v in value.items())
+        return f"dict({','.join(items)})"
+    if isinstance(value, type) or inspect.isfunction(value) or inspect.isbuiltin(value):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', value)}"
+    text = repr(value)
+    if strict and _ADDRESS.search(text) and hasattr(value, "__dict__"):
+        # an object printed by its address: by its class and attributes
+        return f"{type(value).__module__}.{type(value).__qualname__}{_text(vars(value), strict)}"
+    return _ADDRESS.sub("", text)
+
+
+def _array_text(data: np.ndarray, strict: bool = False) -> str:
+    if data.dtype == object:
+        return f"object{data.shape}[{','.join(_text(v, strict) for v in data.ravel())}]"
+    digest = hashlib.blake2b(np.ascontiguousarray(data).tobytes(), digest_size=12).hexdigest()
+    return f"{data.dtype}{data.shape}:{digest}"
+
+
+def _op_text(op: Any, strict: bool) -> str:
     props = getattr(op, "__props__", None)
     name = f"{type(op).__module__}.{type(op).__qualname__}"
+    inner = ""
+    if hasattr(op, "inner_inputs") and hasattr(op, "inner_outputs"):  # Composite, OpFromGraph
+        inner = "{" + graph_fingerprint(op.inner_inputs, op.inner_outputs, strict=strict) + "}"
     if props is None:
-        return f"{name}:{_ADDRESS.sub('', str(op))}"
-    return f"{name}({','.join(_text(getattr(op, p)) for p in props)})"
+        if strict and not inner:
+            if not isinstance(op, ScalarOp):
+                raise Unfingerprintable(f"{name} has neither __props__ nor an inner graph")
+            # scalar ops compare by class and attributes (output type rule, Cast's type)
+            return f"{name}{_text(vars(op), strict)}"
+        return f"{name}:{_ADDRESS.sub('', str(op))}{inner}"
+    return f"{name}({','.join(_text(getattr(op, p), strict) for p in props)}){inner}"
 
 
 def _constant_text(c: Constant) -> str:
-    data = np.asarray(c.data) if c.data is not None else None
-    if data is None or data.dtype == object:
-        return f"c[{c.type}:{_text(c.data)}]"
-    digest = hashlib.blake2b(np.ascontiguousarray(data).tobytes(), digest_size=12).hexdigest()
-    return f"c[{c.type}:{data.shape}:{digest}]"
+    if c.data is None:
+        return f"c[{c.type}:None]"
+    return f"c[{c.type}:{_text(np.asarray(c.data))}]"
 
 
 def _settings_text() -> str:
@@ -84,10 +124,19 @@ def _settings_text() -> str:
 
 
 def graph_fingerprint(
-    inputs: Sequence[Variable], outputs: Iterable[Variable], options: dict | None = None
+    inputs: Sequence[Variable],
+    outputs: Iterable[Variable],
+    options: dict | None = None,
+    *,
+    strict: bool = False,
 ) -> str:
     """A hex digest equal for equal graphs compiled with equal options and settings, in this
-    process and any other (see the module docstring)."""
+    process and any other (see the module docstring).
+
+    With ``strict=True`` (a fingerprint that stands for the graph itself, as
+    :mod:`pymc_lbp.whole_model.jaxify`'s store of rewritten graphs needs) a graph with an op known
+    only by its printed name raises :class:`Unfingerprintable`; otherwise (this record, which
+    only times compilations) such an op counts by its name."""
     outs = list(outputs)
     refs: dict[Variable, str] = {v: f"i{k}:{v.type}" for k, v in enumerate(inputs)}
 
@@ -97,6 +146,8 @@ def graph_fingerprint(
             if isinstance(v, Constant):
                 known = _constant_text(v)
             elif isinstance(v, SharedVariable):
+                if strict:
+                    raise Unfingerprintable(f"shared variable {v.name}: its value may change")
                 known = f"s[{v.type}:{v.name}]"  # its value may change: not part of the graph
             else:
                 known = f"v[{v.type}:{v.name}]"
@@ -106,7 +157,7 @@ def graph_fingerprint(
     h = hashlib.sha256(_settings_text().encode())
     h.update(_text(sorted((k, _text(v)) for k, v in (options or {}).items())).encode())
     for n, node in enumerate(io_toposort(list(inputs), outs)):
-        h.update(f"{_op_text(node.op)}({','.join(ref(i) for i in node.inputs)})\n".encode())
+        h.update(f"{_op_text(node.op, strict)}({','.join(ref(i) for i in node.inputs)})\n".encode())
         for j, out in enumerate(node.outputs):
             refs[out] = f"n{n}.{j}"
     h.update(",".join(ref(o) for o in outs).encode())

@@ -101,3 +101,43 @@ def test_the_rule_compiles_warm_graphs_soon_and_cold_ones_when_their_cost_is_pai
     pays = numpy_jumps.compiling_pays
     assert not pays(0.4, 100.0, True) and pays(0.5, 0.0, True)  # warm: this run's seconds
     assert not pays(4.9, 0.0, False) and pays(0.4, 4.6, False)  # cold: summed over runs
+
+
+def test_strict_fingerprints_refuse_what_they_cannot_tell_apart(graph):
+    """A strict fingerprint stands for the graph: arrays in an op's properties count by their
+    bytes (numpy prints them rounded and elided), inner graphs by their own fingerprint, and a
+    shared variable (its value may change) or an op with neither properties nor inner graph
+    raises."""
+    import numpy as np
+    import pytensor.scalar as ps
+    import pytensor.tensor as pt
+    from pytensor.graph.basic import Apply
+    from pytensor.graph.op import Op
+    from pytensor.tensor.elemwise import Elemwise
+
+    with pytest.raises(compile_record.Unfingerprintable, match="shared variable w"):
+        graph_fingerprint(*graph(), strict=True)
+    a = np.linspace(0.0, 1.0, 2000)
+    b = a.copy()
+    b[1000] += 1e-12  # prints as a does
+    assert repr(a) == repr(b) and compile_record._text((a,)) != compile_record._text((b,))
+
+    def composite(c):
+        s = ps.float64("s")
+        return Elemwise(ps.Composite([s], [s * c]))
+
+    x = pt.vector("x")
+    first = graph_fingerprint([x], [composite(0.1)(x)], strict=True)
+    assert graph_fingerprint([x], [composite(0.1)(x)], strict=True) == first
+    assert graph_fingerprint([x], [composite(0.1 + 1e-15)(x)], strict=True) != first
+
+    class Nameless(Op):
+        def make_node(self, v):
+            return Apply(self, [v], [v.type()])
+
+        def perform(self, node, inputs, outputs):
+            outputs[0][0] = inputs[0]
+
+    graph_fingerprint([x], [Nameless()(x)])  # the record (timing only) takes it by name
+    with pytest.raises(compile_record.Unfingerprintable, match="Nameless"):
+        graph_fingerprint([x], [Nameless()(x)], strict=True)

@@ -4,18 +4,46 @@ A step's graphs read the model's other variables through the step's shared varia
 (:func:`pymc.make_shared_replacements`); in the compiled program every value lives in the chain's
 state instead, so each such shared variable is replaced by the model's value variable of the same
 name and the graph becomes a function of its own inputs followed by every value variable of the
-model, in ``model.value_vars`` order. The conversion itself is PyMC's
-(:func:`pymc.sampling.jax.get_jaxified_graph`: JAX rewrites, data held as constants).
+model, in ``model.value_vars`` order. The conversion is PyMC's
+(:func:`pymc.sampling.jax.get_jaxified_graph`): shared data held as constants, PyTensor's JAX
+rewrites, then ``jax_funcify``.
+
+**Rewritten graphs kept on disk.** The rewrites are most of a warm build's time (seconds per
+graph, ~10 s for the hidden Markov model's four graphs on a slow 2-core machine), and they give
+the same graph every time for the same graph, PyTensor and settings. So the rewritten graph is
+pickled into PyTensor's compile directory (``<compiledir>/pymc_lbp_jax_graphs/<fingerprint>``,
+beside :mod:`pymc_lbp.compile_record`'s record), named by the strict fingerprint of the graph
+before rewriting (:func:`pymc_lbp.compile_record.graph_fingerprint`: ops with their properties,
+inner graphs, constants' bytes, input types, PyTensor's version and settings, PyMC's and JAX's
+versions), and a later process converts the stored graph instead of rewriting again. A graph the
+fingerprint cannot stand for (an op known only by its name), one that cannot be pickled, or a
+stored file that cannot be read is rewritten as PyMC does, and nothing is stored or the file is
+replaced: only the time changes, never the function.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+import os
+import pickle
+import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
+import pytensor
+from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
 
+from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
 from pymc_lbp.compiling import _Uncacheable, graph_key
+
+_log = logging.getLogger("pymc_lbp")
+
+STORE_FOLDER = "pymc_lbp_jax_graphs"
+"""The folder of rewritten graphs inside PyTensor's ``config.compiledir``."""
 
 CACHE_SIZE = 64
 """Converted graphs kept per process: a graph equal to one converted before (as
@@ -42,21 +70,136 @@ def jax_function(
 ) -> Callable[..., list]:
     """``f(*inputs, *values) -> list of outputs`` as a JAX function, ``values`` the model's value
     variables in ``model.value_vars`` order."""
-    from pymc.sampling.jax import get_jaxified_graph
-
     outs = clone_replace(list(outputs), replace=replacements)
     all_inputs = [*inputs, *model.value_vars]
     keep: list = []
     try:
         key = graph_key(all_inputs, outs, {"backend": "jax"}, keep)
     except (_Uncacheable, TypeError):
-        return get_jaxified_graph(inputs=all_inputs, outputs=outs)
+        return jaxified_graph(all_inputs, outs)
     entry = _CACHE.get(key)
     if entry is not None:
         _CACHE.move_to_end(key)
         return entry[0]
-    fn = get_jaxified_graph(inputs=all_inputs, outputs=outs)
+    fn = jaxified_graph(all_inputs, outs)
     _CACHE[key] = (fn, keep)  # keep: what the key compares by identity stays alive
     while len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)
     return fn
+
+
+def store_folder() -> Path:
+    """The folder of rewritten graphs: :data:`STORE_FOLDER` in PyTensor's ``config.compiledir``."""
+    return Path(pytensor.config.compiledir) / STORE_FOLDER
+
+
+def jaxified_graph(inputs: Sequence, outputs: Sequence) -> Callable[..., list]:
+    """What :func:`pymc.sampling.jax.get_jaxified_graph` makes of the graph (its steps, with the
+    rewritten graph read from the store when an earlier process wrote it there: see the module
+    docstring)."""
+    import jax
+    import pymc
+    import pymc.sampling.jax  # noqa: F401 (its JAX conversions of PyMC's ops: checks, PosDefMatrix)
+    from pytensor.graph.fg import FunctionGraph
+    from pytensor.link.jax.dispatch import jax_funcify
+
+    graph = _shared_as_constants(list(outputs))
+    versions = {"pymc": pymc.__version__, "jax": jax.__version__, "backend": "jax"}
+    try:
+        fingerprint = graph_fingerprint(inputs, graph, versions, strict=True)
+    except Unfingerprintable as err:
+        _log.debug("Rewriting for JAX without the store: %s", err)
+        return jax_funcify(
+            _rewritten(FunctionGraph(inputs=list(inputs), outputs=graph, clone=True))
+        )
+    path = store_folder() / fingerprint
+    fgraph = _read(path, len(inputs), len(graph))
+    if fgraph is None:
+        fgraph = _rewritten(FunctionGraph(inputs=list(inputs), outputs=graph, clone=True))
+        _write(path, fgraph)
+    return jax_funcify(fgraph)
+
+
+def _rewritten(fgraph):
+    """PyTensor's JAX rewrites applied to ``fgraph`` (in place; returned)."""
+    from pytensor.compile import mode
+
+    mode.JAX.optimizer.rewrite(fgraph)
+    return fgraph
+
+
+def _shared_as_constants(outputs: list) -> list:
+    """The graph with every shared variable replaced by a constant of its value, as
+    :func:`~pymc.sampling.jax.get_jaxified_graph` does (and refuses what it refuses)."""
+    import pytensor.tensor as pt
+    from pytensor.graph.traversal import graph_inputs
+    from pytensor.tensor.random.type import RandomType
+
+    shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable)]
+    if any(isinstance(v.type, RandomType) for v in shared):
+        raise ValueError(
+            "Graph contains shared RandomType variables which cannot be safely replaced"
+        )
+    if any(v.default_update is not None for v in shared):
+        raise ValueError(
+            "Graph contains shared variables with default_update which cannot be safely replaced."
+        )
+    return clone_replace(
+        outputs, replace={v: pt.constant(v.get_value(borrow=True)) for v in shared}
+    )
+
+
+def _read(path: Path, n_inputs: int, n_outputs: int):
+    """The stored rewritten graph at ``path``, or None (absent, unreadable, or not a graph of
+    this many inputs and outputs)."""
+    from pytensor.graph.fg import FunctionGraph
+
+    try:
+        inputs, outputs = pickle.loads(path.read_bytes())
+        if len(inputs) != n_inputs or len(outputs) != n_outputs:
+            raise ValueError("a stored graph of another signature")
+        return FunctionGraph(inputs, outputs, clone=False)
+    except FileNotFoundError:
+        return None
+    except Exception as err:  # a damaged or foreign file: rewrite again, replace it
+        _log.debug("Ignoring the stored JAX graph %s: %s", path, err)
+        return None
+
+
+def _fresh_function_graph(inputs: list, outputs: list):
+    from pytensor.graph.fg import FunctionGraph
+
+    return FunctionGraph(inputs, outputs, clone=False)
+
+
+class _GraphPickler(pickle.Pickler):
+    """Inner function graphs (a ``Scan``'s, a ``Composite``'s) pickled as their inputs and
+    outputs only: their rewriting features do not survive pickling (PyTensor's ``ReplaceValidate``
+    comes back without its history), and JAX's conversion rewrites a ``Scan``'s inner graph
+    again, attaching what it needs."""
+
+    def reducer_override(self, obj):
+        from pytensor.graph.fg import FunctionGraph
+
+        if isinstance(obj, FunctionGraph):
+            return _fresh_function_graph, (list(obj.inputs), list(obj.outputs))
+        return NotImplemented
+
+
+def _write(path: Path, fgraph) -> None:
+    """Pickle ``fgraph``'s inputs and outputs to ``path`` atomically (other processes read the
+    same folder); a graph that cannot be pickled or a folder that cannot be written is skipped."""
+    tmp = None
+    try:
+        buffer = io.BytesIO()
+        _GraphPickler(buffer, protocol=5).dump((list(fgraph.inputs), list(fgraph.outputs)))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(buffer.getvalue())
+        os.replace(tmp, path)
+    except (OSError, pickle.PicklingError, RecursionError, TypeError, AttributeError) as err:
+        _log.debug("Could not store the rewritten JAX graph %s: %s", path, err)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

@@ -351,7 +351,8 @@ def sample(
     replacements = model_value_replacements(model, steps)
     logp_fn = jax_function([], [model.logp()], model, {})
     seeds = chain_seeds(random_seed, chains)
-    starts = _starts(model, chains, initvals, seeds, continuous, logp_fn, steps)
+    # jitted: op by op, the check would compile every op of the logp on its own
+    starts = _starts(model, chains, initvals, seeds, continuous, jax.jit(logp_fn), steps)
     _recheck_at_starts(model, steps, starts)
     blocks = [
         block_draw(s, model, replacements, [s._state_vector(_point(model, v)) for v in starts])
@@ -383,7 +384,10 @@ def sample(
             f"pymc_lbp.sample: chain_method='parallel' runs one chain per device; {chains} "
             f"chains, {jax.local_device_count()} device(s). Use chain_method='vectorized'."
         )
-    if chain_method == "sequential":
+    unbatched = chain_method == "sequential" or (chain_method == "vectorized" and chains == 1)
+    if unbatched:
+        # one chain vectorised is one chain: tracing it without vmap's batching rules (which
+        # trace the scans' bodies again) builds the same draws faster
         fn = jax.jit(run).lower(keys[0], starts[0]).compile()
         args = [(keys[c], starts[c]) for c in range(chains)]
     else:
@@ -395,7 +399,7 @@ def sample(
     with bar:
         results = [jax.block_until_ready(fn(*a)) for a in args]
     t_sampled = time.perf_counter()
-    if chain_method == "sequential":
+    if unbatched:
         result = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *results)
     else:
         result = results[0]
