@@ -129,6 +129,7 @@ def graph_fingerprint(
     options: dict | None = None,
     *,
     strict: bool = False,
+    shared: list | None = None,
 ) -> str:
     """A hex digest equal for equal graphs compiled with equal options and settings, in this
     process and any other (see the module docstring).
@@ -136,7 +137,10 @@ def graph_fingerprint(
     With ``strict=True`` (a fingerprint that stands for the graph itself, as
     :mod:`pymc_lbp.whole_model.jaxify`'s store of rewritten graphs needs) a graph with an op known
     only by its printed name raises :class:`Unfingerprintable`; otherwise (this record, which
-    only times compilations) such an op counts by its name."""
+    only times compilations) such an op counts by its name. A shared variable (its value may
+    change) then raises too, unless a list is given as ``shared``: each one counts by its type and
+    its place among them, in the order they are met, and is appended to the list (a function
+    compiled over them reads their values when called: :mod:`pymc_lbp.function_store`)."""
     outs = list(outputs)
     refs: dict[Variable, str] = {v: f"i{k}:{v.type}" for k, v in enumerate(inputs)}
 
@@ -146,9 +150,13 @@ def graph_fingerprint(
             if isinstance(v, Constant):
                 known = _constant_text(v)
             elif isinstance(v, SharedVariable):
-                if strict:
+                if shared is not None:
+                    known = f"s{len(shared)}[{v.type}]"
+                    shared.append(v)
+                elif strict:
                     raise Unfingerprintable(f"shared variable {v.name}: its value may change")
-                known = f"s[{v.type}:{v.name}]"  # its value may change: not part of the graph
+                else:
+                    known = f"s[{v.type}:{v.name}]"  # its value may change: not part of the graph
             else:
                 known = f"v[{v.type}:{v.name}]"
             refs[v] = known

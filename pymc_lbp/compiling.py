@@ -205,13 +205,30 @@ def pm_compile(inputs: Sequence, outputs, **kwargs: Any):
             _CACHE.entries.move_to_end(key)
             _CACHE.hits += 1
             return entry[0]
-    with gc_paused():
-        fn = _pymc_compile(inputs, outputs, **kwargs)
+    fn = _stored_or_compiled(inputs, outputs, kwargs)
     with _CACHE.lock:
         _CACHE.misses += 1
         _CACHE.entries[key] = (fn, keep)
         while len(_CACHE.entries) > CACHE_SIZE:
             _CACHE.entries.popitem(last=False)
+    return fn
+
+
+def _stored_or_compiled(inputs: Sequence, outputs, kwargs: dict):
+    """The function :mod:`pymc_lbp.function_store` holds for the graph (an earlier process
+    compiled it), else compiled (collector paused) and stored."""
+    from pymc_lbp import function_store
+
+    outs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
+    found = function_store.fingerprint(list(inputs), outs, kwargs)
+    if found is not None:
+        fn = function_store.load(*found)
+        if fn is not None:
+            return fn
+    with gc_paused():
+        fn = _pymc_compile(inputs, outputs, **kwargs)
+    if found is not None:
+        function_store.save(found[0], fn, found[1])
     return fn
 
 

@@ -23,12 +23,9 @@ replaced: only the time changes, never the function.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import logging
-import os
 import pickle
-import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,6 +36,7 @@ from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
 from pymc_lbp.compiling import _Uncacheable, graph_key
+from pymc_lbp.function_store import write_atomically
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -187,19 +185,12 @@ class _GraphPickler(pickle.Pickler):
 
 
 def _write(path: Path, fgraph) -> None:
-    """Pickle ``fgraph``'s inputs and outputs to ``path`` atomically (other processes read the
-    same folder); a graph that cannot be pickled or a folder that cannot be written is skipped."""
-    tmp = None
+    """Pickle ``fgraph``'s inputs and outputs to ``path`` (atomically: other processes read the
+    same folder); a graph that cannot be pickled is skipped."""
     try:
         buffer = io.BytesIO()
         _GraphPickler(buffer, protocol=5).dump((list(fgraph.inputs), list(fgraph.outputs)))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(buffer.getvalue())
-        os.replace(tmp, path)
-    except (OSError, pickle.PicklingError, RecursionError, TypeError, AttributeError) as err:
+    except (pickle.PicklingError, RecursionError, TypeError, AttributeError) as err:
         _log.debug("Could not store the rewritten JAX graph %s: %s", path, err)
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        return
+    write_atomically(path, buffer.getvalue())

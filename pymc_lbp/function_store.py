@@ -1,0 +1,142 @@
+"""Compiled PyTensor functions kept on disk, so that a later process skips rewriting their graphs.
+
+Building a step compiles a handful of PyTensor functions. With PyTensor's compile directory
+warm (every C module already built), what is left of each compilation is rewriting the graph:
+0.3-3 s per function on a slow 2-core machine, most of a warm construction and a fifth of the
+test suite's time, spent again in every process for the same graphs. PyTensor can pickle a
+compiled function and load it without rewriting (that is how functions travel to
+``pm.sample``'s worker processes). So :func:`pymc_lbp.compiling.pm_compile`, for a graph compiled
+in no earlier call of this process, first looks here: a function pickled under the strict
+fingerprint of its graph before rewriting (:func:`pymc_lbp.compile_record.graph_fingerprint`:
+ops with their properties and inner graphs, constants' bytes, input types, PyTensor's version
+and settings, compiler flags, PyMC's version and the compile options) is loaded instead of
+compiled, and a function compiled is stored.
+
+Shared variables (a step's copies of the model's other values) count in the fingerprint by their
+types and their order in the graph, not their values: the loaded function is a copy of the
+stored one over the caller's own shared variables (``Function.copy(swap=...)``), so it reads
+their current values as the compiled one would. The store lives in PyTensor's
+``config.compiledir`` (``pymc_lbp_functions/``), beside the C modules the functions link to, and
+goes with them.
+
+Not stored, compiled as before: graphs the fingerprint cannot stand for (an op known only by its
+name), compile options other than plain values and :func:`pymc_lbp.compiling.python_mode`, and
+functions that cannot be pickled. A file that cannot be loaded is replaced. Only the time
+changes, never the function.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pymc
+import pytensor
+from pytensor.compile.sharedvalue import SharedVariable
+
+from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
+
+__all__ = ["STORE_FOLDER", "fingerprint", "load", "save", "store_folder", "write_atomically"]
+
+_log = logging.getLogger("pymc_lbp")
+
+STORE_FOLDER = "pymc_lbp_functions"
+"""The store's folder inside PyTensor's ``config.compiledir``."""
+
+_PLAIN = (str, bool, int, float, type(None))
+
+
+def store_folder() -> Path:
+    """:data:`STORE_FOLDER` in PyTensor's ``config.compiledir``."""
+    return Path(pytensor.config.compiledir) / STORE_FOLDER
+
+
+def _options_text(options: dict[str, Any]) -> dict[str, str] | None:
+    from pymc_lbp.compiling import python_mode
+
+    out = {}
+    for name, value in options.items():
+        if value is python_mode():
+            out[name] = "python_mode"
+        elif isinstance(value, _PLAIN):
+            out[name] = repr(value)
+        else:  # a Mode object or another option the fingerprint cannot print
+            return None
+    return out
+
+
+def fingerprint(
+    inputs: list, outputs: list, options: dict[str, Any]
+) -> tuple[str, list[SharedVariable]] | None:
+    """The function's key in the store and the graph's shared variables in the order the key
+    counts them; None for a function the store does not hold (see the module docstring)."""
+    text = _options_text(options)
+    if text is None:
+        return None
+    shared: list[SharedVariable] = []
+    try:
+        key = graph_fingerprint(
+            inputs, outputs, {**text, "pymc": pymc.__version__}, strict=True, shared=shared
+        )
+    except Unfingerprintable as err:
+        _log.debug("Not storing a compiled function: %s", err)
+        return None
+    return key, shared
+
+
+def load(key: str, shared: list[SharedVariable]):
+    """The function stored under ``key``, over the caller's ``shared`` variables; None when none
+    is stored or the file cannot be loaded."""
+    path = store_folder() / key
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        fn, places = pickle.loads(data)
+        stored = [fn.maker.inputs[k].variable for k in places]
+        if len(stored) != len(shared) or any(
+            s.type != live.type for s, live in zip(stored, shared, strict=True)
+        ):
+            raise ValueError("stored for other shared variables")
+        if not shared:
+            return fn
+        return fn.copy(swap=dict(zip(stored, shared, strict=True)))
+    except Exception as err:  # a damaged or foreign file: compiled again and replaced
+        _log.debug("Ignoring the stored function %s: %s", path, err)
+        return None
+
+
+def save(key: str, fn, shared: list[SharedVariable]) -> None:
+    """Store ``fn`` under ``key``, with the places of ``shared`` among its inputs; a function
+    that cannot be pickled or a folder that cannot be written is skipped."""
+    try:
+        by_variable = {id(i.variable): k for k, i in enumerate(fn.maker.inputs)}
+        places = [by_variable[id(s)] for s in shared]
+        data = pickle.dumps((fn, places), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as err:  # unpicklable ops, a shared variable the function does not read
+        _log.debug("Not storing a compiled function: %s", err)
+        return
+    write_atomically(store_folder() / key, data)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in its folder (processes share the
+    folder: a reader sees a whole file or none); an error is logged and the file left out."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as err:  # pragma: no cover - a read-only compile directory
+        _log.debug("Could not write %s: %s", path, err)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

@@ -1,0 +1,106 @@
+"""The store of compiled functions (pymc_lbp/function_store.py): a later process loads the function
+pm_compile compiled for an equal graph, over its own shared variables, instead of rewriting the
+graph again; what the store cannot hold is compiled as before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from pytensor.compile.mode import Mode
+
+from pymc_lbp import compiling, function_store
+from pymc_lbp.compiling import clear_compile_cache, pm_compile, python_mode
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """An empty store and the list of graphs compiled (not loaded); the process cache cleared
+    before each call the test makes through ``compile_anew``."""
+    monkeypatch.setattr(function_store, "store_folder", lambda: tmp_path / "functions")
+    compiled = []
+    real = compiling._pymc_compile
+
+    def counted(inputs, outputs, **kwargs):
+        compiled.append(outputs)
+        return real(inputs, outputs, **kwargs)
+
+    monkeypatch.setattr(compiling, "_pymc_compile", counted)
+    clear_compile_cache()
+    yield tmp_path / "functions", compiled
+    clear_compile_cache()
+
+
+def graph(scale=2.0, width=3):
+    """A step's kind of graph: an input vector and the model's other values in shared
+    variables (new ones at each call, as a new step makes them)."""
+    x = pt.vector("x")
+    w = pytensor.shared(np.arange(width, dtype="float64"), name="w")
+    b = pytensor.shared(np.float64(1.0), name="b")
+    return [x], [pt.logsumexp(x * scale + w) * b, (x * w).sum()], w, b
+
+
+def compile_anew(inputs, outputs, **kwargs):
+    """pm_compile as in a new process: nothing in the process cache."""
+    clear_compile_cache()
+    return pm_compile(inputs, outputs, **kwargs)
+
+
+def test_a_stored_function_is_loaded_over_the_callers_shared_variables(store):
+    folder, compiled = store
+    x = np.array([0.5, -1.0, 2.0])
+    inputs, outputs, w0, b0 = graph()
+    first = compile_anew(inputs, outputs)
+    assert len(compiled) == 1 and len(list(folder.iterdir())) == 1
+    inputs, outputs, w, b = graph()  # an equal graph over new shared variables
+    w.set_value(np.array([3.0, -2.0, 0.5]))
+    b.set_value(np.float64(2.0))
+    loaded = compile_anew(inputs, outputs)
+    assert len(compiled) == 1  # loaded, not compiled
+    expected = np.logaddexp.reduce(x * 2.0 + w.get_value()) * 2.0
+    np.testing.assert_allclose(loaded(x)[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(loaded(x)[1], x @ w.get_value(), rtol=1e-12)
+    b.set_value(np.float64(-1.0))  # it reads the caller's values when called
+    np.testing.assert_allclose(loaded(x)[0], -expected / 2.0, rtol=1e-12)
+    np.testing.assert_allclose(first(x)[1], x @ np.arange(3.0), rtol=1e-12)  # untouched
+
+
+def test_other_graphs_and_shared_types_are_other_functions(store):
+    folder, compiled = store
+    compile_anew(*graph()[:2])
+    compile_anew(*graph(scale=3.0)[:2])  # another constant
+    compile_anew(*graph(width=4)[:2])  # same types (vectors of any length): stored one reused
+    x = pt.vector("x")
+    m = pytensor.shared(np.ones((2, 2)), name="w")  # a matrix where a vector was
+    compile_anew([x], [(x[:2] @ m).sum()])
+    assert len(compiled) == 3 and len(list(folder.iterdir())) == 3
+
+
+def test_a_damaged_file_is_compiled_again_and_replaced(store):
+    folder, compiled = store
+    compile_anew(*graph()[:2])
+    (path,) = folder.iterdir()
+    path.write_bytes(b"not a pickle")
+    fn = compile_anew(*graph()[:2])
+    assert len(compiled) == 2 and path.read_bytes() != b"not a pickle"
+    np.testing.assert_allclose(fn(np.zeros(3))[1], 0.0)
+    compile_anew(*graph()[:2])
+    assert len(compiled) == 2
+
+
+def test_options_the_fingerprint_cannot_print_are_not_stored(store):
+    folder, compiled = store
+    compile_anew(*graph()[:2], mode=Mode(linker="py", optimizer="fast_compile"))
+    assert not folder.exists()
+    compile_anew(*graph()[:2], mode=python_mode())
+    compile_anew(*graph()[:2], mode=python_mode())
+    assert len(compiled) == 2 and len(list(folder.iterdir())) == 1
+
+
+def test_the_store_lives_in_pytensors_compile_directory():
+    assert function_store.store_folder() == (
+        Path(pytensor.config.compiledir) / function_store.STORE_FOLDER
+    )
