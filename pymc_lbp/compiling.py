@@ -219,8 +219,9 @@ def _stored_or_compiled(inputs: Sequence, outputs, kwargs: dict):
     compiled it), else compiled (collector paused) and stored."""
     from pymc_lbp import function_store
 
-    outs = list(outputs) if isinstance(outputs, list | tuple) else [outputs]
-    found = function_store.fingerprint(list(inputs), outs, kwargs)
+    single = not isinstance(outputs, list | tuple)  # returns the output, not a list of it
+    outs = [outputs] if single else list(outputs)
+    found = function_store.fingerprint(list(inputs), outs, {**kwargs, "single_output": single})
     if found is not None:
         fn = function_store.load(*found)
         if fn is not None:

@@ -19,6 +19,11 @@ their current values as the compiled one would. The store lives in PyTensor's
 ``config.compiledir`` (``pymc_lbp_functions/``), beside the C modules the functions link to, and
 goes with them.
 
+Files are zlib-compressed (a pickled function holds its graph and rewriting's leftovers: 0.1-5 MB,
+a fifteenth of that compressed), touched when loaded, and removed once unused for as long as
+PyTensor keeps an unused C module (``config.cmodule__age_thresh_use``, 24 days): checked once
+per process and folder, when a file is written.
+
 Not stored, compiled as before: graphs the fingerprint cannot stand for (an op known only by its
 name), compile options other than plain values and :func:`pymc_lbp.compiling.python_mode`, and
 functions that cannot be pickled. A file that cannot be loaded is replaced. Only the time
@@ -32,6 +37,8 @@ import logging
 import os
 import pickle
 import tempfile
+import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +48,15 @@ from pytensor.compile.sharedvalue import SharedVariable
 
 from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
 
-__all__ = ["STORE_FOLDER", "fingerprint", "load", "save", "store_folder", "write_atomically"]
+__all__ = [
+    "STORE_FOLDER",
+    "fingerprint",
+    "load",
+    "read",
+    "save",
+    "store_folder",
+    "write_atomically",
+]
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -78,6 +93,8 @@ def fingerprint(
     text = _options_text(options)
     if text is None:
         return None
+    text["input_names"] = repr([getattr(v, "name", None) for v in inputs])  # fn(name=value)
+    text["blas"] = repr(pytensor.config.blas__ldflags)  # BLAS ops are rewritten in where it links
     shared: list[SharedVariable] = []
     try:
         key = graph_fingerprint(
@@ -93,9 +110,8 @@ def load(key: str, shared: list[SharedVariable]):
     """The function stored under ``key``, over the caller's ``shared`` variables; None when none
     is stored or the file cannot be loaded."""
     path = store_folder() / key
-    try:
-        data = path.read_bytes()
-    except OSError:
+    data = read(path)
+    if data is None:
         return None
     try:
         fn, places = pickle.loads(data)
@@ -125,15 +141,46 @@ def save(key: str, fn, shared: list[SharedVariable]) -> None:
     write_atomically(store_folder() / key, data)
 
 
+def read(path: Path) -> bytes | None:
+    """The bytes :func:`write_atomically` wrote to ``path`` (the file touched: in use), or None
+    when there is no such file or it is damaged."""
+    try:
+        data = zlib.decompress(path.read_bytes())
+        os.utime(path)
+    except (OSError, zlib.error) as err:
+        if not isinstance(err, FileNotFoundError):
+            _log.debug("Ignoring the stored file %s: %s", path, err)
+        return None
+    return data
+
+
+_PRUNED: set[Path] = set()
+
+
+def _prune(folder: Path) -> None:
+    """Remove the files of ``folder`` unused for ``config.cmodule__age_thresh_use`` seconds (once
+    per process and folder)."""
+    if folder in _PRUNED:
+        return
+    _PRUNED.add(folder)
+    oldest = time.time() - float(pytensor.config.cmodule__age_thresh_use)
+    for path in folder.glob("*"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < oldest:
+                path.unlink()
+
+
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in its folder (processes share the
-    folder: a reader sees a whole file or none); an error is logged and the file left out."""
+    """Write ``data`` zlib-compressed to ``path`` through a temporary file in its folder
+    (processes share the folder: a reader sees a whole file or none); an error is logged and the
+    file left out. The folder's files unused for long are removed (:func:`_prune`)."""
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _prune(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.write(zlib.compress(data, 6))
         os.replace(tmp, path)
     except OSError as err:  # pragma: no cover - a read-only compile directory
         _log.debug("Could not write %s: %s", path, err)

@@ -91,6 +91,14 @@ def test_a_damaged_file_is_compiled_again_and_replaced(store):
     assert len(compiled) == 2
 
 
+def test_a_single_output_and_a_list_of_it_are_other_functions(store):
+    folder, compiled = store
+    inputs, outputs, _, _ = graph()
+    assert isinstance(compile_anew(inputs, [outputs[1]])(np.ones(3)), list)
+    assert not isinstance(compile_anew(inputs, outputs[1])(np.ones(3)), list)
+    assert len(compiled) == 2 and len(list(folder.iterdir())) == 2
+
+
 def test_options_the_fingerprint_cannot_print_are_not_stored(store):
     folder, compiled = store
     compile_anew(*graph()[:2], mode=Mode(linker="py", optimizer="fast_compile"))
@@ -104,3 +112,23 @@ def test_the_store_lives_in_pytensors_compile_directory():
     assert function_store.store_folder() == (
         Path(pytensor.config.compiledir) / function_store.STORE_FOLDER
     )
+
+
+def test_files_unused_for_pytensors_age_limit_are_removed(store, monkeypatch):
+    """Files are touched when loaded; one untouched for longer than PyTensor keeps an unused C
+    module is removed when a later process writes to the folder."""
+    import os
+    import time
+
+    folder, compiled = store
+    compile_anew(*graph()[:2])
+    (old,) = folder.iterdir()
+    limit = float(pytensor.config.cmodule__age_thresh_use)
+    long_ago = time.time() - limit - 60
+    os.utime(old, (long_ago, long_ago))
+    compile_anew(*graph()[:2])  # loaded: touched, kept
+    assert old.stat().st_mtime > long_ago + 60
+    os.utime(old, (long_ago, long_ago))
+    monkeypatch.setattr(function_store, "_PRUNED", set())  # a new process
+    compile_anew(*graph(scale=5.0)[:2])
+    assert not old.exists() and len(list(folder.iterdir())) == 1

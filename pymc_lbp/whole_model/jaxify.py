@@ -15,7 +15,9 @@ pickled into PyTensor's compile directory (``<compiledir>/pymc_lbp_jax_graphs/<f
 beside :mod:`pymc_lbp.compile_record`'s record), named by the strict fingerprint of the graph
 before rewriting (:func:`pymc_lbp.compile_record.graph_fingerprint`: ops with their properties,
 inner graphs, constants' bytes, input types, PyTensor's version and settings, PyMC's and JAX's
-versions), and a later process converts the stored graph instead of rewriting again. A graph the
+versions), and a later process converts the stored graph instead of rewriting again (files
+compressed and pruned as :mod:`pymc_lbp.function_store`'s, which keeps the compiled PyTensor
+functions of the steps the same way). A graph the
 fingerprint cannot stand for (an op known only by its name), one that cannot be pickled, or a
 stored file that cannot be read is rewritten as PyMC does, and nothing is stored or the file is
 replaced: only the time changes, never the function.
@@ -36,7 +38,7 @@ from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
 from pymc_lbp.compiling import _Uncacheable, graph_key
-from pymc_lbp.function_store import write_atomically
+from pymc_lbp.function_store import read, write_atomically
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -152,13 +154,14 @@ def _read(path: Path, n_inputs: int, n_outputs: int):
     this many inputs and outputs)."""
     from pytensor.graph.fg import FunctionGraph
 
+    data = read(path)
+    if data is None:
+        return None
     try:
-        inputs, outputs = pickle.loads(path.read_bytes())
+        inputs, outputs = pickle.loads(data)
         if len(inputs) != n_inputs or len(outputs) != n_outputs:
             raise ValueError("a stored graph of another signature")
         return FunctionGraph(inputs, outputs, clone=False)
-    except FileNotFoundError:
-        return None
     except Exception as err:  # a damaged or foreign file: rewrite again, replace it
         _log.debug("Ignoring the stored JAX graph %s: %s", path, err)
         return None
