@@ -17,6 +17,11 @@ generator updates) or that are compiled with ``updates``/``givens`` are not cach
 holds the functions, and through them their shared variables, until they are evicted or
 :func:`clear_compile_cache` is called; :func:`compile_cache_info` counts hits and misses.
 
+**The same graph compiled in an earlier process.** A graph this process has not compiled is
+looked up in :mod:`pymc_lbp.function_store` (functions pickled in PyTensor's compile directory
+under a strict fingerprint of their graph) and loaded there, over the caller's shared variables,
+without rewriting; a function compiled is stored.
+
 **Python's collector while rewriting.** Rewriting a graph allocates tens of thousands of
 short-lived objects (apply nodes, variables, their tags). With PyMC, pytensor and ArviZ imported,
 the interpreter already holds millions of objects, and every generation-2 collection that these

@@ -25,6 +25,7 @@ replaced: only the time changes, never the function.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import pickle
@@ -32,6 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
@@ -117,7 +119,31 @@ def jaxified_graph(inputs: Sequence, outputs: Sequence) -> Callable[..., list]:
     if fgraph is None:
         fgraph = _rewritten(FunctionGraph(inputs=list(inputs), outputs=graph, clone=True))
         _write(path, fgraph)
-    return jax_funcify(fgraph)
+    with _constants_put_on_device():
+        return jax_funcify(fgraph)
+
+
+@contextlib.contextmanager
+def _constants_put_on_device():
+    """PyTensor's JAX conversion makes each array constant a JAX array with ``jnp.array``, an
+    eager op that JAX compiles once per shape and dtype (24 XLA compilations of about 0.25 s each
+    for the hidden Markov model's graphs from an empty cache); ``jax.device_put`` makes the same
+    array with no compilation. Registered for the conversion only, then PyTensor's own again."""
+    import jax
+    from pytensor.link.jax.dispatch.basic import jax_typify
+
+    theirs = jax_typify.registry[np.ndarray]
+
+    def ours(data, dtype=None, **kwargs):
+        if len(data.shape) == 0:
+            return theirs(data, dtype=dtype, **kwargs)
+        return jax.device_put(np.asarray(data, dtype=dtype))
+
+    jax_typify.register(np.ndarray, ours)
+    try:
+        yield
+    finally:
+        jax_typify.register(np.ndarray, theirs)
 
 
 def _rewritten(fgraph):

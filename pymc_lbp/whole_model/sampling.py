@@ -95,6 +95,7 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
     ValueError
         For a variable two steps sample.
     """
+    from pymc_lbp.compiling import python_mode
     from pymc_lbp.registry import registered
     from pymc_lbp.step_methods.base import DiscreteStep
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
@@ -122,7 +123,9 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
     ]
     if discrete:
         cls = registered() or LocallyBalanced
-        steps.append(cls(discrete, model=model))
+        # the program runs the step's graphs, converted to JAX; what the step compiles itself only
+        # judges starts and measures its differences' choice there, a few calls: no C code
+        steps.append(cls(discrete, model=model, compile_kwargs={"mode": python_mode()}))
         for v in discrete:
             covered[v.name] = cls.__name__
     continuous = [i for i, name in enumerate(names) if name not in covered]
@@ -378,7 +381,8 @@ def sample(
     def run(key, values):
         return program.run_chain(key, values, tune, draws, bar.callback)
 
-    keys = jnp.stack([jax.random.PRNGKey(int(s)) for s in seeds])
+    # numpy between calls: each eager JAX op here would be an XLA compile of its own
+    keys = np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds])
     if chain_method == "parallel" and chains > jax.local_device_count():
         raise ValueError(
             f"pymc_lbp.sample: chain_method='parallel' runs one chain per device; {chains} "
@@ -386,12 +390,12 @@ def sample(
         )
     unbatched = chain_method == "sequential" or (chain_method == "vectorized" and chains == 1)
     if unbatched:
-        # one chain vectorised is one chain: tracing it without vmap's batching rules (which
-        # trace the scans' bodies again) builds the same draws faster
+        # one chain vectorised is one chain: traced without vmap's batching rules (which trace
+        # the scans' bodies again) it builds faster and draws what "sequential" draws
         fn = jax.jit(run).lower(keys[0], starts[0]).compile()
         args = [(keys[c], starts[c]) for c in range(chains)]
     else:
-        stacked = tuple(jnp.stack([s[i] for s in starts]) for i in range(len(starts[0])))
+        stacked = tuple(np.stack([s[i] for s in starts]) for i in range(len(starts[0])))
         batched = jax.pmap(run) if chain_method == "parallel" else jax.jit(jax.vmap(run))
         fn = batched.lower(keys, stacked).compile()
         args = [(keys, stacked)]
