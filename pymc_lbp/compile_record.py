@@ -27,7 +27,7 @@ import hashlib
 import inspect
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.op import Op
 from pytensor.graph.traversal import io_toposort
+from pytensor.graph.type import Type
 from pytensor.scalar.basic import ScalarOp
 
 from pymc_lbp.compiling import config_key
@@ -79,13 +80,37 @@ def _text(value: Any, strict: bool = False) -> str:
     if isinstance(value, dict):
         items = (f"{_text(k, strict)}:{_text(v, strict)}" for k, v in value.items())
         return f"dict({','.join(items)})"
+    if isinstance(value, Mapping):  # PyTensor's frozendict
+        items = (f"{_text(k, strict)}:{_text(v, strict)}" for k, v in value.items())
+        return f"{type(value).__name__}({','.join(items)})"
     if isinstance(value, type) or inspect.isfunction(value) or inspect.isbuiltin(value):
         return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', value)}"
     text = repr(value)
-    if strict and _ADDRESS.search(text) and hasattr(value, "__dict__"):
+    if not strict or isinstance(value, _EXACT_REPR):
+        return _ADDRESS.sub("", text)
+    if _ADDRESS.search(text) and hasattr(value, "__dict__"):
         # an object printed by its address: by its class and attributes
         return f"{type(value).__module__}.{type(value).__qualname__}{_text(vars(value), strict)}"
-    return _ADDRESS.sub("", text)
+    # a repr of its own may leave out what tells two objects apart (scipy's sparse matrices
+    # print their shape and count of entries only)
+    raise Unfingerprintable(f"a {type(value).__qualname__} in the graph prints as {text[:80]!r}")
+
+
+#: Values whose repr says all they are: numbers (numpy's scalars print every digit), strings,
+#: slices, PyTensor's types (dtype and static shape).
+_EXACT_REPR = (
+    str,
+    bytes,
+    bool,
+    int,
+    float,
+    complex,
+    type(None),
+    np.generic,
+    slice,
+    type(...),
+    Type,
+)
 
 
 def _array_text(data: np.ndarray, strict: bool = False) -> str:
@@ -111,10 +136,10 @@ def _op_text(op: Any, strict: bool) -> str:
     return f"{name}({','.join(_text(getattr(op, p), strict) for p in props)}){inner}"
 
 
-def _constant_text(c: Constant) -> str:
+def _constant_text(c: Constant, strict: bool) -> str:
     if c.data is None:
         return f"c[{c.type}:None]"
-    return f"c[{c.type}:{_text(np.asarray(c.data))}]"
+    return f"c[{c.type}:{_text(np.asarray(c.data), strict)}]"
 
 
 def _settings_text() -> str:
@@ -148,7 +173,7 @@ def graph_fingerprint(
         known = refs.get(v)
         if known is None:
             if isinstance(v, Constant):
-                known = _constant_text(v)
+                known = _constant_text(v, strict)
             elif isinstance(v, SharedVariable):
                 if shared is not None:
                     known = f"s{len(shared)}[{v.type}]"

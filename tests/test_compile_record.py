@@ -141,3 +141,28 @@ def test_strict_fingerprints_refuse_what_they_cannot_tell_apart(graph):
     graph_fingerprint([x], [Nameless()(x)])  # the record (timing only) takes it by name
     with pytest.raises(compile_record.Unfingerprintable, match="Nameless"):
         graph_fingerprint([x], [Nameless()(x)], strict=True)
+
+
+def test_strict_fingerprints_refuse_a_constant_that_prints_without_its_content():
+    """A value whose own repr leaves out what tells it apart (scipy's sparse matrices print their
+    shape and number of entries) makes a strict fingerprint raise; the record's takes it."""
+    import pytensor.tensor as pt
+    import scipy.sparse as sp
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.type import Type
+
+    class Opaque(Type):  # a type whose values are any objects
+        def filter(self, data, strict=False, allow_downcast=None):
+            return data
+
+        def __eq__(self, other):
+            return type(self) is type(other)
+
+        def __hash__(self):
+            return hash(type(self))
+
+    c = Constant(Opaque(), sp.csr_matrix([[0.0, 1.0]]))
+    x = pt.scalar("x")
+    graph_fingerprint([x], [c])
+    with pytest.raises(compile_record.Unfingerprintable, match="prints as"):
+        graph_fingerprint([x], [c], strict=True)

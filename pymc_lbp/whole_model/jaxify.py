@@ -108,17 +108,15 @@ def jaxified_graph(inputs: Sequence, outputs: Sequence) -> Callable[..., list]:
     graph = _shared_as_constants(list(outputs))
     versions = {"pymc": pymc.__version__, "jax": jax.__version__, "backend": "jax"}
     try:
-        fingerprint = graph_fingerprint(inputs, graph, versions, strict=True)
+        path = store_folder() / graph_fingerprint(inputs, graph, versions, strict=True)
     except Unfingerprintable as err:
         _log.debug("Rewriting for JAX without the store: %s", err)
-        return jax_funcify(
-            _rewritten(FunctionGraph(inputs=list(inputs), outputs=graph, clone=True))
-        )
-    path = store_folder() / fingerprint
-    fgraph = _read(path, len(inputs), len(graph))
+        path = None
+    fgraph = None if path is None else _read(path, len(inputs), len(graph))
     if fgraph is None:
         fgraph = _rewritten(FunctionGraph(inputs=list(inputs), outputs=graph, clone=True))
-        _write(path, fgraph)
+        if path is not None:
+            _write(path, fgraph)
     with _constants_put_on_device():
         return jax_funcify(fgraph)
 
