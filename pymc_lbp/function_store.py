@@ -114,15 +114,17 @@ def load(key: str, shared: list[SharedVariable]):
     if data is None:
         return None
     try:
-        fn, places = pickle.loads(data)
+        fn, places, unpack_single = pickle.loads(data)
         stored = [fn.maker.inputs[k].variable for k in places]
         if len(stored) != len(shared) or any(
             s.type != live.type for s, live in zip(stored, shared, strict=True)
         ):
             raise ValueError("stored for other shared variables")
-        if not shared:
-            return fn
-        return fn.copy(swap=dict(zip(stored, shared, strict=True)))
+        if shared:
+            fn = fn.copy(swap=dict(zip(stored, shared, strict=True)))
+        # PyTensor's pickle forgets that a function of one output (not a list) returns it alone
+        fn.unpack_single = fn.maker.unpack_single = unpack_single
+        return fn
     except Exception as err:  # a damaged or foreign file: compiled again and replaced
         _log.debug("Ignoring the stored function %s: %s", path, err)
         return None
@@ -134,7 +136,7 @@ def save(key: str, fn, shared: list[SharedVariable]) -> None:
     try:
         by_variable = {id(i.variable): k for k, i in enumerate(fn.maker.inputs)}
         places = [by_variable[id(s)] for s in shared]
-        data = pickle.dumps((fn, places), protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps((fn, places, fn.unpack_single), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as err:  # unpicklable ops, a shared variable the function does not read
         _log.debug("Not storing a compiled function: %s", err)
         return
