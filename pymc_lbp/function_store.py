@@ -66,9 +66,10 @@ STORE_FOLDER = "pymc_lbp_functions"
 _PLAIN = (str, bool, int, float, type(None))
 
 
-def store_folder() -> Path:
-    """:data:`STORE_FOLDER` in PyTensor's ``config.compiledir``."""
-    return Path(pytensor.config.compiledir) / STORE_FOLDER
+def store_folder(name: str = STORE_FOLDER) -> Path:
+    """The folder ``name`` (default :data:`STORE_FOLDER`) in PyTensor's ``config.compiledir``:
+    where this store and the JAX graphs' (:mod:`pymc_lbp.whole_model.jaxify`) keep their files."""
+    return Path(pytensor.config.compiledir) / name
 
 
 def _options_text(options: dict[str, Any]) -> dict[str, str] | None:

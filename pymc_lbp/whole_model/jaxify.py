@@ -34,10 +34,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
 
+from pymc_lbp import function_store
 from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
 from pymc_lbp.compiling import _Uncacheable, graph_key
 from pymc_lbp.function_store import read, write_atomically
@@ -92,7 +92,7 @@ def jax_function(
 
 def store_folder() -> Path:
     """The folder of rewritten graphs: :data:`STORE_FOLDER` in PyTensor's ``config.compiledir``."""
-    return Path(pytensor.config.compiledir) / STORE_FOLDER
+    return function_store.store_folder(STORE_FOLDER)
 
 
 def jaxified_graph(inputs: Sequence, outputs: Sequence) -> Callable[..., list]:
