@@ -98,16 +98,8 @@ class NeuralBlockCompiled:
         compiled on first use."""
         if self._chain_sweep is None:
             self._announce_compile("chain sweep")
-            colours = []
-            for colour in self.colours:
-                units = [self._units[u] for u in colour]
-                sites = np.stack([u.sites for u in units])
-                if units[0].kind == "exact":
-                    colours.append(ChainColour(sites, states=units[0].states))
-                else:
-                    colours.append(ChainColour(sites, *units[0].chain))
             self._chain_sweep = CompiledChainSweep(
-                colours,
+                self.chain_colours(),
                 self.layout.n_sites,
                 self.differences.rows_graph,
                 self.proposal.net if isinstance(self.proposal, NeuralProposal) else None,
@@ -115,12 +107,29 @@ class NeuralBlockCompiled:
             )
         return self._chain_sweep
 
+    def chain_colours(self) -> list[ChainColour]:
+        """The colour classes as the sweep's graph takes them (a step whose
+        :attr:`sweep_compilable`)."""
+        colours = []
+        for colour in self.colours:
+            units = [self._units[u] for u in colour]
+            sites = np.stack([u.sites for u in units])
+            if units[0].kind == "exact":
+                colours.append(ChainColour(sites, states=units[0].states))
+            else:
+                colours.append(ChainColour(sites, *units[0].chain))
+        return colours
+
+    def sweep_weights(self) -> list[np.ndarray]:
+        """The network arrays the sweep takes (:data:`~pymc_lbp.samplers.block.sweep_graph.
+        WEIGHT_NAMES`; placeholders for exact block updates only, which do not read them)."""
+        if isinstance(self.proposal, NeuralProposal):
+            return self.proposal.graph_inputs()
+        return [np.zeros((1,) * nd) for nd in (1, 2, 2, 1, 2, 1)]
+
     def _run_compiled_sweeps(self, x, logp, n_sweeps: int) -> tuple[np.ndarray, float, float, int]:
         sweep = self.chain_sweep
-        if isinstance(self.proposal, NeuralProposal):
-            weights = self.proposal.graph_inputs()
-        else:  # exact block updates only: the network inputs are unused
-            weights = [np.zeros((1,) * nd) for nd in (1, 2, 2, 1, 2, 1)]
+        weights = self.sweep_weights()
         total_accept, n_accepted = 0.0, 0
         for _ in range(n_sweeps):
             # the uniforms colour_update draws, in its order

@@ -158,6 +158,8 @@ class NeuralMixedBlock(ArrayStepShared):
         self._batch_fn = pm_compile([rows], batch, **kw)
         self._batch_fn.trust_input = True
         self._dtype = joined.dtype
+        # the graphs, for the compiled program's pair updates (flag_value_graph)
+        self._joined, self._logp_graph, self._rows, self._batch_graph = joined, logp, rows, batch
         self.tune = True
         super().__init__(vars, shared, rng=rng)
         start = np.concatenate(

@@ -20,8 +20,11 @@ with uniforms from ``key`` instead of the step's ``rng``:
   learned parameters carried per chain in ``state``, frozen after warmup;
 * NeuralBlock, BlockGibbs: ``steps_per_draw`` random-scan steps
   (:mod:`pymc_lbp.samplers.block.jax_scan`: exact blocks and uncovered sites from their exact
-  conditionals, motif blocks by the network's proposal and the MH rule); chain blocks and
-  elimination blocks are refused by name;
+  conditionals, motif blocks by the network's proposal and the MH rule), or, where ``pm.sample``
+  sweeps colour classes of chain blocks, the same sweeps; elimination blocks, and chain blocks
+  without colour classes, are refused by name;
+* NeuralMixedBlock: ``steps_per_draw`` pair updates (:mod:`pymc_lbp.samplers.block.jax_flag_value`),
+  its values NUTS's as well (:mod:`pymc_lbp.whole_model.neural_blocks`);
 * then, for the others, one move per integer site
   (:mod:`pymc_lbp.samplers.integer.jax_jumps`: informed jumps, full-conditional draws over small
   supports, conditionally independent sites all at once).
@@ -60,6 +63,7 @@ STAT_DTYPES = {
     "lsb_loss": np.float64,
     "learning_steps": np.int64,
     "block": np.int64,
+    "flags_on": np.int64,
 }
 """The discrete stats the program records (the steps' own names and dtypes,
 :mod:`pymc_lbp.step_methods.stats`)."""
@@ -99,12 +103,14 @@ class BlockDraw:
 
 def program_kind(step) -> str:
     """The JAX version that runs ``step`` in the program (``"single_site"``, ``"path"``,
-    ``"self_balancing"``); a :class:`NotInProgramError` naming the step otherwise (checked before
-    anything is compiled)."""
+    ``"self_balancing"``, ``"random_scan"``, ``"chain_sweep"``, ``"flag_value"``); a
+    :class:`NotInProgramError`
+    naming the step otherwise (checked before anything is compiled)."""
     from pymc_lbp.step_methods.block_gibbs import BlockGibbs
     from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
     from pymc_lbp.step_methods.neural_block import NeuralBlock
+    from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
     from pymc_lbp.step_methods.path_auxiliary import PathAuxiliaryLBP
     from pymc_lbp.step_methods.self_balancing import SelfBalancing
 
@@ -112,22 +118,27 @@ def program_kind(step) -> str:
     kinds[PathAuxiliaryLBP] = "path"
     kinds[SelfBalancing] = "self_balancing"
     kinds[NeuralBlock] = kinds[BlockGibbs] = "random_scan"
+    kinds[NeuralMixedBlock] = "flag_value"
     kind = kinds.get(type(step))
     name = type(step).__name__
     if kind is None:
         raise NotInProgramError(
             f"pymc_lbp.sample: {name} on {list(step.var_names)} cannot run in the compiled JAX "
             "program yet (in it now: LocallyBalanced, GibbsWithGradients, PathAuxiliaryLBP, "
-            "SelfBalancing, with their integer jumps and full-conditional draws, and NeuralBlock "
-            "and BlockGibbs on blocks the random scan updates). Sample this model with "
-            f"pm.sample(step=[{name}(...)]), or give pymc_lbp.sample one of those steps for "
-            "these variables."
+            "SelfBalancing, with their integer jumps and full-conditional draws, NeuralBlock "
+            "and BlockGibbs on blocks the random scan updates, NeuralBlock's sweeps over colour "
+            "classes of chain blocks, and NeuralMixedBlock). Sample "
+            f"this model with pm.sample(step=[{name}(...)]), or give pymc_lbp.sample one of "
+            "those steps for these variables."
         )
+    if kind == "random_scan" and _sweeps_colours(step):
+        return "chain_sweep"
     if kind == "random_scan" and not step.scan_compilable:
         which = (
             "elimination blocks (drawn by bucket elimination in numpy)"
             if any(u.kind == "eliminate" for u in step._units)
-            else "chain blocks (their parameters read from the model at each update)"
+            else "chain blocks without colour classes its sweeps could update (pm.sample "
+            "updates them by numpy random-scan steps)"
         )
         raise NotInProgramError(
             f"pymc_lbp.sample: {name} on {list(step.var_names)} has {which}, which cannot run "
@@ -136,6 +147,18 @@ def program_kind(step) -> str:
             "blocks='clusters')."
         )
     return kind
+
+
+def _sweeps_colours(step) -> bool:
+    """Whether ``pm.sample`` runs the step's draws as sweeps over colour classes of chain blocks
+    (:meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.run_steps`) and the sweep's graph
+    can run them."""
+    colours = getattr(step, "colours", None)
+    return (
+        colours is not None
+        and step.steps_per_draw % len(step._units) == 0
+        and step.sweep_compilable
+    )
 
 
 class _BlockVector:
@@ -166,12 +189,14 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
 
     Parameters
     ----------
-    step : LocallyBalanced, GibbsWithGradients or PathAuxiliaryLBP
+    step : DiscreteStep or NeuralMixedBlock
+        One of the steps :func:`program_kind` accepts.
     model : pymc.Model
     replacements : dict
         :func:`pymc_lbp.whole_model.jaxify.model_value_replacements` of every step.
     starts : list of ndarray
-        The chains' block vectors at their starts (the jumps' ``J`` is the largest they need).
+        The chains' block vectors at their starts (the jumps' ``J`` is the largest they need;
+        unused by the block samplers).
 
     Raises
     ------
@@ -183,12 +208,21 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
 
     from pymc_lbp.samplers.integer.jax_jumps import integer_moves_jax
     from pymc_lbp.samplers.single_site.graph import graph_balancing
+    from pymc_lbp.whole_model.neural_blocks import (
+        chain_sweep_block,
+        flag_value_block,
+        random_scan_block,
+    )
 
     kind = program_kind(step)
     to_jax = partial(jax_function, model=model, replacements=replacements)
+    if kind == "flag_value":
+        return flag_value_block(step, model, to_jax)
     vector = _BlockVector(step, model)
+    if kind == "chain_sweep":
+        return chain_sweep_block(step, model, vector, to_jax)
     if kind == "random_scan":
-        return _random_scan_block(step, model, vector, to_jax)
+        return random_scan_block(step, model, vector, to_jax)
     d = step.differences
     log_g = None if kind == "self_balancing" else graph_balancing(step.balancing, step.log_g)
     steps_run = _path_steps(step, d, log_g, to_jax) if kind == "path" else None
@@ -245,38 +279,6 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     else:
         init, freeze = tuple, lambda state: state
     return BlockDraw(step, draw, init, freeze, stat_names)
-
-
-def _random_scan_block(step, model, vector: _BlockVector, to_jax) -> BlockDraw:
-    """NeuralBlock / BlockGibbs: ``steps_per_draw`` random-scan steps per draw
-    (:mod:`pymc_lbp.samplers.block.jax_scan`), uniforms from the draw's key."""
-    import jax
-    import jax.numpy as jnp
-
-    from pymc_lbp.samplers.block.jax_scan import random_scan_jax
-
-    n_steps = int(step.steps_per_draw)
-    width = int(step.scan_width)
-    run = random_scan_jax(step, model, to_jax, n_steps)
-    stat_names = tuple(k for k in STAT_DTYPES if k in step.stats_dtypes_shapes)
-
-    def draw(key, values, state, tuning: bool):
-        x0 = vector.get(values)
-        noise = jax.random.uniform(key, (n_steps, width), dtype=jnp.float64)
-        res = run(noise, x0, values)
-        stats = {
-            "accept": res.sum_accept / n_steps,
-            "n_accepted": res.n_accepted.astype(jnp.int64),
-            "mh_steps": jnp.int64(n_steps),
-            "jump_distance": jnp.count_nonzero(res.x != x0).astype(jnp.int64),
-            "logp_evals": (1 + res.n_evaluated).astype(jnp.int64),
-            "grad_evals": jnp.int64(0),
-            "block": res.last_unit.astype(jnp.int64),
-        }
-        kept = {k: stats.get(k, jnp.zeros((), STAT_DTYPES[k])) for k in stat_names}
-        return vector.put(values, res.x), state, kept
-
-    return BlockDraw(step, draw, tuple, lambda state: state, stat_names)
 
 
 def _describe_learned(step, stats: dict) -> dict:

@@ -85,7 +85,8 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
     Steps the user built are kept with their options; discrete variables no step covers get the
     default sampler, one step over all of them, as :func:`pymc_lbp.register` makes
     ``pm.sample`` do (the registered class, else :class:`~pymc_lbp.LocallyBalanced`); every
-    continuous variable is NUTS's.
+    continuous variable is NUTS's, those a :class:`~pymc_lbp.NeuralMixedBlock` also moves
+    included.
 
     Raises
     ------
@@ -99,12 +100,13 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
     from pymc_lbp.registry import registered
     from pymc_lbp.step_methods.base import DiscreteStep
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+    from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
 
     steps = _steps_list(step)
     names = [v.name for v in model.value_vars]
     covered: dict[str, str] = {}
     for s in steps:
-        if not isinstance(s, DiscreteStep):
+        if not isinstance(s, DiscreteStep | NeuralMixedBlock):
             raise TypeError(
                 f"pymc_lbp.sample: step {type(s).__name__} is not a pymc_lbp discrete step. "
                 "Pass only pymc_lbp's discrete steps: the continuous variables are sampled by "
@@ -112,6 +114,8 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
                 "pm.sample)."
             )
         for v in s.vars:
+            if v.dtype not in pm.discrete_types:  # a NeuralMixedBlock's value: NUTS's too
+                continue
             if v.name in covered:
                 raise ValueError(
                     f"pymc_lbp.sample: variable {v.name!r} is sampled by two steps "
@@ -207,8 +211,8 @@ def _starts(model, chains, initvals, seeds, continuous, logp_fn, steps) -> list[
             if np.isfinite(logp):
                 break
         for s in steps:
-            x = s._state_vector(point)
-            s._check_values(x, f"the start point of chain {c}")
+            if hasattr(s, "_check_values"):  # NeuralMixedBlock: the model logp's check
+                s._check_values(s._state_vector(point), f"the start point of chain {c}")
         if not np.isfinite(logp):
             raise pm.exceptions.SamplingError(
                 f"pymc_lbp.sample: the start point of chain {c} has model log-probability "
@@ -231,7 +235,7 @@ def _recheck_at_starts(model, steps, starts: list[tuple]) -> None:
     """
     for s in steps:
         for c, values in enumerate(starts):
-            if s._recheck is None:  # exact already, or not chosen by "auto"
+            if getattr(s, "_recheck", None) is None:  # exact already, or not chosen by "auto"
                 break
             point = _point(model, values)
             for name, shared in s.shared.items():
@@ -268,7 +272,8 @@ def sample(
     draws, tune, chains : int
         Draws kept per chain, warmup draws per chain, chains.
     step : step or list of steps, optional
-        pymc_lbp discrete steps built on the model (their options are kept). Discrete
+        pymc_lbp discrete steps built on the model (their options are kept), and
+        :class:`~pymc_lbp.NeuralMixedBlock` (whose values NUTS samples as well). Discrete
         variables without one get the default sampler (:func:`pymc_lbp.register`'s class,
         else :class:`~pymc_lbp.LocallyBalanced`); continuous ones are NUTS's.
     model : pymc.Model, optional
@@ -358,7 +363,14 @@ def sample(
     starts = _starts(model, chains, initvals, seeds, continuous, jax.jit(logp_fn), steps)
     _recheck_at_starts(model, steps, starts)
     blocks = [
-        block_draw(s, model, replacements, [s._state_vector(_point(model, v)) for v in starts])
+        block_draw(
+            s,
+            model,
+            replacements,
+            [s._state_vector(_point(model, v)) for v in starts]
+            if hasattr(s, "_state_vector")
+            else [],
+        )
         for s in steps
     ]
     logp_and_gradient = None

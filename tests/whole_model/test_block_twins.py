@@ -292,3 +292,121 @@ def test_random_scan_matches_the_numpy_reference(case):
     assert changed == 3
     if case == "neural_lattice":
         assert 0 < won < n_steps  # proposals both accepted and rejected
+
+
+class _ScriptedRng:
+    """An ``rng`` for NeuralMixedBlock.pair_update that returns given draws: per update the
+    component's and the flag's uniforms, the standard normal, the accept's uniform."""
+
+    def __init__(self, noise):
+        self._uniforms = iter(noise[:, [0, 1, 3]].ravel())
+        self._normals = iter(noise[:, 2])
+
+    def random(self):
+        return float(next(self._uniforms))
+
+    def standard_normal(self):
+        return float(next(self._normals))
+
+
+def test_neural_mixed_block_pair_updates_match_the_numpy_reference():
+    """NeuralMixedBlock (an untrained network, so proposals are both accepted and rejected) on
+    two (flag, value) pairs beside a noise scale read from the chain's values: the JAX pair
+    updates make NeuralMixedBlock.pair_update's moves in the same order from the same draws."""
+    from functools import partial
+
+    from pymc_lbp import NeuralProposal
+    from pymc_lbp.samplers.block.jax_flag_value import pair_updates_jax
+    from pymc_lbp.samplers.block.motifs.flag_value import flag_value_motif
+    from pymc_lbp.whole_model.jaxify import jax_function
+
+    _require_jax()  # float64
+    with pm.Model() as model:
+        b = pm.Bernoulli("b", 0.4, shape=2)
+        v = pm.Normal("v", 0.0, 2.0, shape=2)
+        sigma = pm.HalfNormal("sigma", 1.0)
+        pm.Normal("y", b[0] * v[0] + b[1] * v[1], sigma, observed=[1.3, 0.7, 1.9])
+        proposal = NeuralProposal.create(flag_value_motif(32), n_components=3, hidden=16, seed=5)
+        step = pymc_lbp.NeuralMixedBlock([b, v], proposal=proposal)
+    point = model.initial_point()
+    point["sigma_log__"] = np.array(np.log(0.8))
+    values = tuple(jnp.asarray(point[x.name]) for x in model.value_vars)
+    for name, shared in step.shared.items():  # the numpy reference reads sigma here
+        shared.set_value(point[name])
+    to_jax = partial(
+        jax_function, model=model, replacements=model_value_replacements(model, [step])
+    )
+    run = jax.jit(pair_updates_jax(step, to_jax))
+    rng = np.random.default_rng(4)
+    q = np.array([0.0, 1.0, 0.5, -1.0])
+    n_steps, won_total, changed = 30, 0, 0
+    for _ in range(3):
+        order = rng.integers(0, 2, n_steps)
+        noise = np.column_stack(
+            [rng.random((n_steps, 2)), rng.normal(size=n_steps), rng.random(n_steps)]
+        )
+        res = run(jnp.asarray(order), jnp.asarray(noise), jnp.asarray(q), values)
+        step.rng = _ScriptedRng(noise)
+        ref, logp, acc, won = q.copy(), float(step._logp_fn(q)), 0.0, 0
+        for k in order:
+            ref, logp, prob, accepted = step.pair_update(ref, logp, int(k))
+            acc, won = acc + prob, won + int(accepted)
+        np.testing.assert_allclose(np.asarray(res.q), ref, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(float(res.sum_accept), acc, rtol=1e-9)
+        assert int(res.n_accepted) == won
+        won_total += won
+        changed += int(np.any(ref != q))
+        q = ref
+    assert changed == 3 and 0 < won_total < 3 * n_steps
+
+
+def test_chain_sweeps_match_the_numpy_colour_updates():
+    """NeuralBlock's default chain blocks on an HMM whose transition matrix is a Dirichlet
+    variable read from the chain's values: the JAX sweeps over the colour classes make
+    NeuralBlock.colour_update's moves from the same uniforms (state, acceptances, evaluations),
+    two sweeps per call."""
+    from functools import partial
+
+    from pymc_lbp.samplers.block.jax_scan import chain_sweeps_jax
+    from pymc_lbp.whole_model.jaxify import jax_function
+
+    _require_jax()
+    with pm.Model() as model:
+        p = pm.Dirichlet("p", np.ones(3), shape=(3, 3))
+        s = pm.Categorical("s", np.ones(3) / 3, shape=12)
+        pm.Potential("chain", pm.math.sum(pm.math.log(p[s[:-1], s[1:]])))
+        pm.Normal("y", s * 1.5, 1.0, observed=np.linspace(-1, 3, 12))
+        step = pymc_lbp.NeuralBlock([s], compiled=False)
+    assert step.colours is not None and step.sweep_compilable
+    point = model.initial_point()
+    point["p_simplex__"] = np.log([[6.0, 2.0], [1.0, 3.0], [0.5, 0.2]]) - 1.0
+    values = tuple(jnp.asarray(point[x.name]) for x in model.value_vars)
+    for name, shared in step.shared.items():  # the numpy reference reads p here
+        shared.set_value(point[name])
+    to_jax = partial(
+        jax_function, model=model, replacements=model_value_replacements(model, [step])
+    )
+    run = jax.jit(chain_sweeps_jax(step, to_jax))
+    colours = step.chain_colours()
+    x = np.zeros(12, dtype=np.int64)
+    moved = 0
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        per_sweep = [
+            [rng.random((c.sites.shape[0], c.uniform_width)) for c in colours] for _ in range(2)
+        ]
+        uniforms = [jnp.asarray(np.stack([u[c] for u in per_sweep])) for c in range(len(colours))]
+        res = run(uniforms, jnp.asarray(x), values)
+        step.set_rng(np.random.default_rng(seed))
+        ref, logp, acc, won = x.copy(), step.differences.logp(x), 0.0, 0
+        step._draw_evals = 0
+        for _ in range(2):
+            for colour in step.colours:
+                ref, logp, a, w = step.colour_update(colour, ref, logp)
+                acc, won = acc + a, won + w
+        np.testing.assert_array_equal(np.asarray(res.x), ref)
+        np.testing.assert_allclose(float(res.sum_accept), acc, rtol=1e-10)
+        assert (int(res.n_accepted), int(res.n_evaluated)) == (won, 1 + step._draw_evals)
+        moved += int(np.any(ref != x))
+        x = ref
+    assert moved == 3

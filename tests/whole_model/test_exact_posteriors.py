@@ -183,3 +183,80 @@ def test_coupled_binary_chain_with_a_continuous_field(cls):
     for i in range(6):
         _check(idata, "z", p_z[i], np.sqrt(p_z[i] * (1 - p_z[i])), (i,))
     _check(idata, "h", e_h, np.sqrt(e_h2 - e_h**2))
+
+
+def test_neural_mixed_block_pairs_with_nuts_on_their_values():
+    """Two (flag, value) pairs, b_k ~ Bernoulli(0.4), v_k ~ N(0, 2^2), y_i ~ N(b_1 v_1 + b_2 v_2,
+    1): NeuralMixedBlock's pair updates in the program, NUTS on v as well. Given b the values
+    are Gaussian (precision I / 4 + n b b^T), so the four configurations' marginal likelihoods
+    and the values' moments are closed form."""
+    y = np.array([1.3, 0.7, 1.9])
+    p_on, prior_sd = 0.4, 2.0
+    configs = np.array(list(itertools.product((0, 1), repeat=2)))
+    logw, means, second = [], [], []
+    for c in configs:
+        cov_y = np.eye(y.size) + prior_sd**2 * c.sum()
+        logw.append(
+            np.sum(np.where(c == 1, np.log(p_on), np.log(1 - p_on)))
+            + stats.multivariate_normal(np.zeros(y.size), cov_y).logpdf(y)
+        )
+        cov = np.linalg.inv(np.eye(2) / prior_sd**2 + y.size * np.outer(c, c))
+        mean = cov @ (c * y.sum())
+        means.append(mean)
+        second.append(np.diag(cov) + mean**2)
+    w = np.exp(np.array(logw) - logsumexp(logw))
+    p_b, e_v, e_v2 = w @ configs, w @ np.array(means), w @ np.array(second)
+    with pm.Model() as model:
+        b = pm.Bernoulli("b", p_on, shape=2)
+        v = pm.Normal("v", 0.0, prior_sd, shape=2)
+        pm.Normal("y", b[0] * v[0] + b[1] * v[1], 1.0, observed=y)
+        step = pymc_lbp.NeuralMixedBlock([b, v])
+    idata = pymc_lbp.sample(
+        DRAWS, tune=TUNE, chains=4, model=model, step=[step], random_seed=15, progressbar=False
+    )
+    for k in (0, 1):
+        _check(idata, "b", p_b[k], np.sqrt(p_b[k] * (1 - p_b[k])), (k,))
+        _check(idata, "v", e_v[k], np.sqrt(e_v2[k] - e_v[k] ** 2), (k,))
+    stats_ = idata.sample_stats
+    assert 0.3 < float(stats_["accept"].mean()) <= 1  # the shipped proposal's pair updates
+    assert int(stats_["flags_on"].max()) == 2 and int(stats_["flags_on"].min()) == 0
+    assert float(stats_["step_size"].mean()) > 0  # NUTS ran beside it
+
+
+def test_neural_block_chain_sweeps_with_a_continuous_shift():
+    """An HMM of 8 binary states (fixed sticky transitions) whose emissions share a continuous
+    shift c ~ N(0, 1): y_t ~ N(mu[z_t] + c, 1). NeuralBlock's default chain blocks swept by
+    colour classes in the program, NUTS on c. Integrating c, y | z ~ N(mu_z, I + 1 1^T), so the
+    256 state paths are enumerated exactly, and c | z, y is Gaussian."""
+    T = 8
+    trans = np.array([[0.8, 0.2], [0.3, 0.7]])
+    mu = np.array([0.0, 2.0])
+    y = np.array([-0.3, 0.4, 2.1, 2.6, 1.7, 0.2, -0.5, 2.2])
+    paths = np.array(list(itertools.product((0, 1), repeat=T)))
+    cov = np.eye(T) + np.ones((T, T))
+    logw = np.array(
+        [
+            np.log(0.5)
+            + np.log(trans[z[:-1], z[1:]]).sum()
+            + stats.multivariate_normal(mu[z], cov).logpdf(y)
+            for z in paths
+        ]
+    )
+    w = np.exp(logw - logsumexp(logw))
+    c_mean = (y[None, :] - mu[paths]).sum(1) / (T + 1)
+    p_z, e_c = w @ paths, w @ c_mean
+    e_c2 = w @ (1 / (T + 1) + c_mean**2)
+    with pm.Model() as model:
+        z = pm.Categorical("z", np.ones(2) / 2, shape=T)
+        c = pm.Normal("c", 0.0, 1.0)
+        pm.Potential("transitions", pm.math.log(pm.math.constant(trans)[z[:-1], z[1:]]).sum())
+        pm.Normal("y", pm.math.constant(mu)[z] + c, 1.0, observed=y)
+        step = pymc_lbp.NeuralBlock([z])
+    assert step.colours is not None and not step.scan_compilable  # swept by colour classes
+    idata = pymc_lbp.sample(
+        DRAWS, tune=TUNE, chains=4, model=model, step=[step], random_seed=16, progressbar=False
+    )
+    for t in range(T):
+        _check(idata, "z", p_z[t], np.sqrt(p_z[t] * (1 - p_z[t])), (t,))
+    _check(idata, "c", e_c, np.sqrt(e_c2 - e_c**2))
+    assert 0.3 < float(idata.sample_stats["accept"].mean()) <= 1

@@ -157,8 +157,9 @@ def test_clear_errors(vectorized):
 
 
 def test_blocks_the_random_scan_cannot_update_are_named():
-    """BlockGibbs' elimination blocks (a read_uai model) and NeuralBlock's chain blocks (an
-    HMM's states) are refused by name before anything is compiled."""
+    """BlockGibbs' elimination blocks (a read_uai model) and NeuralBlock's chain blocks updated
+    by random-scan steps (an HMM's states, ``steps_per_draw`` not a whole number of sweeps) are
+    refused by name before anything is compiled."""
     from pymc_lbp.models.uai import UAINetwork, read_uai
 
     network = UAINetwork(
@@ -174,9 +175,10 @@ def test_blocks_the_random_scan_cannot_update_are_named():
         s = pm.Categorical("s", p[0], shape=12)
         pm.Potential("chain", pm.math.sum(pm.math.log(p[s[:-1], s[1:]])))
         pm.Normal("y", s, 1.0, observed=np.linspace(0, 1, 12))
-        chain = pymc_lbp.NeuralBlock([s])
+        swept = pymc_lbp.NeuralBlock([s])
+        chain = pymc_lbp.NeuralBlock([s], steps_per_draw=len(swept.units) + 1)
     assert chain.colours is not None and not chain.scan_compilable
-    with pytest.raises(NotInProgramError, match=r"NeuralBlock .* chain blocks"):
+    with pytest.raises(NotInProgramError, match=r"NeuralBlock .* chain blocks without colour"):
         run(hmm, step=[chain])
 
 

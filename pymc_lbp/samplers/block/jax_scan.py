@@ -10,11 +10,16 @@ steps from a ``(steps, width)`` matrix of uniforms: each picks a unit uniformly 
 proposal and the MH rule). The entries of ``z`` outside the step (other discrete variables that
 a motif block conditions on, fixed values) are read from the chain's values at every draw.
 
+Chain blocks (parameters read from the model at each update) run as ``pm.sample`` runs them:
+sweeps over their colour classes (:func:`chain_sweeps_jax`, the graph of
+:func:`~pymc_lbp.samplers.block.sweep_graph.chain_sweep_graph`, whose numpy reference is
+:meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.colour_update`), one sweep per call.
+
 Not here (the program refuses them by name, :func:`pymc_lbp.whole_model.discrete_blocks.
-program_kind`): chain blocks, whose parameters are read from the model at each update and which
-``pm.sample`` runs as colour-class sweeps, and BlockGibbs' elimination blocks, drawn by bucket
-elimination in numpy. The program runs random-scan steps where ``pm.sample`` may sweep colour
-classes: another kernel with the same target.
+program_kind`): chain blocks without colour classes, which ``pm.sample`` updates by numpy
+random-scan steps, and BlockGibbs' elimination blocks, drawn by bucket elimination in numpy.
+Where ``pm.sample`` would sweep colour classes that the sweep's graph cannot run but the
+random scan can, the program runs random-scan steps: another kernel with the same target.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import NamedTuple
 
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import random_scan_graph
+from pymc_lbp.samplers.block.sweep_graph import chain_sweep_graph
 
 
 class ScanRun(NamedTuple):
@@ -79,4 +85,52 @@ def random_scan_jax(step, model, to_jax: Callable, n_steps: int) -> Callable:
     return run
 
 
-__all__ = ["ScanRun", "random_scan_jax"]
+class SweepRun(NamedTuple):
+    """A sweep over the colour classes: the new state and what the step's stats are made of."""
+
+    x: object
+    sum_accept: object
+    n_accepted: object
+    n_evaluated: object
+
+
+def chain_sweeps_jax(step, to_jax: Callable) -> Callable:
+    """``run(uniforms, x, values) -> SweepRun`` for a NeuralBlock ``step`` with colour classes
+    the sweep graph runs (``step.sweep_compilable``): sweeps over every class in order, in one
+    ``lax.scan``; ``uniforms`` one ``(sweeps, blocks, width)`` array per class (sweep ``i``'s
+    rows are what :meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.colour_update` draws
+    for that class, in its order). ``n_evaluated`` counts the logp at the start too.
+
+    Parameters
+    ----------
+    step : NeuralBlock
+    to_jax : callable
+        ``(inputs, outputs) -> f(*inputs, *values)``
+        (:func:`pymc_lbp.whole_model.jaxify.jax_function` bound to the model).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    d = step.differences
+    net = step.proposal.net if isinstance(step.proposal, NeuralProposal) else None
+    colours = step.chain_colours()
+    inputs, outputs = chain_sweep_graph(colours, step.layout.n_sites, d.rows_graph, net)
+    sweep = to_jax(inputs, outputs)
+    logp_at = to_jax([d._x], [d._logp_graph])
+    weights = [jnp.asarray(a, dtype=jnp.float64) for a in step.sweep_weights()]
+
+    def run(uniforms, x, values) -> SweepRun:
+        def one(carry, us):
+            x, logp, acc, won, evals = carry
+            x, logp, a, w, e = sweep(x, logp, *us, *weights, *values)
+            return (x, logp, acc + a, won + w, evals + e), None
+
+        logp = jnp.asarray(logp_at(x, *values)[0], jnp.float64)
+        start = (x, logp, jnp.float64(0.0), jnp.int64(0), jnp.int64(1))
+        (x, _, acc, won, evals), _ = jax.lax.scan(one, start, tuple(uniforms))
+        return SweepRun(x, acc, won, evals)
+
+    return run
+
+
+__all__ = ["ScanRun", "SweepRun", "chain_sweeps_jax", "random_scan_jax"]

@@ -6,7 +6,9 @@ forward pass: :meth:`~MixtureDensityGraph.log_mixture_graph` (the training loss 
 :mod:`pymc_lbp.samplers.block.mdn_training`),
 :meth:`~MixtureDensityGraph.mixture_graph_from_preactivation` (used by the compiled sweep and
 random scan, :mod:`pymc_lbp.samplers.block.sweep_graph`,
-:mod:`pymc_lbp.samplers.block.random_scan_graph`), the one-hot encoding and
+:mod:`pymc_lbp.samplers.block.random_scan_graph`), with the continuous entries' Gaussians
+:meth:`~MixtureDensityGraph.full_mixture_graph_from_preactivation` (NeuralMixedBlock's pair
+update, :mod:`pymc_lbp.samplers.block.flag_value_graph`), the one-hot encoding and
 :meth:`~MixtureDensityGraph.compile_log_prob` (for checks).
 """
 
@@ -63,6 +65,21 @@ class MixtureDensityGraph:
         log_w, log_tables = self._tables_graph(self._outputs_graph(a0, layers))
         return log_w, pt.switch(self._valid, log_tables, -np.inf)
 
+    def _gaussians_graph(self, out):
+        """``(means, sds)``, each ``(n, K, n_continuous)``, from the outputs (graph)."""
+        K, C, start = self.n_components, self.n_continuous, self._n_table_outputs
+        n = dim(out, 0)
+        means = out[:, start : start + K * C].reshape((n, K, C))
+        sds = self.sd_floor + pt.softplus(out[:, start + K * C :].reshape((n, K, C)))
+        return means, sds
+
+    def full_mixture_graph_from_preactivation(self, a0, layers: dict):
+        """:meth:`full_mixture_from_preactivation` as a graph: ``(log_w, log_tables, means,
+        sds)`` from one forward pass (a network with continuous entries)."""
+        out = self._outputs_graph(a0, layers)
+        log_w, log_tables = self._tables_graph(out)
+        return log_w, pt.switch(self._valid, log_tables, -np.inf), *self._gaussians_graph(out)
+
     def log_mixture_graph(self, params: dict, u, onehot_y, v=None):
         """Mixture log-likelihood as a pytensor graph.
 
@@ -83,12 +100,9 @@ class MixtureDensityGraph:
         """
         out = self._outputs_graph(pt.dot(u, params["W0"]) + params["b0"], params)
         log_w, log_tables = self._tables_graph(out)
-        K = self.n_components
         picked = pt.sum(log_tables * onehot_y[:, None, :, :], axis=(-1, -2))  # (n, K)
         if self.n_continuous:
-            C, start = self.n_continuous, self._n_table_outputs
-            means = out[:, start : start + K * C].reshape((u.shape[0], K, C))
-            sds = self.sd_floor + pt.softplus(out[:, start + K * C :].reshape((u.shape[0], K, C)))
+            means, sds = self._gaussians_graph(out)
             z = (v[:, None, :] - means) / sds
             picked = picked + pt.sum(-0.5 * z**2 - pt.log(sds) - 0.5 * np.log(2 * np.pi), axis=-1)
         return pt.logsumexp(log_w + picked, axis=-1)

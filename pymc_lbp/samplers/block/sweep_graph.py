@@ -209,8 +209,43 @@ def colour_update_graph(
     return x_new, logp_new, pt.sum(prob), pt.sum(pt.cast(won, "int64")), evals
 
 
+def chain_sweep_graph(colours: list[ChainColour], n_sites: int, logp_rows, net):
+    """One sweep over the colour classes (module docs) as a graph.
+
+    Returns
+    -------
+    inputs : list
+        ``x`` (int64, ``n_sites``), ``logp`` (float64), one uniform matrix per class (``(blocks,
+        ChainColour.uniform_width)``), then the network arrays of :data:`WEIGHT_NAMES`.
+    outputs : list
+        ``x``, its logp, the sum of acceptance probabilities, the accepted blocks and the model
+        evaluations.
+    """
+    x = pt.tensor("x", dtype="int64", shape=(n_sites,))
+    logp = pt.scalar("logp", dtype="float64")
+    us = [
+        pt.matrix(f"u{c}", dtype="float64", shape=(col.sites.shape[0], col.uniform_width))
+        for c, col in enumerate(colours)
+    ]
+    weights = {name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
+               for name, nd in zip(WEIGHT_NAMES, (1, 2, 2, 1, 2, 1), strict=True)}  # fmt: skip
+    total_acc = pt.constant(0.0, dtype="float64")
+    total_won = pt.constant(0, dtype="int64")
+    total_evals = pt.constant(0, dtype="int64")
+    cur_x, cur_logp = x, logp
+    for col, u in zip(colours, us, strict=True):
+        cur_x, cur_logp, acc, won, evals = colour_update_graph(
+            cur_x, cur_logp, u, col, logp_rows, weights, net
+        )
+        total_acc, total_won = total_acc + acc, total_won + won
+        total_evals = total_evals + evals
+    inputs = [x, logp, *us, *weights.values()]
+    return inputs, [cur_x, cur_logp, total_acc, total_won, total_evals]
+
+
 class CompiledChainSweep:
-    """A sweep over colour classes of chain blocks in one compiled call.
+    """A sweep over colour classes of chain blocks in one compiled call
+    (:func:`chain_sweep_graph`).
 
     Called as ``(x, logp, uniforms, weights)``: ``uniforms`` one array per class, shape
     ``(blocks, ChainColour.uniform_width)`` (what :meth:`NeuralBlock.colour_update` takes),
@@ -221,30 +256,10 @@ class CompiledChainSweep:
     def __init__(
         self, colours: list[ChainColour], n_sites: int, logp_rows, net, compile_kwargs=None
     ):
-        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-        logp = pt.scalar("logp", dtype="float64")
         self.colours = colours
-        us = [
-            pt.matrix(f"u{c}", dtype="float64", shape=(col.sites.shape[0], col.uniform_width))
-            for c, col in enumerate(colours)
-        ]
-        weights = {name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
-                   for name, nd in zip(WEIGHT_NAMES, (1, 2, 2, 1, 2, 1), strict=True)}  # fmt: skip
-        total_acc = pt.constant(0.0, dtype="float64")
-        total_won = pt.constant(0, dtype="int64")
-        total_evals = pt.constant(0, dtype="int64")
-        cur_x, cur_logp = x, logp
-        for col, u in zip(colours, us, strict=True):
-            cur_x, cur_logp, acc, won, evals = colour_update_graph(
-                cur_x, cur_logp, u, col, logp_rows, weights, net
-            )
-            total_acc, total_won = total_acc + acc, total_won + won
-            total_evals = total_evals + evals
+        inputs, outputs = chain_sweep_graph(colours, n_sites, logp_rows, net)
         self._fn = pm_compile(
-            [x, logp, *us, *weights.values()],
-            [cur_x, cur_logp, total_acc, total_won, total_evals],
-            on_unused_input="ignore",
-            **dict(compile_kwargs or {}),
+            inputs, outputs, on_unused_input="ignore", **dict(compile_kwargs or {})
         )
         self._fn.trust_input = True
 
