@@ -228,6 +228,7 @@ def test_gmm_active_components_quick(tmp_path):
     assert set(rows) == set(module.SAMPLERS)
     assert all(np.isfinite(r["mean_loglik"]) and r["draws_per_second"] > 0 for r in rows.values())
     assert 0 < rows["neural-mixed"]["accept"] <= 1
+    assert 0 < rows["neural-mixed-compiled"]["accept"] <= 1  # pymc_lbp.sample's pair updates
     assert (tmp_path / "gmm_active_components_quick.png").stat().st_size > 0
 
 

@@ -104,8 +104,8 @@ class BlockDraw:
 def program_kind(step) -> str:
     """The JAX version that runs ``step`` in the program (``"single_site"``, ``"path"``,
     ``"self_balancing"``, ``"random_scan"``, ``"chain_sweep"``, ``"flag_value"``); a
-    :class:`NotInProgramError`
-    naming the step otherwise (checked before anything is compiled)."""
+    :class:`NotInProgramError` naming the step otherwise (checked before anything is
+    compiled)."""
     from pymc_lbp.step_methods.block_gibbs import BlockGibbs
     from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
@@ -127,9 +127,9 @@ def program_kind(step) -> str:
             "program yet (in it now: LocallyBalanced, GibbsWithGradients, PathAuxiliaryLBP, "
             "SelfBalancing, with their integer jumps and full-conditional draws, NeuralBlock "
             "and BlockGibbs on blocks the random scan updates, NeuralBlock's sweeps over colour "
-            "classes of chain blocks, and NeuralMixedBlock). Sample "
-            f"this model with pm.sample(step=[{name}(...)]), or give pymc_lbp.sample one of "
-            "those steps for these variables."
+            "classes of chain blocks, and NeuralMixedBlock). Sample this model with "
+            f"pm.sample(step=[{name}(...)]), or give pymc_lbp.sample one of those steps for "
+            "these variables."
         )
     if kind == "random_scan" and _sweeps_colours(step):
         return "chain_sweep"
