@@ -19,6 +19,23 @@ from __future__ import annotations
 from pymc_lbp.whole_model.discrete_blocks import STAT_DTYPES, BlockDraw
 
 
+def _block_stats(res, x0, n_steps: int, evals, block, stat_names: tuple) -> dict:
+    """A NeuralBlock / BlockGibbs draw's stats (the step's names) from its run ``res`` (``x``,
+    ``sum_accept``, ``n_accepted``), ``evals`` model evaluations, ``block`` the last unit."""
+    import jax.numpy as jnp
+
+    stats = {
+        "accept": res.sum_accept / n_steps,
+        "n_accepted": jnp.asarray(res.n_accepted).astype(jnp.int64),
+        "mh_steps": jnp.int64(n_steps),
+        "jump_distance": jnp.count_nonzero(res.x != x0).astype(jnp.int64),
+        "logp_evals": jnp.asarray(evals).astype(jnp.int64),
+        "grad_evals": jnp.int64(0),
+        "block": jnp.asarray(block).astype(jnp.int64),
+    }
+    return {k: stats.get(k, jnp.zeros((), STAT_DTYPES[k])) for k in stat_names}
+
+
 def random_scan_block(step, model, vector, to_jax) -> BlockDraw:
     """NeuralBlock / BlockGibbs: ``steps_per_draw`` random-scan steps per draw
     (:mod:`pymc_lbp.samplers.block.jax_scan`), uniforms from the draw's key."""
@@ -36,17 +53,8 @@ def random_scan_block(step, model, vector, to_jax) -> BlockDraw:
         x0 = vector.get(values)
         noise = jax.random.uniform(key, (n_steps, width), dtype=jnp.float64)
         res = run(noise, x0, values)
-        stats = {
-            "accept": res.sum_accept / n_steps,
-            "n_accepted": res.n_accepted.astype(jnp.int64),
-            "mh_steps": jnp.int64(n_steps),
-            "jump_distance": jnp.count_nonzero(res.x != x0).astype(jnp.int64),
-            "logp_evals": (1 + res.n_evaluated).astype(jnp.int64),
-            "grad_evals": jnp.int64(0),
-            "block": res.last_unit.astype(jnp.int64),
-        }
-        kept = {k: stats.get(k, jnp.zeros((), STAT_DTYPES[k])) for k in stat_names}
-        return vector.put(values, res.x), state, kept
+        stats = _block_stats(res, x0, n_steps, 1 + res.n_evaluated, res.last_unit, stat_names)
+        return vector.put(values, res.x), state, stats
 
     return BlockDraw(step, draw, tuple, lambda state: state, stat_names)
 
@@ -75,17 +83,8 @@ def chain_sweep_block(step, model, vector, to_jax) -> BlockDraw:
             for k, shape in zip(keys, shapes, strict=True)
         ]
         res = run(uniforms, x0, values)
-        stats = {
-            "accept": res.sum_accept / n_steps,
-            "n_accepted": res.n_accepted.astype(jnp.int64),
-            "mh_steps": jnp.int64(n_steps),
-            "jump_distance": jnp.count_nonzero(res.x != x0).astype(jnp.int64),
-            "logp_evals": res.n_evaluated.astype(jnp.int64),
-            "grad_evals": jnp.int64(0),
-            "block": jnp.int64(last),
-        }
-        kept = {k: stats.get(k, jnp.zeros((), STAT_DTYPES[k])) for k in stat_names}
-        return vector.put(values, res.x), state, kept
+        stats = _block_stats(res, x0, n_steps, res.n_evaluated, last, stat_names)
+        return vector.put(values, res.x), state, stats
 
     return BlockDraw(step, draw, tuple, lambda state: state, stat_names)
 

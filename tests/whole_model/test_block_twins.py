@@ -294,6 +294,20 @@ def test_random_scan_matches_the_numpy_reference(case):
         assert 0 < won < n_steps  # proposals both accepted and rejected
 
 
+def _at_point(model, step, point) -> tuple:
+    """The chain's values at ``point`` for a JAX version, the same values in the step's shared
+    variables for its numpy reference, and ``to_jax`` bound to the model."""
+    from functools import partial
+
+    from pymc_lbp.whole_model.jaxify import jax_function
+
+    values = tuple(jnp.asarray(point[x.name]) for x in model.value_vars)
+    for name, shared in step.shared.items():
+        shared.set_value(point[name])
+    replacements = model_value_replacements(model, [step])
+    return values, partial(jax_function, model=model, replacements=replacements)
+
+
 class _ScriptedRng:
     """An ``rng`` for NeuralMixedBlock.pair_update that returns given draws: per update the
     component's and the flag's uniforms, the standard normal, the accept's uniform."""
@@ -313,12 +327,9 @@ def test_neural_mixed_block_pair_updates_match_the_numpy_reference():
     """NeuralMixedBlock (an untrained network, so proposals are both accepted and rejected) on
     two (flag, value) pairs beside a noise scale read from the chain's values: the JAX pair
     updates make NeuralMixedBlock.pair_update's moves in the same order from the same draws."""
-    from functools import partial
-
     from pymc_lbp import NeuralProposal
     from pymc_lbp.samplers.block.jax_flag_value import pair_updates_jax
     from pymc_lbp.samplers.block.motifs.flag_value import flag_value_motif
-    from pymc_lbp.whole_model.jaxify import jax_function
 
     _require_jax()  # float64
     with pm.Model() as model:
@@ -330,12 +341,7 @@ def test_neural_mixed_block_pair_updates_match_the_numpy_reference():
         step = pymc_lbp.NeuralMixedBlock([b, v], proposal=proposal)
     point = model.initial_point()
     point["sigma_log__"] = np.array(np.log(0.8))
-    values = tuple(jnp.asarray(point[x.name]) for x in model.value_vars)
-    for name, shared in step.shared.items():  # the numpy reference reads sigma here
-        shared.set_value(point[name])
-    to_jax = partial(
-        jax_function, model=model, replacements=model_value_replacements(model, [step])
-    )
+    values, to_jax = _at_point(model, step, point)  # the numpy reference reads sigma
     run = jax.jit(pair_updates_jax(step, to_jax))
     rng = np.random.default_rng(4)
     q = np.array([0.0, 1.0, 0.5, -1.0])
@@ -365,10 +371,7 @@ def test_chain_sweeps_match_the_numpy_colour_updates():
     variable read from the chain's values: the JAX sweeps over the colour classes make
     NeuralBlock.colour_update's moves from the same uniforms (state, acceptances, evaluations),
     two sweeps per call."""
-    from functools import partial
-
     from pymc_lbp.samplers.block.jax_scan import chain_sweeps_jax
-    from pymc_lbp.whole_model.jaxify import jax_function
 
     _require_jax()
     with pm.Model() as model:
@@ -380,12 +383,7 @@ def test_chain_sweeps_match_the_numpy_colour_updates():
     assert step.colours is not None and step.sweep_compilable
     point = model.initial_point()
     point["p_simplex__"] = np.log([[6.0, 2.0], [1.0, 3.0], [0.5, 0.2]]) - 1.0
-    values = tuple(jnp.asarray(point[x.name]) for x in model.value_vars)
-    for name, shared in step.shared.items():  # the numpy reference reads p here
-        shared.set_value(point[name])
-    to_jax = partial(
-        jax_function, model=model, replacements=model_value_replacements(model, [step])
-    )
+    values, to_jax = _at_point(model, step, point)  # the numpy reference reads p
     run = jax.jit(chain_sweeps_jax(step, to_jax))
     colours = step.chain_colours()
     x = np.zeros(12, dtype=np.int64)
