@@ -9,6 +9,10 @@ sweep_graph
     NeuralBlock's sweep over colour classes of chain blocks as one compiled graph.
 random_scan_graph
     NeuralBlock's random scan (motif blocks, exact blocks, single sites) as one ``scan``.
+flag_value_graph
+    NeuralMixedBlock's pair update as a graph (its numpy reference: ``pair_update``).
+jax_scan, jax_flag_value
+    The random scan, the chain sweep and the pair updates in JAX, for ``pymc_lbp.sample``.
 mdn, neural_proposal
     The mixture density network and the proposal files (``library/`` holds the shipped ones).
     ``mdn`` is put together from ``mdn_functions`` (its module-level functions and constants),
@@ -19,5 +23,6 @@ motifs
 Tests holding the twins together: ``tests/samplers/block/test_neural_block.py``,
 ``tests/samplers/block/test_neural_block_scan.py`` (compiled random scan == numpy ``scan_step``),
 ``tests/samplers/block/test_chain_motifs.py`` (compiled sweep == numpy colour updates; enumerated
-chain-block kernel), ``tests/samplers/block/test_neural_mixed_block.py``.
+chain-block kernel), ``tests/samplers/block/test_neural_mixed_block.py``; the JAX versions against
+the numpy references: ``tests/whole_model/test_block_twins.py``.
 """
