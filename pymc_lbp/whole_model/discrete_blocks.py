@@ -155,9 +155,7 @@ def _sweeps_colours(step) -> bool:
     can run them."""
     colours = getattr(step, "colours", None)
     return (
-        colours is not None
-        and step.steps_per_draw % len(step._units) == 0
-        and step.sweep_compilable
+        colours is not None and step.steps_per_draw % len(step.units) == 0 and step.sweep_compilable
     )
 
 

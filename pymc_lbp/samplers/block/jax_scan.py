@@ -13,7 +13,8 @@ a motif block conditions on, fixed values) are read from the chain's values at e
 Chain blocks (parameters read from the model at each update) run as ``pm.sample`` runs them:
 sweeps over their colour classes (:func:`chain_sweeps_jax`, the graph of
 :func:`~pymc_lbp.samplers.block.sweep_graph.chain_sweep_graph`, whose numpy reference is
-:meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.colour_update`), one sweep per call.
+:meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.colour_update`), a draw's sweeps in one
+``lax.scan``.
 
 Not here (the program refuses them by name, :func:`pymc_lbp.whole_model.discrete_blocks.
 program_kind`): chain blocks without colour classes, which ``pm.sample`` updates by numpy
