@@ -79,9 +79,21 @@ class Program:
     max_treedepth: int = 10
     float_dtype: str = "float64"
 
-    def run_chain(self, key, values: tuple, tune: int, draws: int, progress=None) -> ChainResult:
+    def run_chain(
+        self, key, values: tuple, tune: int, draws: int, progress=None, *, chains: int | None = None
+    ) -> ChainResult:
         """Warmup then draws from ``values`` (a chain's start); JAX-traceable in ``key`` and
-        ``values`` (``tune``, ``draws`` static)."""
+        ``values`` (``tune``, ``draws`` static).
+
+        With ``chains`` given, ``key`` and every array of ``values`` have a leading axis of that
+        many chains, and so do the results (chain, draw, ...): the scans run over draws, and each
+        draw's per-chain pieces (the discrete draws and NUTS transition, the adaptation's
+        update) are ``jax.vmap``-ed inside them. Chain ``i`` computes what it computes alone.
+        Batching the draw rather than the whole chain traces it once per phase: ``vmap`` of a
+        ``scan`` traces the scan's body again until the batched parts of its carry settle (the
+        blocks' states start unbatched), which took 3-4 s more than one chain's trace on the
+        hidden Markov model.
+        """
         import jax
         import jax.numpy as jnp
         from blackjax.mcmc import hmc, nuts
@@ -91,6 +103,21 @@ class Program:
         cont = self.continuous
         kernel = nuts.build_kernel()
         adapt_init, adapt_update, adapt_final = warmup(self.target_accept)
+        if chains is None:
+
+            def per_chain(f, in_axes=0):
+                return f
+
+            def draws_first(a):
+                return a
+
+        else:
+
+            def per_chain(f, in_axes=0):  # axis_size: a block without state (empty tuples)
+                return jax.vmap(f, in_axes=in_axes, axis_size=chains)
+
+            def draws_first(a):  # a scan's stacked outputs: (draw, chain, ...) -> (chain, draw)
+                return jnp.swapaxes(a, 0, 1)
 
         def merged(values, position):
             out = list(values)
@@ -151,13 +178,20 @@ class Program:
                     step_size=jnp.asarray(step_size, jnp.float64),
                 )
                 lp = state.logdensity
+                acceptance_rate = info.acceptance_rate
             else:
-                info = None
+                acceptance_rate = None
                 lp = self.logp(*values)
             stats["lp"] = jnp.asarray(lp, jnp.float64)
-            return values, tuple(new_states), stats, info
+            return values, tuple(new_states), stats, acceptance_rate
 
-        transition = jax.jit(transition, static_argnums=5)  # traced once per phase
+        # traced once per phase
+        warm_transition = jax.jit(
+            per_chain(lambda k, v, s, ss, imm: transition(k, v, s, ss, imm, True))
+        )
+        draw_transition = jax.jit(
+            per_chain(lambda k, v, s, ss, imm: transition(k, v, s, ss, imm, False))
+        )
 
         every = max(1, (tune + draws) // 50)
 
@@ -170,8 +204,12 @@ class Program:
                 lambda: None,
             )
 
+        def split_keys(key, n):  # (n, [chains,] key): the scan's xs, a chain's keys as alone
+            return draws_first(per_chain(lambda k: jax.random.split(k, n))(key))
+
         if cont:
-            adapt_state = adapt_init([values[i] for i in cont], 1.0)
+            adapt_state = per_chain(lambda *p: adapt_init(list(p), 1.0))(*[values[i] for i in cont])
+            update = per_chain(adapt_update, in_axes=(0, None, 0, 0))
         else:
             adapt_state = None
 
@@ -183,33 +221,38 @@ class Program:
                 imm = adapt_state.inverse_mass_matrix
             else:
                 step_size = imm = None
-            values, states, stats, info = transition(key, values, states, step_size, imm, True)
+            values, states, stats, acceptance_rate = warm_transition(
+                key, values, states, step_size, imm
+            )
             if cont:
-                adapt_state = adapt_update(
-                    adapt_state,
-                    stage,
-                    [values[j] for j in cont],
-                    info.acceptance_rate,
-                )
+                adapt_state = update(adapt_state, stage, [values[j] for j in cont], acceptance_rate)
             tick(i, 0)
             return (values, states, adapt_state), (values, stats)
 
-        k_warm, k_draw = jax.random.split(key)
+        halves = per_chain(jax.random.split)(key)
+        k_warm, k_draw = halves[..., 0, :], halves[..., 1, :]
         states = tuple(block.init() for block in self.blocks)
+        if chains is not None:  # the same start state in every chain
+            states = jax.tree_util.tree_map(
+                lambda a: jnp.broadcast_to(a, (chains, *jnp.shape(a))), states
+            )
         if tune:
             stages = jnp.asarray(schedule(tune))
             (values, states, adapt_state), (w_values, w_stats) = jax.lax.scan(
                 warm,
                 (values, states, adapt_state),
-                (jax.random.split(k_warm, tune), stages, jnp.arange(tune)),
+                (split_keys(k_warm, tune), stages, jnp.arange(tune)),
             )
+            w_values, w_stats = jax.tree_util.tree_map(draws_first, (w_values, w_stats))
         else:
             w_values, w_stats = None, None
         # tuning ends: the blocks freeze what they adapted (pm.sample's stop_tuning)
-        states = tuple(block.freeze(s) for block, s in zip(self.blocks, states, strict=True))
+        states = tuple(
+            per_chain(block.freeze)(s) for block, s in zip(self.blocks, states, strict=True)
+        )
         if cont:
             if tune:
-                step_size, imm = adapt_final(adapt_state)
+                step_size, imm = per_chain(adapt_final)(adapt_state)
             else:
                 step_size, imm = adapt_state.step_size, adapt_state.inverse_mass_matrix
         else:
@@ -218,11 +261,12 @@ class Program:
         def sample(carry, xs):
             values, states = carry
             key, i = xs
-            values, states, stats, _ = transition(key, values, states, step_size, imm, False)
+            values, states, stats, _ = draw_transition(key, values, states, step_size, imm)
             tick(i, 1)
             return (values, states), (values, stats)
 
         _, (d_values, d_stats) = jax.lax.scan(
-            sample, (values, states), (jax.random.split(k_draw, draws), jnp.arange(draws))
+            sample, (values, states), (split_keys(k_draw, draws), jnp.arange(draws))
         )
+        d_values, d_stats = jax.tree_util.tree_map(draws_first, (d_values, d_stats))
         return ChainResult(w_values, w_stats, d_values, d_stats)

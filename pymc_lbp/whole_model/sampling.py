@@ -4,11 +4,13 @@
 Python NUTS costs; ``pm.sample(nuts_sampler="numpyro" | "blackjax")`` refuses discrete variables.
 :func:`sample` compiles one program per model (:mod:`pymc_lbp.whole_model.program`): the discrete
 steps' transitions (:mod:`pymc_lbp.whole_model.discrete_blocks`) and BlackJAX's NUTS on PyMC's
-JAX conversion of the model, warmup and draws in ``jax.lax.scan``, chains by ``jax.vmap``.
+JAX conversion of the model, warmup and draws in ``jax.lax.scan``, chains by ``jax.vmap`` of
+each draw inside the scans.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -96,7 +98,6 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
     ValueError
         For a variable two steps sample.
     """
-    from pymc_lbp.compiling import python_mode
     from pymc_lbp.registry import registered
     from pymc_lbp.step_methods.base import DiscreteStep
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
@@ -127,9 +128,11 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
     ]
     if discrete:
         cls = registered() or LocallyBalanced
-        # the program runs the step's graphs, converted to JAX; what the step compiles itself only
-        # judges starts and measures its differences' choice there, a few calls: no C code
-        steps.append(cls(discrete, model=model, compile_kwargs={"mode": python_mode()}))
+        # the program runs the step's graphs, converted to JAX; what the step compiles itself
+        # judges starts and measures its differences' choice there (about 180 calls a start):
+        # PyTensor's JAX backend, no C code (python_mode's op-by-op calls took 1.5 s a start on
+        # the hidden Markov model, JAX's 0.1 s; XLA's programs stay in JAX's persistent cache)
+        steps.append(cls(discrete, model=model, compile_kwargs={"mode": "JAX"}))
         for v in discrete:
             covered[v.name] = cls.__name__
     continuous = [i for i, name in enumerate(names) if name not in covered]
@@ -280,8 +283,9 @@ def sample(
     random_seed : int, optional
         The same seed gives the same draws; chain ``i``'s draws do not depend on ``chains``.
     chain_method : {"vectorized", "sequential", "parallel"}
-        ``jax.vmap`` over chains in one compiled call; one chain after another (same compiled
-        function); ``jax.pmap`` over the devices (at most one chain per device).
+        ``jax.vmap`` over chains (of each draw, inside the scans) in one compiled call; one
+        chain after another (same compiled function); ``jax.pmap`` over the devices (at most
+        one chain per device).
     progressbar : bool
     compute_convergence_checks : bool
         ArviZ's R-hat and ESS checks, logged as ``pm.sample`` logs them.
@@ -390,8 +394,8 @@ def sample(
     )
     bar = ProgressBar(tune, draws, chains, chain_method, enabled=progressbar)
 
-    def run(key, values):
-        return program.run_chain(key, values, tune, draws, bar.callback)
+    def run(key, values, chains=None):
+        return program.run_chain(key, values, tune, draws, bar.callback, chains=chains)
 
     # numpy between calls: each eager JAX op here would be an XLA compile of its own
     keys = np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds])
@@ -403,12 +407,15 @@ def sample(
     unbatched = chain_method == "sequential" or (chain_method == "vectorized" and chains == 1)
     if unbatched:
         # one chain vectorised is one chain: traced without vmap's batching rules (which trace
-        # the scans' bodies again) it builds faster and draws what "sequential" draws
+        # a draw again) it builds faster and draws what "sequential" draws
         fn = jax.jit(run).lower(keys[0], starts[0]).compile()
         args = [(keys[c], starts[c]) for c in range(chains)]
     else:
         stacked = tuple(np.stack([s[i] for s in starts]) for i in range(len(starts[0])))
-        batched = jax.pmap(run) if chain_method == "parallel" else jax.jit(jax.vmap(run))
+        if chain_method == "parallel":
+            batched = jax.pmap(run)
+        else:  # the chains batched inside the scans (Program.run_chain)
+            batched = jax.jit(functools.partial(run, chains=chains))
         fn = batched.lower(keys, stacked).compile()
         args = [(keys, stacked)]
     t_built = time.perf_counter()
