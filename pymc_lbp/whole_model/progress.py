@@ -1,8 +1,8 @@
 """The progress bar of :func:`pymc_lbp.sample`, fed from inside the compiled scans.
 
 The scans call :meth:`ProgressBar.callback` through ``jax.debug.callback`` every fiftieth of
-the run, with the iteration's index only (not batched under
-``jax.vmap``, so vectorised chains report once per iteration, not once per chain).
+the run, with the iteration's index only, outside the chains' ``jax.vmap`` (vectorised chains
+report once per iteration, not once per chain).
 """
 
 from __future__ import annotations
