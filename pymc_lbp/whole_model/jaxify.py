@@ -71,19 +71,28 @@ def jax_function(
     inputs: Sequence, outputs: Sequence, model, replacements: dict
 ) -> Callable[..., list]:
     """``f(*inputs, *values) -> list of outputs`` as a JAX function, ``values`` the model's value
-    variables in ``model.value_vars`` order."""
+    variables in ``model.value_vars`` order.
+
+    The function is ``jax.jit``-wrapped (the program calls it inside its own ``jit``, where XLA
+    inlines it): JAX keeps its traced form per input shapes and its batched form per batching,
+    so the warmup's and the draws' transitions, and ``vmap``'s passes over a loop body, trace
+    and batch each of our graphs once (tracing the hidden Markov model's program for 4 chains:
+    3.7 s -> 2.5 s).
+    """
+    import jax
+
     outs = clone_replace(list(outputs), replace=replacements)
     all_inputs = [*inputs, *model.value_vars]
     keep: list = []
     try:
         key = graph_key(all_inputs, outs, {"backend": "jax"}, keep)
     except (_Uncacheable, TypeError):
-        return jaxified_graph(all_inputs, outs)
+        return jax.jit(jaxified_graph(all_inputs, outs))
     entry = _CACHE.get(key)
     if entry is not None:
         _CACHE.move_to_end(key)
         return entry[0]
-    fn = jaxified_graph(all_inputs, outs)
+    fn = jax.jit(jaxified_graph(all_inputs, outs))
     _CACHE[key] = (fn, keep)  # keep: what the key compares by identity stays alive
     while len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)
