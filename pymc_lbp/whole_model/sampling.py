@@ -131,7 +131,7 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
         # the program runs the step's graphs, converted to JAX; what the step compiles itself
         # judges starts and measures its differences' choice there (about 180 calls a start):
         # PyTensor's JAX backend, no C code (python_mode's op-by-op calls took 1.5 s a start on
-        # the hidden Markov model, JAX's 0.1 s; XLA's programs stay in JAX's persistent cache)
+        # the hidden Markov model, JAX's 0.05 s; XLA's programs stay in JAX's persistent cache)
         steps.append(cls(discrete, model=model, compile_kwargs={"mode": "JAX"}))
         for v in discrete:
             covered[v.name] = cls.__name__
