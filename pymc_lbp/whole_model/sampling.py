@@ -20,6 +20,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 
+from pymc_lbp.step_methods.base import DiscreteStep
 from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw, program_kind
 from pymc_lbp.whole_model.jaxify import jax_function, model_value_replacements
 from pymc_lbp.whole_model.program import Program
@@ -99,7 +100,6 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
         For a variable two steps sample.
     """
     from pymc_lbp.registry import registered
-    from pymc_lbp.step_methods.base import DiscreteStep
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
     from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
 
@@ -214,7 +214,8 @@ def _starts(model, chains, initvals, seeds, continuous, logp_fn, steps) -> list[
             if np.isfinite(logp):
                 break
         for s in steps:
-            if hasattr(s, "_check_values"):  # NeuralMixedBlock: the model logp's check
+            # every site holds one of its values (a NeuralMixedBlock's flags: the logp's check)
+            if isinstance(s, DiscreteStep):
                 s._check_values(s._state_vector(point), f"the start point of chain {c}")
         if not np.isfinite(logp):
             raise pm.exceptions.SamplingError(
@@ -238,7 +239,8 @@ def _recheck_at_starts(model, steps, starts: list[tuple]) -> None:
     """
     for s in steps:
         for c, values in enumerate(starts):
-            if getattr(s, "_recheck", None) is None:  # exact already, or not chosen by "auto"
+            # exact already, not chosen by "auto", or a NeuralMixedBlock (no differences)
+            if not isinstance(s, DiscreteStep) or s._recheck is None:
                 break
             point = _point(model, values)
             for name, shared in s.shared.items():
@@ -372,7 +374,7 @@ def sample(
             model,
             replacements,
             [s._state_vector(_point(model, v)) for v in starts]
-            if hasattr(s, "_state_vector")
+            if isinstance(s, DiscreteStep)
             else [],
         )
         for s in steps
