@@ -103,9 +103,9 @@ def log_likelihood(active: np.ndarray, mu: np.ndarray, wt: np.ndarray, data: np.
 
 def make_steps(name: str, model: pm.Model):
     with model:
-        if name in ("neural-mixed", "neural-mixed-compiled"):
-            if name == "neural-mixed-compiled":  # NUTS is the program's, on every continuous one
-                return [NeuralMixedBlock([model["active"], model["mu"]])]
+        if name == "neural-mixed-compiled":  # NUTS is the program's, on every continuous one
+            return [NeuralMixedBlock([model["active"], model["mu"]])]
+        if name == "neural-mixed":
             return [
                 NeuralMixedBlock([model["active"], model["mu"]]),
                 pm.NUTS([model["mu"], model["wt"]]),
