@@ -33,6 +33,7 @@ changes, never the function.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import pickle
@@ -45,6 +46,7 @@ from typing import Any
 import pymc
 import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.utils import Scratchpad
 
 from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
 
@@ -137,11 +139,37 @@ def save(key: str, fn, shared: list[SharedVariable]) -> None:
     try:
         by_variable = {id(i.variable): k for k, i in enumerate(fn.maker.inputs)}
         places = [by_variable[id(s)] for s in shared]
-        data = pickle.dumps((fn, places, fn.unpack_single), protocol=pickle.HIGHEST_PROTOCOL)
+        data = _dumps((fn, places, fn.unpack_single))
     except Exception as err:  # unpicklable ops, a shared variable the function does not read
         _log.debug("Not storing a compiled function: %s", err)
         return
     write_atomically(store_folder() / key, data)
+
+
+def _scratchpad(cls: type, state: dict) -> Scratchpad:
+    pad = cls.__new__(cls)
+    pad.__dict__.update(state)
+    return pad
+
+
+class _FunctionPickler(pickle.Pickler):
+    """PyTensor's pickling of a function, less what its nodes cache for their Python ``perform``:
+    a ``Blockwise`` op without C code keeps a closure in its node's tag (``tag.gufunc``), which
+    no pickle can hold; loading a function links it again, and linking remakes the closure
+    (``Blockwise.prepare_node``). Without this, every function with such a node (the integer
+    jumps' and SelfBalancing's batched graphs) was rewritten anew in every process."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, Scratchpad) and "gufunc" in obj.__dict__:
+            state = {k: v for k, v in obj.__dict__.items() if k != "gufunc"}
+            return _scratchpad, (type(obj), state)
+        return NotImplemented
+
+
+def _dumps(obj) -> bytes:
+    buffer = io.BytesIO()
+    _FunctionPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buffer.getvalue()
 
 
 def read(path: Path) -> bytes | None:

@@ -104,6 +104,28 @@ def test_a_single_output_and_a_list_of_it_are_other_functions(store):
     assert len(compiled) == 3 and len(list(folder.iterdir())) == 3
 
 
+def test_a_function_with_a_blockwise_op_without_c_code_is_stored(store):
+    """A ``Blockwise`` op that runs its Python ``perform`` keeps a closure in its node's tag once
+    called; the store leaves it out (loading links the function again and remakes it). Before,
+    no such function could be pickled, and every process rewrote the integer jumps' and
+    SelfBalancing's batched graphs again."""
+    from pytensor.graph.replace import vectorize_graph
+    from pytensor.tensor.blockwise import Blockwise
+
+    folder, compiled = store
+    values = []
+    for _ in range(2):  # compiled, then loaded
+        x, i = pt.vector("x"), pt.scalar("i", dtype="int64")
+        X, index = pt.matrix("X"), pt.vector("index", dtype="int64")
+        rows = vectorize_graph(x[i], replace={x: X, i: index})
+        fn = compile_anew([X, index], rows)
+        assert any(isinstance(n.op, Blockwise) for n in fn.maker.fgraph.apply_nodes)
+        for _ in range(2):  # the first call made the closure
+            values.append(fn(np.arange(6.0).reshape(2, 3), np.array([1, 2])).tolist())
+    assert values == [[1.0, 5.0]] * 4
+    assert len(compiled) == 1 and len(list(folder.iterdir())) == 1
+
+
 def test_options_the_fingerprint_cannot_print_are_not_stored(store):
     folder, compiled = store
     compile_anew(*graph()[:2], mode=Mode(linker="py", optimizer="fast_compile"))
