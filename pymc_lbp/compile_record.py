@@ -19,6 +19,13 @@ flags, and the compile options). A graph recorded but whose modules PyTensor has
 (unused for weeks) compiles as it would have without the record; a graph never recorded whose
 modules happen to be there (compiled by another graph) is treated as new. Either way only the
 time changes, never a draw.
+
+The rule the steps follow (:func:`compiling_pays`, ski rental): a graph compiled there before
+is compiled once :data:`COMPILE_AFTER_SECONDS_WARM` of work without it has passed, a graph never
+compiled there once runs have spent :data:`COMPILE_AFTER_SECONDS_COLD` without it, summed over
+runs. The integer jumps do without theirs in numpy
+(:mod:`pymc_lbp.samplers.integer.numpy_jumps`); :class:`CompiledWhenItPays` does without a
+function's C code by running its graph op by op in Python.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ import hashlib
 import inspect
 import logging
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,13 +48,17 @@ from pytensor.graph.traversal import io_toposort
 from pytensor.graph.type import Type
 from pytensor.scalar.basic import ScalarOp
 
-from pymc_lbp.compiling import config_key
+from pymc_lbp.compiling import config_key, pm_compile, python_mode
 
 __all__ = [
+    "COMPILE_AFTER_SECONDS_COLD",
+    "COMPILE_AFTER_SECONDS_WARM",
     "RECORD_FOLDER",
+    "CompiledWhenItPays",
     "Unfingerprintable",
     "add_numpy_seconds",
     "compiled_before",
+    "compiling_pays",
     "graph_fingerprint",
     "note_compiled",
     "numpy_seconds",
@@ -241,3 +253,100 @@ def note_compiled(fingerprint: str) -> None:
         path.touch()
     except OSError as err:  # pragma: no cover - a read-only compile directory
         _log.debug("Could not record a compiled graph in %s: %s", path.parent, err)
+
+
+COMPILE_AFTER_SECONDS_WARM = 0.5
+"""Seconds of work without a graph its compile directory compiled before (a warm compile of
+0.3-1.2 s on the gallery models) before a step compiles it: a switch point or a population size
+compiles nothing in a short run, a block of 100 counts after some 50 draws."""
+
+COMPILE_AFTER_SECONDS_COLD = 20.0
+"""Seconds of work without a graph its compile directory never compiled, summed over runs (the
+record's ``numpy_seconds``), before a step compiles it: about what that compile costs (a
+ski-rental rule; with an empty compile directory 3-20 s on the gallery models on one 2-core
+machine, up to 60 s on one three times slower). A long run, or a series of short ones, so pays
+at most about twice what compiling at once would have cost, and a first run of a few hundred
+draws compiles nothing of its own."""
+
+
+def compiling_pays(seconds: float, seconds_before: float, compiled: bool) -> bool:
+    """Whether a graph should be compiled now, after ``seconds`` of work without it in this run
+    and ``seconds_before`` in earlier runs (``compiled``: the record has it)."""
+    if compiled:
+        return seconds >= COMPILE_AFTER_SECONDS_WARM
+    return seconds_before + seconds >= COMPILE_AFTER_SECONDS_COLD
+
+
+class CompiledWhenItPays:
+    """``pm_compile(inputs, outputs, **kwargs)`` as a function, its C code compiled once that
+    pays (:func:`compiling_pays`).
+
+    Until then the graph runs op by op in Python (:func:`pymc_lbp.compiling.python_mode`: no C
+    module, a few milliseconds a call), and the seconds those calls take are added to the
+    record. A graph the record has (its C modules are there, the compiled function most likely
+    in :mod:`pymc_lbp.function_store`) is compiled at its first call. Compile options that name
+    a mode (``"NUMBA"``, ``"JAX"``) compile in it at once. The values are the graph's either way
+    (the Python and C implementations of an op may differ in the last bits).
+
+    Parameters
+    ----------
+    inputs, outputs, kwargs
+        What :func:`pymc_lbp.compiling.pm_compile` is given; the function is called with the
+        inputs' values in order and trusts them (``trust_input``).
+    """
+
+    def __init__(self, inputs: Sequence[Variable], outputs, kwargs: dict):
+        self._graph = (list(inputs), outputs, dict(kwargs))
+        self._compiled = None
+        self._python = None
+        self._fingerprint: str | None = None
+        self._seen: tuple[bool, float] | None = None  # (compiled before, seconds before)
+        self.seconds = 0.0  # spent in the Python calls in this process
+        self._recorded = 0.0
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the C function is in use."""
+        return self._compiled is not None
+
+    def _record(self) -> tuple[str, bool, float]:
+        if self._seen is None:
+            inputs, outputs, kwargs = self._graph
+            outs = outputs if isinstance(outputs, list | tuple) else [outputs]
+            self._fingerprint = graph_fingerprint(inputs, outs, kwargs)
+            fp = self._fingerprint
+            self._seen = (compiled_before(fp), numpy_seconds(fp))
+        return self._fingerprint, *self._seen
+
+    def _flush(self, force: bool = False) -> None:
+        fp, compiled, _ = self._record()
+        unsaved = self.seconds - self._recorded
+        if not compiled and unsaved > 0 and (force or unsaved >= 0.25):
+            add_numpy_seconds(fp, unsaved)
+            self._recorded = self.seconds
+
+    def __call__(self, *args):
+        if self._compiled is not None:
+            return self._compiled(*args)
+        inputs, outputs, kwargs = self._graph
+        fp, compiled, before = self._record()
+        if "mode" in kwargs or compiling_pays(self.seconds, before, compiled):
+            self._flush(force=True)
+            self._compiled = pm_compile(inputs, outputs, **kwargs)
+            self._compiled.trust_input = True
+            self._python = None
+            note_compiled(fp)
+            return self._compiled(*args)
+        if self._python is None:
+            self._python = pm_compile(inputs, outputs, **{**kwargs, "mode": python_mode()})
+            self._python.trust_input = True
+        start = time.perf_counter()
+        out = self._python(*args)
+        self.seconds += time.perf_counter() - start
+        self._flush()
+        return out
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_compiled"] = state["_python"] = None  # compiled again where it is used
+        return state

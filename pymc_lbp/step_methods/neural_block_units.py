@@ -16,7 +16,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.replace import clone_replace, vectorize_graph
 
-from pymc_lbp.compiling import pm_compile
+from pymc_lbp.compile_record import CompiledWhenItPays
 from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.layout import BINARY
 from pymc_lbp.logp.local_logp import FactorLogp, FactorSubset
@@ -49,8 +49,12 @@ class ModelLogp(Differences):
         super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
         self._logp_graph = clone_replace(model.logp(), replace=self._replace)
         self._kw = dict(on_unused_input="ignore", **self._compile_kwargs)
-        self._fn = None  # compiled on first use: a sampler of chain blocks scores rows only
-        self._batch_fn = None  # compiled on first use (vectorised graphs compile slowly)
+        # made on first use (a sampler of chain blocks scores rows only), their C code compiled
+        # once that pays (compile_record.CompiledWhenItPays): on a new model the batched graph's
+        # C modules cost more than a first run of a few hundred draws (the gallery's HMM, cold:
+        # 20 s of compiling, against 4 s of Python calls for 200 draws)
+        self._fn = None
+        self._batch_fn = None
 
     def __call__(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         return self.logp(x), _NO_DELTAS
@@ -58,14 +62,13 @@ class ModelLogp(Differences):
     def logp(self, x: np.ndarray) -> float:
         """Model logp at the block state ``x`` (other variables at their shared values)."""
         if self._fn is None:
-            self._fn = pm_compile([self._x], self._logp_graph, **self._kw)
-            self._fn.trust_input = True
+            self._fn = CompiledWhenItPays([self._x], self._logp_graph, self._kw)
         return float(self._fn(x))
 
     def start_logp(self, x: np.ndarray) -> float:
         """Model logp at ``x`` for judging a start: :meth:`logp` when it is compiled, else
         compiled without C code (see :meth:`Differences.start_logp`)."""
-        if self._fn is not None:
+        if self._fn is not None and self._fn.compiled:
             return self.logp(x)
         return self._python_logp(self._logp_graph, x)
 
@@ -80,9 +83,7 @@ class ModelLogp(Differences):
         """Model logp at every row of ``X`` (shape (n, block size))."""
         if self._batch_fn is None:
             X_var = pt.matrix("X_block", dtype="int64")
-            graph = self.rows_graph(X_var)
-            self._batch_fn = pm_compile([X_var], graph, **self._kw)
-            self._batch_fn.trust_input = True
+            self._batch_fn = CompiledWhenItPays([X_var], self.rows_graph(X_var), self._kw)
         return np.asarray(self._batch_fn(np.ascontiguousarray(X, dtype=np.int64)))
 
 

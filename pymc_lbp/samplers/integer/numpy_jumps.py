@@ -13,12 +13,12 @@ until :func:`compiling_pays` and then compiles (the twin tests check move for mo
 switch changes nothing but the speed).
 
 When compiling pays depends on what the compile directory holds, which the step reads from its
-record (:mod:`pymc_lbp.compile_record`): the jumps compiled there before (a warm compile of a
-second or less), after :data:`COMPILE_AFTER_SECONDS_WARM` of numpy moves; never compiled there
-(tens of seconds of gcc), once the numpy moves of this run and the earlier ones together took
-:data:`COMPILE_AFTER_SECONDS_COLD`. The rows the numpy jumps score come from the batched logp
-where it was compiled there before, else from the model's own logp row after row (no vectorised
-graph compiled: :meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`).
+record (:mod:`pymc_lbp.compile_record`, whose rule this is): the jumps compiled there before (a
+warm compile of a second or less), after :data:`COMPILE_AFTER_SECONDS_WARM` of numpy moves;
+never compiled there (tens of seconds of gcc), once the numpy moves of this run and the earlier
+ones together took :data:`COMPILE_AFTER_SECONDS_COLD`. The rows the numpy jumps score come from
+the batched logp where it was compiled there before, else from the model's own logp row after row
+(no vectorised graph compiled: :meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`).
 """
 
 from __future__ import annotations
@@ -27,31 +27,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pymc_lbp.compile_record import (
+    COMPILE_AFTER_SECONDS_COLD,
+    COMPILE_AFTER_SECONDS_WARM,
+    compiling_pays,
+)
 from pymc_lbp.samplers.balancing import LogBalancing
 from pymc_lbp.samplers.integer.graph import JumpsResult, move_order
 from pymc_lbp.samplers.integer.reference import jump, offsets, support_gibbs
-
-COMPILE_AFTER_SECONDS_WARM = 0.5
-"""Seconds of numpy moves a step makes before it compiles jumps its compile directory compiled
-before (a warm compile of 0.3-1.2 s on the gallery models): a switch point or a population size
-compiles nothing in a short run, a block of 100 counts after some 50 draws."""
-
-COMPILE_AFTER_SECONDS_COLD = 20.0
-"""Seconds of numpy moves runs make, summed over the runs (the record's ``numpy_seconds``),
-before a step compiles jumps its compile directory never compiled: about what that compile costs
-(a ski-rental rule; with an empty compile directory 3-20 s on the gallery models on one 2-core
-machine, up to 60 s on one three times slower). A long run, or a series of short ones, so pays
-at most about twice what compiling at once would have cost, and a first run of a few hundred
-draws compiles nothing of its own."""
-
-
-def compiling_pays(seconds: float, seconds_before: float, compiled_before: bool) -> bool:
-    """Whether a step whose numpy moves took ``seconds`` in this run, and ``seconds_before`` in
-    earlier runs, should compile its jumps now (``compiled_before``: the compile directory's
-    record has them)."""
-    if compiled_before:
-        return seconds >= COMPILE_AFTER_SECONDS_WARM
-    return seconds_before + seconds >= COMPILE_AFTER_SECONDS_COLD
 
 
 class _GivenUniforms:

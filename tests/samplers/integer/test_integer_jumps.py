@@ -448,14 +448,13 @@ def test_what_the_numpy_jumps_score_with_and_when_they_compile_follow_the_record
     (COMPILE_AFTER_SECONDS_WARM does). Once the batched logp was compiled there, the numpy jumps
     score with it. Every run makes the same draws."""
     from pymc_lbp import compile_record
-    from pymc_lbp.samplers.integer import numpy_jumps
 
     monkeypatch.setattr(compile_record, "record_folder", lambda: tmp_path)
-    monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS_WARM", np.inf)
+    monkeypatch.setattr(compile_record, "COMPILE_AFTER_SECONDS_WARM", np.inf)
     model, vars = _moving_supports_model()
 
     def run(cold_seconds: float):
-        monkeypatch.setattr(numpy_jumps, "COMPILE_AFTER_SECONDS_COLD", cold_seconds)
+        monkeypatch.setattr(compile_record, "COMPILE_AFTER_SECONDS_COLD", cold_seconds)
         return _chain(model, vars, N_DRAWS)
 
     new, step = run(np.inf)
