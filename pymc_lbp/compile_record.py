@@ -63,6 +63,7 @@ __all__ = [
     "note_compiled",
     "numpy_seconds",
     "record_folder",
+    "record_seconds",
 ]
 
 _log = logging.getLogger("pymc_lbp")
@@ -239,6 +240,19 @@ def add_numpy_seconds(fingerprint: str, seconds: float) -> None:
         _log.debug("Could not record numpy seconds in %s: %s", path.parent, err)
 
 
+def record_seconds(
+    fingerprint: str, compiled: bool, seconds: float, recorded: float, force: bool = False
+) -> float:
+    """Add to the record of a graph not compiled there (``compiled`` False) the seconds spent
+    without it not recorded yet (``seconds - recorded``), once they reach a quarter second or
+    at once with ``force``; returns the seconds recorded now."""
+    unsaved = seconds - recorded
+    if not compiled and unsaved > 0 and (force or unsaved >= 0.25):
+        add_numpy_seconds(fingerprint, unsaved)
+        return seconds
+    return recorded
+
+
 def compiled_before(fingerprint: str) -> bool:
     """Whether a graph with this fingerprint was compiled into this compile directory."""
     return _record_path(fingerprint).exists()
@@ -282,11 +296,13 @@ class CompiledWhenItPays:
     pays (:func:`compiling_pays`).
 
     Until then the graph runs op by op in Python (:func:`pymc_lbp.compiling.python_mode`: no C
-    module, a few milliseconds a call), and the seconds those calls take are added to the
-    record. A graph the record has (its C modules are there, the compiled function most likely
-    in :mod:`pymc_lbp.function_store`) is compiled at its first call. Compile options that name
-    a mode (``"NUMBA"``, ``"JAX"``) compile in it at once. The values are the graph's either way
-    (the Python and C implementations of an op may differ in the last bits).
+    module, a few milliseconds a call). A graph the record has (its C modules are there, the
+    compiled function most likely in :mod:`pymc_lbp.function_store`) is compiled after
+    :data:`COMPILE_AFTER_SECONDS_WARM` of such calls in this process; for one it has not, the
+    calls' seconds are added to the record until runs together reach
+    :data:`COMPILE_AFTER_SECONDS_COLD`. Compile options that name a mode (``"NUMBA"``,
+    ``"JAX"``) compile in it at once. The values are the graph's either way (the Python and C
+    implementations of an op may differ in the last bits).
 
     Parameters
     ----------
@@ -320,10 +336,7 @@ class CompiledWhenItPays:
 
     def _flush(self, force: bool = False) -> None:
         fp, compiled, _ = self._record()
-        unsaved = self.seconds - self._recorded
-        if not compiled and unsaved > 0 and (force or unsaved >= 0.25):
-            add_numpy_seconds(fp, unsaved)
-            self._recorded = self.seconds
+        self._recorded = record_seconds(fp, compiled, self.seconds, self._recorded, force)
 
     def __call__(self, *args):
         if self._compiled is not None:

@@ -16,10 +16,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from pymc_lbp.compile_record import (
-    add_numpy_seconds,
     compiled_before,
     note_compiled,
     numpy_seconds,
+    record_seconds,
 )
 from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.layout import BINARY, INTEGER
@@ -228,10 +228,9 @@ class DiscreteStepJumps:
         """Add the numpy moves' seconds not yet recorded to the record of jumps never compiled
         (every quarter second, and when the step compiles them)."""
         fp, compiled, _ = self._jumps_record()
-        unsaved = self._numpy_jump_seconds - self._numpy_seconds_recorded
-        if not compiled and unsaved > 0 and (flush or unsaved >= 0.25):
-            add_numpy_seconds(fp, unsaved)
-            self._numpy_seconds_recorded = self._numpy_jump_seconds
+        self._numpy_seconds_recorded = record_seconds(
+            fp, compiled, self._numpy_jump_seconds, self._numpy_seconds_recorded, flush
+        )
 
     def build_jumps(self, compile_now: bool = False) -> CompiledJumps:
         """The integer sites' moves at the current :attr:`_jump_exponent` as one
