@@ -139,6 +139,37 @@ class Program:
             slope = sum(jnp.sum(g * t) for g, t in zip(out[1:], tangents[0], strict=True))
             return jnp.asarray(out[0], jnp.float64), jnp.asarray(slope, jnp.float64)
 
+        def nuts_move(key, values, step_size, inverse_mass_matrix):
+            """One NUTS transition of the continuous values given the others; its stats."""
+
+            def logdensity(position):
+                return continuous_logp(tuple(position), values)
+
+            state = hmc.init([values[i] for i in cont], logdensity)
+            step_size = jnp.asarray(step_size, float_dtype)
+            state, info = kernel(
+                key,
+                state,
+                logdensity,
+                step_size,
+                jnp.asarray(inverse_mass_matrix, float_dtype),
+                max_num_doublings=self.max_treedepth,
+            )
+            stats = dict(
+                diverging=info.is_divergent,
+                energy=jnp.asarray(info.energy, jnp.float64),
+                tree_depth=jnp.asarray(info.num_trajectory_expansions, jnp.int64),
+                n_steps=jnp.asarray(info.num_integration_steps, jnp.int64),
+                acceptance_rate=jnp.asarray(info.acceptance_rate, jnp.float64),
+                step_size=jnp.asarray(step_size, jnp.float64),
+                lp=jnp.asarray(state.logdensity, jnp.float64),
+            )
+            return merged(values, state.position), stats, info.acceptance_rate
+
+        # one jitted function for both phases: JAX traces (and batches) NUTS's trajectory once
+        # and the warmup's and the draws' transitions call the same traced form
+        shared_nuts_move = jax.jit(nuts_move)
+
         def transition(key, values, states, step_size, inverse_mass_matrix, tuning):
             keys = jax.random.split(key, len(self.blocks) + 1)
             per_block, new_states = [], []
@@ -154,35 +185,13 @@ class Program:
                 for name in dict.fromkeys(k for b in per_block for k in b)
             }
             if cont:
-
-                def logdensity(position, values=values):
-                    return continuous_logp(tuple(position), values)
-
-                state = hmc.init([values[i] for i in cont], logdensity)
-                step_size = jnp.asarray(step_size, float_dtype)
-                state, info = kernel(
-                    keys[-1],
-                    state,
-                    logdensity,
-                    step_size,
-                    jnp.asarray(inverse_mass_matrix, float_dtype),
-                    max_num_doublings=self.max_treedepth,
+                values, nuts_stats, acceptance_rate = shared_nuts_move(
+                    keys[-1], values, step_size, inverse_mass_matrix
                 )
-                values = merged(values, state.position)
-                stats.update(
-                    diverging=info.is_divergent,
-                    energy=jnp.asarray(info.energy, jnp.float64),
-                    tree_depth=jnp.asarray(info.num_trajectory_expansions, jnp.int64),
-                    n_steps=jnp.asarray(info.num_integration_steps, jnp.int64),
-                    acceptance_rate=jnp.asarray(info.acceptance_rate, jnp.float64),
-                    step_size=jnp.asarray(step_size, jnp.float64),
-                )
-                lp = state.logdensity
-                acceptance_rate = info.acceptance_rate
+                stats.update(nuts_stats)
             else:
                 acceptance_rate = None
-                lp = self.logp(*values)
-            stats["lp"] = jnp.asarray(lp, jnp.float64)
+                stats["lp"] = jnp.asarray(self.logp(*values), jnp.float64)
             return values, tuple(new_states), stats, acceptance_rate
 
         # traced once per phase
