@@ -81,15 +81,16 @@ def _steps_list(step) -> list:
     return [step]
 
 
-def assign_steps(model, step) -> tuple[list, list[int]]:
+def assign_steps(model, step, initial_point: dict | None = None) -> tuple[list, list[int]]:
     """The discrete steps of the program and the positions (in ``model.value_vars``) of the
     variables NUTS samples.
 
     Steps the user built are kept with their options; discrete variables no step covers get the
     default sampler, one step over all of them, as :func:`pymc_lbp.register` makes
-    ``pm.sample`` do (the registered class, else :class:`~pymc_lbp.LocallyBalanced`); every
-    continuous variable is NUTS's, those a :class:`~pymc_lbp.NeuralMixedBlock` also moves
-    included.
+    ``pm.sample`` do (the registered class, else :class:`~pymc_lbp.LocallyBalanced`), built at
+    ``initial_point`` (the model's initial point when None; :func:`sample` gives the first
+    chain's start, as ``pm.sample`` builds its steps there); every continuous variable is
+    NUTS's, those a :class:`~pymc_lbp.NeuralMixedBlock` also moves included.
 
     Raises
     ------
@@ -101,10 +102,39 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
     """
     from pymc_lbp.registry import registered
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
-    from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
 
     steps = _steps_list(step)
-    names = [v.name for v in model.value_vars]
+    covered = _covered(steps)
+    discrete = [
+        v for v in model.value_vars if v.dtype in pm.discrete_types and v.name not in covered
+    ]
+    if discrete:
+        cls = registered() or LocallyBalanced
+        # the program runs the step's graphs, converted to JAX; what the step compiles itself
+        # judges starts and measures its differences' choice there (about 180 calls a start):
+        # PyTensor's JAX backend, no C code (python_mode's op-by-op calls took 1.5 s a start on
+        # the hidden Markov model, JAX's 0.05 s; XLA's programs stay in JAX's persistent cache)
+        steps.append(
+            cls(
+                discrete,
+                model=model,
+                initial_point=initial_point,
+                compile_kwargs={"mode": "JAX"},
+            )
+        )
+    return steps, continuous_positions(model)
+
+
+def continuous_positions(model) -> list[int]:
+    """Positions in ``model.value_vars`` of the variables NUTS samples: every continuous one."""
+    return [i for i, v in enumerate(model.value_vars) if v.dtype not in pm.discrete_types]
+
+
+def _covered(steps: list) -> dict[str, str]:
+    """The discrete variables the user's steps sample (name -> step class); the errors of
+    :func:`assign_steps` for steps the program does not take."""
+    from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
+
     covered: dict[str, str] = {}
     for s in steps:
         if not isinstance(s, DiscreteStep | NeuralMixedBlock):
@@ -123,20 +153,7 @@ def assign_steps(model, step) -> tuple[list, list[int]]:
                     f"({covered[v.name]} and {type(s).__name__}); give each variable one step."
                 )
             covered[v.name] = type(s).__name__
-    discrete = [
-        v for v in model.value_vars if v.dtype in pm.discrete_types and v.name not in covered
-    ]
-    if discrete:
-        cls = registered() or LocallyBalanced
-        # the program runs the step's graphs, converted to JAX; what the step compiles itself
-        # judges starts and measures its differences' choice there (about 180 calls a start):
-        # PyTensor's JAX backend, no C code (python_mode's op-by-op calls took 1.5 s a start on
-        # the hidden Markov model, JAX's 0.05 s; XLA's programs stay in JAX's persistent cache)
-        steps.append(cls(discrete, model=model, compile_kwargs={"mode": "JAX"}))
-        for v in discrete:
-            covered[v.name] = cls.__name__
-    continuous = [i for i, name in enumerate(names) if name not in covered]
-    return steps, continuous
+    return covered
 
 
 FLOAT_DTYPES = ("float64", "float32")
@@ -193,10 +210,10 @@ def chain_seeds(random_seed, chains: int) -> list[int]:
     ]
 
 
-def _starts(model, chains, initvals, seeds, continuous, logp_fn, steps) -> list[tuple]:
-    """Each chain's start in ``model.value_vars`` order: PyMC's initial points with the
-    continuous variables jittered (``jitter+adapt_diag``'s uniform in [-1, 1] on the
-    transformed values, up to 10 tries for a finite logp), discrete values as given."""
+def _start_points(model, chains, initvals, seeds, continuous, logp_fn) -> list[tuple]:
+    """Each chain's start ``(point, logp)``: PyMC's initial points with the continuous variables
+    jittered (``jitter+adapt_diag``'s uniform in [-1, 1] on the transformed values, up to 10
+    tries for a finite logp), discrete values as given. Judged by :func:`_starts`."""
     from pymc.initial_point import make_initial_point_fns_per_chain
 
     names = [v.name for v in model.value_vars]
@@ -204,15 +221,24 @@ def _starts(model, chains, initvals, seeds, continuous, logp_fn, steps) -> list[
     fns = make_initial_point_fns_per_chain(
         model=model, overrides=initvals, jitter_rvs=set(rvs), chains=chains
     )
-    starts = []
-    for c, (fn, seed) in enumerate(zip(fns, seeds, strict=True)):
+    out = []
+    for fn, seed in zip(fns, seeds, strict=True):
         rng = np.random.default_rng(seed)
         for _ in range(10):
-            point = fn(rng.integers(2**30))
-            values = tuple(np.asarray(point[n]) for n in names)
-            logp = float(logp_fn(*values)[0])
+            point = {n: np.asarray(x) for n, x in fn(rng.integers(2**30)).items() if n in names}
+            logp = float(logp_fn(*(point[n] for n in names))[0])
             if np.isfinite(logp):
                 break
+        out.append((point, logp))
+    return out
+
+
+def _starts(model, points: list[tuple], steps) -> list[tuple]:
+    """Each chain's start in ``model.value_vars`` order, from :func:`_start_points`; a clear error
+    where a site holds no value of its own or the start has probability zero."""
+    names = [v.name for v in model.value_vars]
+    starts = []
+    for c, (point, logp) in enumerate(points):
         for s in steps:
             # every site holds one of its values (a NeuralMixedBlock's flags: the logp's check)
             if isinstance(s, DiscreteStep):
@@ -223,7 +249,7 @@ def _starts(model, chains, initvals, seeds, continuous, logp_fn, steps) -> list[
                 f"{logp} (after 10 jitters of the continuous variables). Give a feasible start "
                 "via initvals=..."
             )
-        starts.append(values)
+        starts.append(tuple(point[n] for n in names))
     return starts
 
 
@@ -358,16 +384,24 @@ def sample(
     if not model.value_vars:
         raise ValueError("pymc_lbp.sample: the model has no free variables to sample.")
     t0 = time.perf_counter()
-    steps, continuous = assign_steps(model, step)
-    float_dtype = continuous_float_dtype(model, continuous)
-    for s in steps:  # a step the program cannot run fails before anything is compiled
+    user_steps = _steps_list(step)
+    _covered(user_steps)
+    for s in user_steps:  # a step the program cannot run fails before anything is compiled
         program_kind(s)
-    replacements = model_value_replacements(model, steps)
+    continuous = continuous_positions(model)
+    float_dtype = continuous_float_dtype(model, continuous)
     logp_fn = jax_function([], [model.logp()], model, {})
     seeds = chain_seeds(random_seed, chains)
     # jitted: op by op, the check would compile every op of the logp on its own
-    starts = _starts(model, chains, initvals, seeds, continuous, jax.jit(logp_fn), steps)
+    points = _start_points(model, chains, initvals, seeds, continuous, jax.jit(logp_fn))
+    # the default step is built at the first chain's start, as pm.sample builds its steps (and
+    # PyMC's initial-point function is compiled once, not once more for the step)
+    steps, continuous = assign_steps(model, step, initial_point=points[0][0])
+    for s in steps[len(user_steps) :]:
+        program_kind(s)
+    starts = _starts(model, points, steps)
     _recheck_at_starts(model, steps, starts)
+    replacements = model_value_replacements(model, steps)
     blocks = [
         block_draw(
             s,

@@ -131,6 +131,27 @@ def test_user_step_options_are_kept(vectorized):
     ) == ["LocallyBalanced"]
 
 
+def test_the_default_step_is_built_at_the_first_chains_start(vectorized, monkeypatch):
+    """As pm.sample builds its steps at the first chain's (jittered) start: the default step
+    starts from the discrete values given by ``initvals`` and sees the jittered continuous
+    values, not the model's initial point (z all 0, mu = 0)."""
+    import pymc_lbp.whole_model.sampling as sampling
+
+    model = vectorized[0]
+    built = []
+
+    def spy(*args, **kwargs):
+        steps, continuous = assign_steps(*args, **kwargs)
+        built.extend(steps)
+        return steps, continuous
+
+    monkeypatch.setattr(sampling, "assign_steps", spy)
+    run(model, chains=1, draws=2, tune=2, initvals={"z": np.array([1, 1, 0, 1])})
+    (step,) = built
+    np.testing.assert_array_equal(step._x0, [1, 1, 0, 1])
+    assert float(step.shared["mu"].get_value()) != 0.0
+
+
 def test_clear_errors(vectorized):
     model = vectorized[0]
     with model:
