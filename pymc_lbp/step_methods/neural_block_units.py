@@ -61,16 +61,17 @@ class ModelLogp(Differences):
 
     def logp(self, x: np.ndarray) -> float:
         """Model logp at the block state ``x`` (other variables at their shared values)."""
-        if self._fn is None:
-            self._fn = CompiledWhenItPays([self._x], self._logp_graph, self._kw)
-        return float(self._fn(x))
+        return float(self._logp_function()(x))
 
     def start_logp(self, x: np.ndarray) -> float:
-        """Model logp at ``x`` for judging a start: :meth:`logp` when it is compiled, else
-        compiled without C code (see :meth:`Differences.start_logp`)."""
-        if self._fn is not None and self._fn.compiled:
-            return self.logp(x)
-        return self._python_logp(self._logp_graph, x)
+        """Model logp at ``x`` for judging a start: :meth:`logp`'s function, without compiling
+        its C code (see :meth:`Differences.start_logp`)."""
+        return float(self._logp_function().without_compiling(x))
+
+    def _logp_function(self) -> CompiledWhenItPays:
+        if self._fn is None:
+            self._fn = CompiledWhenItPays([self._x], self._logp_graph, self._kw)
+        return self._fn
 
     def rows_graph(self, X_var):
         """Graph of the model logp at every row of the block-state matrix ``X_var``."""
