@@ -4,6 +4,8 @@ Every sampler reads the model through this folder; nothing here draws a random n
 
 Modules
 -------
+model_logp
+    ``model_logp``: the model's logp graph (``model.logp``), built once per model state.
 layout
     The block: ``VariableSpec``, ``describe_block``, ``BlockLayout`` (sites, slots, one-site
     moves), ``integer_support``.

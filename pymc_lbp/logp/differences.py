@@ -41,6 +41,7 @@ from pymc_lbp.logp.layout import (
 )
 from pymc_lbp.logp.local_differences import LocalCheckError, LocalDifferences
 from pymc_lbp.logp.local_plan import build_local_plan
+from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.relax import relaxed_logp
 from pymc_lbp.logp.relaxed_values import LOG_FLOOR
 from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
@@ -235,7 +236,7 @@ class ExactDifferences(Differences):
         if method not in ("auto", "local", "batched"):
             raise ValueError(f"method must be 'auto', 'local' or 'batched', got {method!r}")
         super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
-        self._logp_graph = clone_replace(model.logp(), replace=self._replace)
+        self._logp_graph = clone_replace(model_logp(model), replace=self._replace)
         self._chunk = max(1, int(max_batch_elements // max(layout.n_sites, 1)))
         self._fn = None
         self._logp_fn = None
@@ -490,7 +491,7 @@ class GradientDifferences(Differences):
         if not layout.all_binary:
             keep = keep & self._valid_graph()
         deltas = pt.switch(keep, deltas, -np.inf)
-        outs = [pt.cast(model.logp(), "float64"), pt.cast(deltas, "float64")]
+        outs = [pt.cast(model_logp(model), "float64"), pt.cast(deltas, "float64")]
         self._graph_parts = clone_replace(outs, replace={**replace, **self._replace})
         log_g_graph = graph_log_balancing(self.balancing_name) if self.log_g else None
         self._fused = log_g_graph is not None

@@ -19,6 +19,7 @@ from pytensor.graph.replace import clone_replace, vectorize_graph
 
 from pymc_lbp.logp.dependency_analysis import NotLocalError, analyse_dependencies
 from pymc_lbp.logp.graphs import repeated_rows, set_per_row, substitute
+from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.site_colouring import greedy_colouring
 from pymc_lbp.logp.site_pieces import elementwise_checks, linear_pieces
 
@@ -101,9 +102,9 @@ def build_local_plan(
         With the reason, when no useful locality was found.
     """
     n_sites = layout.n_sites
-    terms = model.logp(sum=False)
+    terms = model_logp(model, sum=False)
     terms = elementwise_checks(clone_replace(terms, replace=replace))
-    logp = clone_replace(model.logp(), replace=replace)
+    logp = clone_replace(model_logp(model), replace=replace)
     if x0 is None:
         x0 = np.zeros(n_sites, dtype=np.int64)
     try:

@@ -57,6 +57,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
+from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.relaxed_values import LOG_FLOOR, NotRelaxableError, _Rep
 from pymc_lbp.logp.relaxer import _Relaxer
 
@@ -133,7 +134,7 @@ def relaxed_logp(model, specs) -> RelaxedLogp:
     block_rvs = {model.values_to_rvs[s.value_var] for s in specs}
     other = [rv for rv in model.free_RVs + model.observed_RVs if rv not in block_rvs]
     terms = (
-        model.logp(vars=other + list(model.potentials), sum=False)
+        model_logp(model, other + list(model.potentials), sum=False)
         if (other or model.potentials)
         else []
     )
@@ -204,7 +205,7 @@ def _own_term(model, spec, leaf, relaxer: _Relaxer) -> Variable:
         lp = _floored(relaxer.relax(log_p), log_p)
         return pt.sum(leaf * lp)
     # integer-valued variables: the model's own term, retyped onto the float value
-    (term,) = model.logp(vars=[rv], sum=False)
+    (term,) = model_logp(model, [rv], sum=False)
     return pt.sum(relaxer.value(term))
 
 

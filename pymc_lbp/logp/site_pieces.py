@@ -41,6 +41,7 @@ from pymc_lbp.logp.dependency_analysis import (
     analyse_dependencies,
 )
 from pymc_lbp.logp.graphs import repeated_rows, substitute
+from pymc_lbp.logp.model_logp import model_logp
 
 
 @dataclass
@@ -242,7 +243,7 @@ def term_dependencies(
     """Dependencies on the block's sites of every piece of the model's logp terms (a summed
     term read as its elements, :func:`linear_pieces`): a list of :class:`Deps`, one per piece
     that depends on the block, or None when the graph cannot be analysed."""
-    terms = elementwise_checks(clone_replace(model.logp(sum=False), replace=replace))
+    terms = elementwise_checks(clone_replace(model_logp(model, sum=False), replace=replace))
     try:
         an = analyse_dependencies(terms, x, n_sites, x0, max_term_sites)
         pieces = [p for t in terms for p in linear_pieces(t, an)]
@@ -316,7 +317,7 @@ class SitePieces:
 def site_pieces(model, replace: dict, x: Variable, n_sites: int, x0) -> SitePieces | None:
     """:class:`SitePieces` of the model, or None when some piece that depends on the block
     couples sites the analysis cannot name (or the graph cannot be analysed)."""
-    terms = elementwise_checks(clone_replace(model.logp(sum=False), replace=replace))
+    terms = elementwise_checks(clone_replace(model_logp(model, sum=False), replace=replace))
     try:
         an = analyse_dependencies(terms, x, n_sites, x0)
         pieces = [p for t in terms for p in linear_pieces(t, an)]

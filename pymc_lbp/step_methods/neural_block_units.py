@@ -20,6 +20,7 @@ from pymc_lbp.compile_record import CompiledWhenItPays
 from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.layout import BINARY
 from pymc_lbp.logp.local_logp import FactorLogp, FactorSubset
+from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.site_pieces import site_adjacency
 from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
 from pymc_lbp.models.uai.model import UAIModelInfo
@@ -47,7 +48,7 @@ class ModelLogp(Differences):
 
     def __init__(self, model, specs, layout, shared, compile_kwargs=None, balancing=None):
         super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
-        self._logp_graph = clone_replace(model.logp(), replace=self._replace)
+        self._logp_graph = clone_replace(model_logp(model), replace=self._replace)
         self._kw = dict(on_unused_input="ignore", **self._compile_kwargs)
         # made on first use (a sampler of chain blocks scores rows only), their C code compiled
         # once that pays (compile_record.CompiledWhenItPays): on a new model the batched graph's

@@ -18,6 +18,7 @@ from pytensor.graph.replace import vectorize_graph
 from pytensor.tensor.random.basic import BernoulliRV
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
 from pymc_lbp.samplers.block.motifs.flag_value import (
     HALF_WIDTH,
@@ -149,7 +150,7 @@ class NeuralMixedBlock(ArrayStepShared):
 
         vars = [flag, value]
         shared = pm.make_shared_replacements(initial_point, vars, model)
-        [logp], joined = join_nonshared_inputs(initial_point, [model.logp()], vars, shared)
+        [logp], joined = join_nonshared_inputs(initial_point, [model_logp(model)], vars, shared)
         kw = dict(on_unused_input="ignore", **(compile_kwargs or {}))
         self._logp_fn = pm_compile([joined], logp, **kw)
         self._logp_fn.trust_input = True

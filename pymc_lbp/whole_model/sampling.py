@@ -20,6 +20,7 @@ import numpy as np
 import pymc as pm
 import pytensor
 
+from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.step_methods.base import DiscreteStep
 from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw, program_kind
 from pymc_lbp.whole_model.jaxify import jax_function, model_value_replacements
@@ -390,7 +391,7 @@ def sample(
         program_kind(s)
     continuous = continuous_positions(model)
     float_dtype = continuous_float_dtype(model, continuous)
-    logp_fn = jax_function([], [model.logp()], model, {})
+    logp_fn = jax_function([], [model_logp(model)], model, {})
     seeds = chain_seeds(random_seed, chains)
     # jitted: op by op, the check would compile every op of the logp on its own
     points = _start_points(model, chains, initvals, seeds, continuous, jax.jit(logp_fn))
@@ -415,7 +416,7 @@ def sample(
     ]
     logp_and_gradient = None
     if continuous:
-        logp = model.logp()
+        logp = model_logp(model)
         wrt = [model.value_vars[i] for i in continuous]
         gradient = pytensor.grad(logp, wrt, disconnected_inputs="ignore")
         logp_and_gradient = jax_function([], [logp, *gradient], model, {})
