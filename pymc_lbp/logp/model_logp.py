@@ -3,8 +3,9 @@
 Building a step reads the model's logp several times: its differences (the summed logp), the
 analysis of which terms touch which sites (the elementwise terms, twice), the relaxation for
 gradients (the other variables' terms). ``pm.Model.logp`` builds a new graph on every call
-(each variable's logp derived from its distribution, the transforms' Jacobians), 0.03-0.06 s
-on the gallery models, and the suite made 1,600 such calls, most of them repeats. Callers never
+(each variable's logp derived from its distribution, the transforms' Jacobians), tens of
+milliseconds on the gallery models; a run of the suite made about 1,600 such calls from our
+steps, most of them repeats. Callers never
 change the graph they get (they clone it with their replacements, or compile it), so one graph
 serves them all.
 
