@@ -36,11 +36,6 @@ def _test_compile_flags(flags: str) -> str:
       see where a failing graph's nodes were made. (The kernels clear these traces before
       compiling, ``pymc_lbp.samplers.traces``; with PyTensor's default the two-site integer
       jumps compile with traces of at most 2 entries either way.)
-    * ``optimizer_excluding=fusion`` unless ``optimizer_excluding`` is given: PyTensor fuses a
-      graph's elementwise ops into one ``Composite`` op whose C module is the graph's own (its
-      constants and expression in the code), so nearly every graph compiled modules no other
-      graph could use: 1082 of the 1837 modules of the suite's compile directory were fused
-      ops. Unfused, graphs share the modules of their elementwise ops;
     * a compile directory of the suite's own (``<compiledir_format>-tests`` under pytensor's
       default base) unless one is given: the cache key holds the flags, so these modules would
       never serve your own -O3 runs; they stay apart from them.
@@ -57,8 +52,6 @@ def _test_compile_flags(flags: str) -> str:
         extra.append("gcc__cxxflags=-O0")
     if "traceback__limit" not in given:
         extra.append("traceback__limit=0")
-    if "optimizer_excluding" not in given:
-        extra.append("optimizer_excluding=fusion")
     if not given.get("compiledir"):
         fmt = given.get("compiledir_format") or PYTENSOR_COMPILEDIR_FORMAT
         extra.append(f"compiledir_format={fmt}-tests")

@@ -24,13 +24,13 @@ from tests.helpers import compile_cache
 def test_flags_for_a_plain_run_and_a_given_directory():
     given = "blas__ldflags=-lopenblas"
     assert _test_compile_flags(given) == (
-        f"{given},gcc__cxxflags=-O0,traceback__limit=0,optimizer_excluding=fusion,"
+        f"{given},gcc__cxxflags=-O0,traceback__limit=0,"
         f"compiledir_format={PYTENSOR_COMPILEDIR_FORMAT}-tests"
     )
     # an explicit compile directory (the cold-cache timing's) is used as given, and explicit
     # compiler flags and trace limits are kept
-    given = "compiledir=/tmp/empty/,gcc__cxxflags=-O2,traceback__limit=8,optimizer_excluding=x"
-    assert _test_compile_flags(given) == given
+    flags = _test_compile_flags("compiledir=/tmp/empty/,gcc__cxxflags=-O2,traceback__limit=8")
+    assert flags == "compiledir=/tmp/empty/,gcc__cxxflags=-O2,traceback__limit=8"
     assert _test_compile_flags("compiledir_format=x").endswith("compiledir_format=x-tests")
 
 
@@ -47,8 +47,6 @@ def test_this_process_runs_with_them():
     assert ModuleCache.module_from_key is compile_cache.module_from_key
     if "traceback__limit" not in GIVEN_PYTENSOR_FLAGS:
         assert pytensor.config.traceback__limit == 0
-    if "optimizer_excluding" not in GIVEN_PYTENSOR_FLAGS:
-        assert pytensor.config.optimizer_excluding == "fusion"
 
 
 #: A fresh process: the suite's cache patch, then one small graph compiled and evaluated.
