@@ -73,28 +73,22 @@ def model_logp(
 
     Returns
     -------
-    The graph ``model.logp`` returns: a scalar variable, or a list of variables (a new list
-    each call; the variables in it are shared).
+    Variable or list of Variable
+        What ``model.logp`` returns: the scalar logp, or one term per variable (a new list each
+        call; the variables in it are shared).
     """
     state = _state(model)
     args = (None if vars is None else tuple(id(v) for v in vars), bool(sum))
     with _LOCK:
-        try:
-            entry = _CACHE.get(model)
-        except TypeError:  # an unhashable model (never PyMC's): nothing is kept
-            entry = None
-            found = None
-        else:
-            if entry is None or not _same(entry[0], state):
-                entry = (state, {})
-                _CACHE[model] = entry
-            found = entry[1].get(args)
+        entry = _CACHE.get(model)
+        if entry is None or not _same(entry[0], state):
+            entry = _CACHE[model] = (state, {})
+        found = entry[1].get(args)
     if found is None:
         graph = model.logp(vars=None if vars is None else list(vars), sum=sum)
         kept_vars = None if vars is None else tuple(vars)  # keep the ids in the key alive
         found = (graph, kept_vars)
-        if entry is not None:
-            with _LOCK:
-                entry[1][args] = found
+        with _LOCK:
+            entry[1][args] = found
     graph = found[0]
     return list(graph) if isinstance(graph, list) else graph

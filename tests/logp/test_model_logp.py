@@ -37,7 +37,7 @@ def test_repeats_share_one_graph_equal_to_pymcs():
     assert len(model_logp(model, sum=False)) == len(terms) == 4
     some = model_logp(model, [model["y"], model["p"]], sum=False)
     assert len(some) == 2
-    assert model_logp(model, [model["p"]], sum=False)[0] is not some[0]  # other arguments
+    assert model_logp(model, [model["p"]], sum=False)[0] is not some[1]  # other arguments
 
 
 def test_a_changed_model_gets_a_new_graph():
