@@ -332,11 +332,7 @@ def _learned_steps(step, d, to_jax):
     def run(key, x, values, state, tuning):
         rows, started, params, m, v, t = state
         k_chain, k_learn = jax.random.split(key)
-        logp, deltas = fns.start(x, *values)
-        uniforms = jax.random.uniform(k_chain, (n_steps, 2), dtype=jnp.float64)
-        x, _, _, sum_accept, n_accepted, n_evaluated = fns.steps(
-            x, logp, deltas, uniforms, params, *values
-        )
+        x, sum_accept, n_accepted, n_evaluated = fns.run(k_chain, x, values, params)
         evals = 1 + n_evaluated
         losses = jnp.full((max(n_updates, 1),), jnp.nan)
         if tuning and n_updates:

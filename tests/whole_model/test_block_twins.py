@@ -224,6 +224,39 @@ def test_self_balancing_particle_moves_match_the_numpy_reference(weights, self_b
     assert ref.accepted.any() and not ref.accepted.all()
 
 
+def test_self_balancing_chain_steps_match_the_numpy_reference(self_balancing):
+    """SelfBalancing's chain in JAX (the single-site kernel, one step's graph in a
+    ``jax.lax.scan``, with ``log g`` at given learned parameters) makes the numpy reference's
+    moves from the same uniforms."""
+    from pymc_lbp.samplers.common import prepare_weights
+
+    step, fns, values = self_balancing
+    param = step.parametrization
+    x = np.array([0, 2, 1, 1, 0])
+    n_moved = 0
+    for seed, params in enumerate(([0.3, -0.2, 0.5, 0.1], [-1.0, 0.8, 0.0, 0.4])):
+        params = np.asarray(params)
+        key = jax.random.PRNGKey(seed)
+        run = fns.run(key, jnp.asarray(x), values, jnp.asarray(params))
+        uniforms = np.asarray(jax.random.uniform(key, (5, 2), dtype=jnp.float64))
+        logp, deltas = step.differences(x)
+
+        def prepared(d, params=params):
+            return prepare_weights(param.log_g(d, params))
+
+        def evaluate(y, prepared=prepared):
+            logp_y, deltas_y = step.differences(y)
+            return logp_y, deltas_y, prepared(deltas_y)
+
+        ref = single_site_steps(x, logp, deltas, prepared, step.layout, evaluate, uniforms)
+        np.testing.assert_array_equal(np.asarray(run.x), ref.x)
+        assert int(run.n_accepted) == ref.n_accepted
+        assert int(run.n_evaluated) == ref.n_evaluated
+        np.testing.assert_allclose(float(run.sum_accept), ref.sum_accept, rtol=1e-9)
+        n_moved += int(np.any(ref.x != x))
+    assert n_moved >= 1  # the chain moves (the comparison is not of standing chains)
+
+
 def _numpy_random_scan(step, x, noise):
     """NeuralBlock.scan_step over the rows of ``noise`` (the numpy reference)."""
     logp = step.differences.logp(x)

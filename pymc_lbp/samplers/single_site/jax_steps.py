@@ -1,16 +1,17 @@
 """The single-site kernel's run of a draw as a JAX function (for :mod:`pymc_lbp.whole_model`).
 
 The graphs are those of the compiled kernel (:class:`pymc_lbp.samplers.single_site.loop.
-CompiledSteps`: :func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel` in a ``scan``
-over a fixed number of steps) and of the differences at the start, converted to JAX by
-``to_jax``; the uniforms come from a JAX key (two per step, as the step's ``rng`` gives them to
-the compiled kernel), so given the same uniforms the moves are the numpy reference's
+CompiledSteps`: one step of :func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel`,
+run by ``jax.lax.scan`` over a fixed number of steps as the compiled kernel's pytensor ``scan``
+runs it) and of the differences at the start, converted to JAX by ``to_jax``; the uniforms
+come from a JAX key (two per step, as the step's ``rng`` gives them to the compiled kernel), so
+given the same uniforms the moves are the numpy reference's
 (:func:`pymc_lbp.samplers.single_site.reference.single_site_steps`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 
@@ -24,10 +25,10 @@ class SingleSiteRun(NamedTuple):
 
 
 def single_site_steps_jax(
-    differences, layout, log_g, n_steps: int, to_jax: Callable
+    differences, layout, log_g, n_steps: int, to_jax: Callable, extra_inputs: Sequence = ()
 ) -> Callable[..., SingleSiteRun]:
-    """``run(key, x, values) -> SingleSiteRun``: ``n_steps`` locally balanced single-site steps
-    from ``x``, JAX-traceable.
+    """``run(key, x, values, *extra) -> SingleSiteRun``: ``n_steps`` locally balanced single-site
+    steps from ``x``, JAX-traceable.
 
     Parameters
     ----------
@@ -41,6 +42,9 @@ def single_site_steps_jax(
     to_jax : callable
         ``(inputs, outputs) -> f(*inputs, *values)``: graphs to a JAX function of their inputs
         and the model's values (:func:`pymc_lbp.whole_model.jaxify.jax_function`).
+    extra_inputs : sequence of Variable
+        Inputs ``log_g``'s graph reads besides the differences (SelfBalancing's learned
+        parameters), given to ``run`` as ``*extra``.
     """
     import jax
     import jax.numpy as jnp
@@ -48,14 +52,27 @@ def single_site_steps_jax(
     from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 
     steps = compile_single_site_steps(differences, layout, log_g, compile_now=False)
-    inputs, outs = steps.graph((layout.n_sites, layout.n_slots, n_steps))
-    steps_fn = to_jax(inputs, outs)
-    start_fn = to_jax([inputs[0]], list(differences.graph(inputs[0])))
+    # one step's graph in a jax.lax.scan, not the compiled kernel's pytensor scan: PyTensor's JAX
+    # conversion of a Scan rewrites its inner graph at every conversion, while a plain graph's
+    # rewrites are read from jaxify's store (the same kernel, step by step)
+    step_inputs, step_outs = steps.step_graph(layout.n_sites, layout.n_slots)
+    step_fn = to_jax([*step_inputs, *extra_inputs], step_outs)
+    x0 = step_inputs[1]
+    logp0, deltas0 = differences.graph(x0)
+    start_fn = to_jax([x0, *extra_inputs], [logp0, deltas0, *steps.prepare_graph(deltas0)])
 
-    def run(key, x, values) -> SingleSiteRun:
-        logp, deltas = start_fn(x, *values)
-        uniforms = jax.random.uniform(key, (n_steps, 2), dtype=jnp.float64)
-        x, _, _, sum_accept, n_accepted, n_evaluated = steps_fn(x, logp, deltas, uniforms, *values)
-        return SingleSiteRun(x, sum_accept, n_accepted, n_evaluated)
+    def run(key, x, values, *extra) -> SingleSiteRun:
+        state = (x, *start_fn(x, *extra, *values))
+        uniforms = jax.random.uniform(key, (n_steps, steps.n_uniforms), dtype=jnp.float64)
+
+        def body(carry, u):
+            state, sum_accept, n_accepted, n_evaluated = carry
+            *new, accept, accepted, evaluated = step_fn(u, *state, *extra, *values)
+            totals = (sum_accept + accept, n_accepted + accepted, n_evaluated + evaluated)
+            return (tuple(new), *totals), None
+
+        zero = (jnp.float64(0.0), jnp.int64(0), jnp.int64(0))
+        (state, *totals), _ = jax.lax.scan(body, (state, *zero), uniforms)
+        return SingleSiteRun(state[0], *totals)
 
     return run

@@ -136,6 +136,36 @@ class CompiledSteps:
         clear_traces(outs)
         return [x, logp, deltas, uniforms], outs
 
+    def step_graph(self, n_sites: int, n_slots: int) -> tuple[list, list]:
+        """One step as graphs, for a loop written in the target backend (the JAX program's
+        ``jax.lax.scan``, :mod:`pymc_lbp.samplers.single_site.jax_steps`): inputs ``[u, x,
+        logp, deltas, log_w, cdf, log_z]`` (``u`` one row of uniforms, the rest the
+        :class:`~pymc_lbp.samplers.single_site.graph.State`) and outputs the next state's six
+        parts followed by ``accept`` (float64), ``accepted`` and ``evaluated`` (int64): the body
+        of :meth:`graph`'s ``scan``."""
+        kernel, _, _ = self._parts
+        u = pt.tensor("u", dtype="float64", shape=(self.n_uniforms,))
+        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
+        logp = pt.scalar("logp", dtype="float64")
+        deltas = pt.tensor("deltas", dtype="float64", shape=(n_slots,))
+        log_w = pt.tensor("log_w", dtype="float64", shape=(n_slots,))
+        cdf = pt.tensor("cdf", dtype="float64", shape=(n_slots,))
+        log_z = pt.scalar("log_z", dtype="float64")
+        state = State(x, logp, deltas, log_w, cdf, log_z)
+        new, info = kernel(u, state)
+        outs = [
+            *new,
+            pt.cast(info.accept, "float64"),
+            pt.cast(info.accepted, "int64"),
+            pt.cast(info.evaluated, "int64"),
+        ]
+        clear_traces(outs)
+        return [u, *state], outs
+
+    def prepare_graph(self, deltas: pt.TensorVariable) -> list:
+        """``[log_w, cdf, log_z]``: the prepared weights of a state with these differences."""
+        return list(self._parts[1](deltas))
+
     def _compile(self, shapes: tuple | None):
         """The compiled run; ``shapes = (n_sites, n_slots, n_steps)`` fixes the input shapes."""
         inputs, outs = self.graph(shapes)
