@@ -1,14 +1,16 @@
 """NeuralBlock's and BlockGibbs' random-scan steps in the compiled whole-model program (issue #25).
 
-The JAX version of :mod:`pymc_lbp.samplers.block.random_scan_graph`: the same graph
-(:func:`~pymc_lbp.samplers.block.random_scan_graph.random_scan_graph`, whose numpy reference is
+The JAX version of :mod:`pymc_lbp.samplers.block.random_scan_graph`: the same step's graph
+(:func:`~pymc_lbp.samplers.block.random_scan_graph.random_scan_step_graph`, the body of the
+compiled scan, whose numpy reference is
 :meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.scan_step`) converted to JAX with the
 model's other variables read from the chain's values
-(:func:`pymc_lbp.whole_model.jaxify.jax_function`). One call runs a draw's ``steps_per_draw``
-steps from a ``(steps, width)`` matrix of uniforms: each picks a unit uniformly and updates it
-(an exact block or an uncovered site from its exact conditional, a motif block by the network's
-proposal and the MH rule). The entries of ``z`` outside the step (other discrete variables that
-a motif block conditions on, fixed values) are read from the chain's values at every draw.
+(:func:`pymc_lbp.whole_model.jaxify.jax_function`) and looped by ``jax.lax.scan``. One call
+runs a draw's ``steps_per_draw`` steps from a ``(steps, width)`` matrix of uniforms: each picks
+a unit uniformly and updates it (an exact block or an uncovered site from its exact
+conditional, a motif block by the network's proposal and the MH rule). The entries of ``z``
+outside the step (other discrete variables that a motif block conditions on, fixed values) are
+read from the chain's values at every draw.
 
 Chain blocks (parameters read from the model at each update) run as ``pm.sample`` runs them:
 sweeps over their colour classes (:func:`chain_sweeps_jax`, the graph of
@@ -29,7 +31,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
-from pymc_lbp.samplers.block.random_scan_graph import random_scan_graph
+from pymc_lbp.samplers.block.random_scan_graph import random_scan_step_graph
 from pymc_lbp.samplers.block.sweep_graph import chain_sweep_graph
 
 
@@ -57,17 +59,20 @@ def random_scan_jax(step, model, to_jax: Callable, n_steps: int) -> Callable:
         (:func:`pymc_lbp.whole_model.jaxify.jax_function` bound to the model).
     n_steps : int
         Random-scan steps per call (``noise`` has this many rows and ``step.scan_width``
-        columns).
+        columns; the loop takes its length from ``noise``).
     """
+    import jax
     import jax.numpy as jnp
 
     units, factors = step.scan_units()
     d = step.differences
     net = step.proposal.net if isinstance(step.proposal, NeuralProposal) else None
-    inputs, outputs = random_scan_graph(
-        units, factors, d.rows_graph, step.layout.n_sites, len(step._outside), net, n_steps
+    # one step's graph in a jax.lax.scan, not the compiled scan's pytensor Scan: a Scan's inner
+    # graph is rewritten again at every conversion, a plain graph's rewrites are stored
+    inputs, outputs = random_scan_step_graph(
+        units, factors, d.rows_graph, step.layout.n_sites, len(step._outside), net
     )
-    scan = to_jax(inputs, outputs)
+    one_step = to_jax(inputs, outputs)
     logp_at = to_jax([d._x], [d._logp_graph])
     network = [jnp.asarray(a, dtype=jnp.float64) for a in step._scan_network()]
     fixed = jnp.asarray(step._outside_values, dtype=jnp.int64)  # constants; the rest per draw
@@ -78,10 +83,20 @@ def random_scan_jax(step, model, to_jax: Callable, n_steps: int) -> Callable:
         outside = fixed
         for k, i, pos in shared:  # other steps' variables a motif block conditions on
             outside = outside.at[k].set(jnp.ravel(values[i])[pos].astype(jnp.int64))
-        logp = logp_at(x, *values)[0]
-        res = scan(x, logp, outside, noise, *network, *values)
-        x_new, _, sum_accept, n_accepted, n_evaluated, last = res
-        return ScanRun(x_new, sum_accept, n_accepted, n_evaluated, last)
+        logp = jnp.asarray(logp_at(x, *values)[0], jnp.float64)
+
+        def body(carry, u):
+            x, logp, sum_accept, n_accepted, n_evaluated, _ = carry
+            x, logp, accept, accepted, evaluated, unit = one_step(
+                u, x, logp, outside, *network, *values
+            )
+            totals = (sum_accept + accept, n_accepted + accepted, n_evaluated + evaluated)
+            return (x, logp, *totals, unit), None
+
+        zero_i = jnp.int64(0)
+        start = (x, logp, jnp.float64(0.0), zero_i, zero_i, zero_i)
+        (x, _, *totals, last), _ = jax.lax.scan(body, start, noise)
+        return ScanRun(x, *totals, last)
 
     return run
 

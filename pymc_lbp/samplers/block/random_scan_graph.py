@@ -208,6 +208,63 @@ def exact_update(u, z, logp, j, units: ScanUnits, factors, logp_rows, n_sites):
     )
 
 
+def _inputs(units: ScanUnits, n_sites: int, n_outside: int):
+    """``x, logp, outside`` and the network arrays of :data:`NETWORK_NAMES` as graph inputs."""
+    x = pt.tensor("x", dtype="int64", shape=(n_sites,))
+    logp = pt.scalar("logp", dtype="float64")
+    outside = pt.tensor("outside", dtype="int64", shape=(n_outside,))
+    w = {
+        name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
+        for name, nd in zip(NETWORK_NAMES, (2, 3, 2, 1, 2, 1), strict=True)
+    }
+    return x, logp, outside, w
+
+
+def _one_step(u, x_, logp_, outside, w, units: ScanUnits, factors, logp_rows, n_sites, net):
+    """One random-scan step from the uniforms ``u``: ``(x, logp, accept, accepted, evaluations,
+    unit)`` (``accepted`` and ``evaluations`` int64)."""
+    has_neural, has_exact = bool(units.neural.any()), bool((~units.neural).any())
+    n_units = units.neural.size
+    j = pt.minimum(pt.cast(pt.floor(u[0] * n_units), "int64"), n_units - 1)
+    z = pt.concatenate([x_, outside, pt.zeros((1,), dtype="int64")])
+    args = (u, z, logp_, j, units, factors, logp_rows, n_sites)
+    if has_neural:
+        xn, ln, pn, an, moved = neural_update(*args, net, w)
+        en = pt.cast(moved, "int64")
+    if has_exact:
+        xe, le, pe, ae = exact_update(*args)
+        ee = _row(units.n_states, j)
+    if has_neural and has_exact:
+        is_n = _row(units.neural, j)
+        new = [pt.switch(is_n, a, b) for a, b in
+               ((xn, xe), (ln, le), (pn, pe), (an, ae), (en, ee))]  # fmt: skip
+    else:
+        new = [xn, ln, pn, an, en] if has_neural else [xe, le, pe, ae, ee]
+    return (
+        new[0],
+        new[1],
+        pt.cast(new[2], "float64"),
+        pt.cast(new[3], "int64"),
+        pt.cast(new[4], "int64"),
+        j,
+    )
+
+
+def random_scan_step_graph(
+    units: ScanUnits, factors, logp_rows, n_sites: int, n_outside: int, net
+) -> tuple[list[Variable], list[Variable]]:
+    """One random-scan step as a graph, for a loop written in the target backend (the JAX
+    program's ``jax.lax.scan``, :mod:`pymc_lbp.samplers.block.jax_scan`): inputs ``u`` (one row
+    of ``units.width`` uniforms), ``x, logp, outside`` and the network arrays of
+    :data:`NETWORK_NAMES`; outputs ``(x, logp, acceptance, accepted, target evaluations,
+    unit)``: the body of :func:`random_scan_graph`'s ``scan``."""
+    x, logp, outside, w = _inputs(units, n_sites, n_outside)
+    u = pt.tensor("u", dtype="float64", shape=(units.width,))
+    outs = list(_one_step(u, x, logp, outside, w, units, factors, logp_rows, n_sites, net))
+    clear_traces(outs)
+    return [u, x, logp, outside, *w.values()], outs
+
+
 def random_scan_graph(
     units: ScanUnits, factors, logp_rows, n_sites: int, n_outside: int, net, n_steps: int | None
 ) -> tuple[list[Variable], list[Variable]]:
@@ -215,44 +272,17 @@ def random_scan_graph(
     ``(inputs, outputs)``, inputs ``x, logp, outside, noise`` and the network arrays of
     :data:`NETWORK_NAMES`, outputs ``(x, logp, sum of acceptances, accepted, target
     evaluations, last unit)`` (:class:`CompiledRandomScan` compiles it; the compiled whole-model
-    program converts it to JAX, :mod:`pymc_lbp.samplers.block.jax_scan`)."""
-    x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-    logp = pt.scalar("logp", dtype="float64")
-    outside = pt.tensor("outside", dtype="int64", shape=(n_outside,))
+    program runs :func:`random_scan_step_graph`, its body, in ``jax.lax.scan``)."""
+    x, logp, outside, w = _inputs(units, n_sites, n_outside)
     noise = pt.tensor("noise", dtype="float64", shape=(n_steps, units.width))
-    w = {
-        name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
-        for name, nd in zip(NETWORK_NAMES, (2, 3, 2, 1, 2, 1), strict=True)
-    }
-    has_neural, has_exact = bool(units.neural.any()), bool((~units.neural).any())
-    n_units = units.neural.size
     zero_f = pt.constant(0.0, dtype="float64")
     zero_i = pt.constant(0, dtype="int64")
 
     def body(u, x_, logp_, s_acc, n_acc, n_eval, _last):
-        j = pt.minimum(pt.cast(pt.floor(u[0] * n_units), "int64"), n_units - 1)
-        z = pt.concatenate([x_, outside, pt.zeros((1,), dtype="int64")])
-        args = (u, z, logp_, j, units, factors, logp_rows, n_sites)
-        if has_neural:
-            xn, ln, pn, an, moved = neural_update(*args, net, w)
-            en = pt.cast(moved, "int64")
-        if has_exact:
-            xe, le, pe, ae = exact_update(*args)
-            ee = _row(units.n_states, j)
-        if has_neural and has_exact:
-            is_n = _row(units.neural, j)
-            new = [pt.switch(is_n, a, b) for a, b in
-                   ((xn, xe), (ln, le), (pn, pe), (an, ae), (en, ee))]  # fmt: skip
-        else:
-            new = [xn, ln, pn, an, en] if has_neural else [xe, le, pe, ae, ee]
-        out = (
-            new[0],
-            new[1],
-            s_acc + new[2],
-            n_acc + pt.cast(new[3], "int64"),
-            n_eval + pt.cast(new[4], "int64"),
-            j,
+        x_new, logp_new, accept, accepted, evaluated, j = _one_step(
+            u, x_, logp_, outside, w, units, factors, logp_rows, n_sites, net
         )
+        out = (x_new, logp_new, s_acc + accept, n_acc + accepted, n_eval + evaluated, j)
         clear_traces(out)
         return out
 
