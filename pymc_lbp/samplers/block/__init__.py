@@ -8,7 +8,8 @@ reference
 sweep_graph
     NeuralBlock's sweep over colour classes of chain blocks as one compiled graph.
 random_scan_graph
-    NeuralBlock's random scan (motif blocks, exact blocks, single sites) as one ``scan``.
+    NeuralBlock's random scan (motif blocks, exact blocks, single sites) as one ``scan``, and
+    its body, one step's graph (``random_scan_step_graph``), which the JAX version loops.
 flag_value_graph
     NeuralMixedBlock's pair update as a graph (its numpy reference: ``pair_update``).
 jax_scan, jax_flag_value

@@ -15,8 +15,13 @@ loop
     compiled with the step's backend.
 numba
     ``pymc_lbp.samplers.pairwise.kernel`` on pairwise binary blocks.
+jax
+    ``single_site_steps_jax`` (``jax_steps.py``): one step's graph (``CompiledSteps.step_graph``,
+    the loop's body) converted to JAX and looped by ``jax.lax.scan``, for the compiled
+    whole-model program (``pymc_lbp.whole_model``).
 
 Tests holding the twins together: ``tests/samplers/single_site/test_compiled_kernel.py`` (graph ==
 numpy move for move, every backend), ``tests/samplers/single_site/test_kernels.py`` (the enumerated
-kernel leaves ``pi`` invariant).
+kernel leaves ``pi`` invariant), ``tests/whole_model/test_block_twins.py`` (the JAX loop == numpy
+move for move).
 """
