@@ -11,6 +11,8 @@ Samplers, one process, the same seed for all on a model:
 * ``pymc_ours``: ``pm.sample()`` with ``LocallyBalanced(discrete vars)`` next to NUTS (same),
   measured after a short warm-up run that compiles and records what the step defers;
 * ``lbp_sample_{1,4,32}``: ``pymc_lbp.sample(chains=1/4/32, chain_method="vectorized")``;
+  ``lbp_sample_seq_N`` (not run by default): ``chain_method="sequential"``, N chains one after
+  another in the same compiled function;
 * ``numpyro_dhmcg`` / ``numpyro_dhmcg_modified``: ``DiscreteHMCGibbs(NUTS(model))``, plain and
   ``modified=True`` (2 chains, sequential);
 * ``numpyro_mixedhmc``: ``MixedHMC(HMC(model, trajectory_length=1.2), num_discrete_updates=20)``
@@ -21,6 +23,9 @@ and the bulk ESS of a discrete summary; sampling seconds (warmup and draws, comp
 excluded: PyMC from per-draw callback stamps, pymc_lbp.sample from
 ``posterior.attrs["sampling_time"]``, NumPyro wall minus JAX's compile events); min ESS/s over
 both (the headline); ESS per gradient evaluation (NUTS leapfrog steps of the kept draws);
+for pymc_lbp.sample, NUTS's leapfrog steps per draw on average and, with several chains, the
+average over draws of the most any chain took (vectorised chains all run that long: ``jax.vmap``
+of NUTS's trajectory loop stops when the last chain's trajectory ends);
 build/compile seconds; and, for pymc_lbp.sample with 4 chains, the build time of a cold
 subprocess (empty JAX cache and pytensor compile directory) and of a warm one (a second new
 process on the caches the cold one filled: what a user's next session pays; ``--no-cold`` skips
@@ -73,9 +78,12 @@ SAMPLERS += NUMPYRO_SAMPLERS
 
 
 def sampler_name(name: str) -> str:
-    """An argparse type: a known sampler, or ``lbp_sample_N`` with any positive N chains."""
+    """An argparse type: a known sampler, or ``lbp_sample_N`` / ``lbp_sample_seq_N`` with any
+    positive N chains."""
     prefix, _, n = name.rpartition("_")
-    if name in SAMPLERS or (prefix == "lbp_sample" and n.isdigit() and int(n) > 0):
+    if name in SAMPLERS or (
+        prefix in ("lbp_sample", "lbp_sample_seq") and n.isdigit() and int(n) > 0
+    ):
         return name
     raise argparse.ArgumentTypeError(f"unknown sampler {name!r}; choose from {', '.join(SAMPLERS)}")
 
@@ -209,8 +217,18 @@ def run_pymc(spec: MixedModel, sampler: str, *, tune: int, draws: int, seed: int
             "steps": steps_label}  # fmt: skip
 
 
-def run_lbp(spec: MixedModel, chains: int, *, tune: int, draws: int, seed: int) -> dict:
-    """``pymc_lbp.sample`` with ``chains`` vectorised chains; times from the posterior attrs."""
+def run_lbp(
+    spec: MixedModel,
+    chains: int,
+    *,
+    tune: int,
+    draws: int,
+    seed: int,
+    chain_method: str = "vectorized",
+) -> dict:
+    """``pymc_lbp.sample`` with ``chains`` chains (vectorised by default); times from the
+    posterior attrs; NUTS's leapfrog steps per draw, mean and longest chain's (warmup
+    included)."""
     import pymc_lbp
 
     idata = pymc_lbp.sample(
@@ -219,16 +237,31 @@ def run_lbp(spec: MixedModel, chains: int, *, tune: int, draws: int, seed: int) 
         chains,
         model=spec.build(),
         random_seed=seed,
-        chain_method="vectorized",
+        chain_method=chain_method,
         progressbar=False,
         compute_convergence_checks=False,
+        discard_tuned_samples=False,
     )
     attrs = idata.posterior.attrs
     post = {k: idata.posterior[k].values for k in idata.posterior.data_vars}
     res = measure(spec, post, float(idata.sample_stats["n_steps"].sum()))
     div = int(idata.sample_stats["diverging"].sum())
-    return {**res, "seconds": float(attrs["sampling_time"]), "build_s": float(attrs["build_time"]),
-            "chains": chains, "divergences": div}  # fmt: skip
+    return {**res, **nuts_steps(idata), "seconds": float(attrs["sampling_time"]),
+            "build_s": float(attrs["build_time"]), "chains": chains,
+            "chain_method": chain_method, "divergences": div}  # fmt: skip
+
+
+def nuts_steps(idata) -> dict:
+    """NUTS's leapfrog steps per draw (warmup and kept draws): the mean over chains and draws,
+    and the mean over draws of the largest over chains (what vectorised chains all run)."""
+    groups = [g for g in ("warmup_sample_stats", "sample_stats") if g in idata.groups()]
+    if "n_steps" not in idata[groups[-1]]:  # no continuous variables: no NUTS
+        return {}
+    steps = np.concatenate([idata[g]["n_steps"].values for g in groups], axis=1)
+    return {
+        "nuts_steps_mean": float(steps.mean()),
+        "nuts_steps_longest_chain": float(steps.max(axis=0).mean()),
+    }
 
 
 def mixedhmc_skip_reason(model, max_sites: int) -> str | None:
@@ -358,6 +391,8 @@ def summarize(runs: list[dict]) -> list[dict]:
         one = next((r for r in same if r["sampler"] == "lbp_sample_1"), None)
         if row["sampler"].startswith("lbp_sample_") and row["chains"] > 1 and one:
             row["wall_per_draw_vs_1_chain"] = row["seconds"] / max(one["seconds"], 1e-12)
+        if row.get("nuts_steps_mean"):
+            row["nuts_longest_vs_mean"] = row["nuts_steps_longest_chain"] / row["nuts_steps_mean"]
     return rows
 
 
@@ -369,6 +404,8 @@ COLUMNS = [
     ("vs_numpyro", "vs best NumPyro DHMCGibbs"),
     ("vs_pymc_default", "vs pymc_default"),
     ("ess_per_grad", "ESS per gradient"),
+    ("wall_per_draw_vs_1_chain", "wall per draw vs 1 chain"),
+    ("nuts_longest_vs_mean", "NUTS steps, longest chain / mean"),
     ("build_s", "build s"),
     ("cold_build_s", "cold build s"),
     ("warm_build_s", "warm build s (new process)"),
@@ -429,7 +466,8 @@ def report(args, runs: list[dict], checks: dict, meta: dict) -> dict:
         f"\nSame-target checks (spread of PyMC - NumPyro log densities): {checks}\n",
     ]
     scaling = [
-        f"- {r['model']}, {r['chains']} chains: {r['wall_per_draw_vs_1_chain']:.2f}"
+        f"- {r['model']}, {r['chains']} chains ({r['chain_method']}): "
+        f"{r['wall_per_draw_vs_1_chain']:.2f}"
         for r in rows
         if r.get("wall_per_draw_vs_1_chain") is not None
     ]
@@ -505,7 +543,8 @@ def main(argv: list[str] | None = None) -> dict:
             if sampler.startswith("pymc_"):
                 res = run_pymc(spec, sampler, **kw)
             elif sampler.startswith("lbp_sample_"):
-                res = run_lbp(spec, int(sampler.rsplit("_", 1)[1]), **kw)
+                method = "sequential" if sampler.startswith("lbp_sample_seq_") else "vectorized"
+                res = run_lbp(spec, int(sampler.rsplit("_", 1)[1]), **kw, chain_method=method)
                 if sampler == "lbp_sample_4" and not args.no_cold:
                     cold, warm = new_process_builds(name, tune=args.tune, draws=args.draws)
                     res["cold_build_s"], res["warm_build_s"] = cold, warm

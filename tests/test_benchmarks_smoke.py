@@ -9,6 +9,7 @@ repository root.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
@@ -286,9 +287,37 @@ def test_compiled_mixed_quick(tmp_path):
         assert row["ess_per_grad"] > 0
     assert rows["lbp_sample_4"]["chains"] == 4 and rows["pymc_default"]["chains"] == 2
     assert rows["lbp_sample_4"]["vs_pymc_default"] > 0
+    ours = rows["lbp_sample_4"]
+    assert ours["chain_method"] == "vectorized" and ours["nuts_steps_mean"] >= 1
+    assert ours["nuts_longest_vs_mean"] >= 1
     assert saved["machine"]["platform"] and saved["protocol"]["draws"] == 20
     assert (tmp_path / "compiled_mixed.png").stat().st_size > 0
     assert "lbp_sample_4" in (tmp_path / "compiled_mixed.md").read_text()
+
+
+def test_compiled_mixed_nuts_steps_and_sampler_names():
+    """The longest chain's NUTS steps per draw (what vectorised chains all run) against the
+    mean, from stats with known values; lbp_sample_seq_N names sequential chains."""
+    import arviz as az
+
+    module = importlib.import_module("benchmarks.compiled_mixed")
+    warm = {"n_steps": np.array([[1, 7], [3, 1]])}
+    kept = {"n_steps": np.array([[1, 2, 3], [3, 2, 1]])}
+    idata = az.from_dict(
+        posterior={"x": np.zeros((2, 3))}, sample_stats=kept, warmup_sample_stats=warm,
+        save_warmup=True,
+    )  # fmt: skip
+    got = module.nuts_steps(idata)
+    assert got["nuts_steps_mean"] == pytest.approx(24 / 10)  # both chains, warmup too
+    assert got["nuts_steps_longest_chain"] == pytest.approx((3 + 7 + 3 + 2 + 3) / 5)
+    no_nuts = az.from_dict(
+        posterior={"x": np.zeros((2, 3))}, sample_stats={"accept": kept["n_steps"]}
+    )
+    assert module.nuts_steps(no_nuts) == {}
+    assert module.sampler_name("lbp_sample_seq_32") == "lbp_sample_seq_32"
+    for bad in ("lbp_sample_seq_0", "lbp_sample_par_4"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            module.sampler_name(bad)
 
 
 def test_compiled_mixed_warm_up_compiles_at_once_and_restores_the_rules():
