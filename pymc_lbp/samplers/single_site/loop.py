@@ -103,7 +103,7 @@ class CompiledSteps:
         Passed to :func:`pymc.pytensorf.compile` (e.g. ``{"mode": "NUMBA"}``).
     compile_now : bool
         False: nothing is compiled until the first call (the JAX program only reads
-        :meth:`graph`).
+        :meth:`step_graph` and :meth:`prepare_graph`).
     """
 
     def __init__(
@@ -125,7 +125,7 @@ class CompiledSteps:
         """Inputs ``[x, logp, deltas, uniforms]`` and outputs ``[x, logp, deltas, sum_accept,
         n_accepted, n_evaluated]`` of the run as graphs; ``shapes = (n_sites, n_slots,
         n_steps)`` fixes the input shapes (the JAX program of :mod:`pymc_lbp.whole_model`
-        compiles these graphs itself)."""
+        loops :meth:`step_graph`, this scan's body, instead)."""
         kernel, prepare, _ = self._parts
         n_sites, n_slots, n_steps = shapes if shapes is not None else (None, None, None)
         x = pt.tensor("x", dtype="int64", shape=(n_sites,))
