@@ -1,6 +1,6 @@
 """The compile settings tests/conftest.py gives the suite (docs/architecture.md, "The suite's
 time"): one compile directory of the suite's own for every xdist worker, its modules compiled
-outside the directory's lock, -O0 unless the flags say otherwise."""
+outside the directory's lock, -O0 unless the flags say otherwise; XLA's backend at -O0 too."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ def test_this_process_runs_with_them():
     assert ModuleCache.module_from_key is compile_cache.module_from_key
     if "traceback__limit" not in GIVEN_PYTENSOR_FLAGS:
         assert pytensor.config.traceback__limit == 0
+    # XLA's backend at -O0 (read by JAX when its CPU backend starts: in this process, later)
+    assert "--xla_backend_optimization_level=" in os.environ["XLA_FLAGS"]
 
 
 #: A fresh process: the suite's cache patch, then one small graph compiled and evaluated.

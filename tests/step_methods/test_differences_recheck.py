@@ -25,6 +25,9 @@ from tests.helpers.spike_and_slab import (
     spike_and_slab_model,
 )
 
+#: The ESS a Monte Carlo standard error is taken from (docs/architecture.md, "Tests").
+MIN_ESS = 200
+
 
 def test_recheck_schedule():
     assert [t for t in range(40) if recheck_due(t)] == [1, 2, 4, 8, 16, 32]
@@ -42,9 +45,9 @@ def test_spike_and_slab_switches_to_exact_and_matches_enumeration(caplog):
         assert "multilinear" not in step.differences_reason
         with caplog.at_level(logging.INFO, logger="pymc_lbp"):
             idata = pm.sample(
-                400,
+                1000,
                 tune=200,
-                chains=2,
+                chains=4,
                 cores=1,
                 step=[step],
                 random_seed=11,
@@ -62,9 +65,12 @@ def test_spike_and_slab_switches_to_exact_and_matches_enumeration(caplog):
         if min(p, 1 - p) < 1e-6:  # decided: every draw must agree
             assert est[j] == pytest.approx(p, abs=1e-9), j
             continue
-        ess = float(az.ess(g[:, :, j].astype(float)))
+        ess = float(az.ess(g[:, :, j].astype(float), method="mean"))
+        # the standard error below is sound only from a large enough ESS: the undecided g[4]
+        # had 44-77 from 2 chains of 400 draws, 327-357 from 4 of 1,000 (three seeds)
+        assert ess >= MIN_ESS, (j, ess)
         # five Monte Carlo standard errors of a proportion at the chain's ESS
-        assert abs(est[j] - p) < 5 * np.sqrt(p * (1 - p) / max(ess, 1.0)), (j, est[j], p, ess)
+        assert abs(est[j] - p) < 5 * np.sqrt(p * (1 - p) / ess), (j, est[j], p, ess)
 
 
 def test_first_order_choice_kept_where_it_stays_exact():

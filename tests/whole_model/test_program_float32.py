@@ -106,7 +106,13 @@ def test_nuts_runs_in_float32_and_its_statistics_in_float64(sampled):
     np.testing.assert_array_equal(step_size.astype(np.float32).astype(np.float64), step_size)
     for name in ("lp", "energy", "acceptance_rate", "accept"):
         assert idata.sample_stats[name].dtype == np.float64, name
-    assert not idata.sample_stats["diverging"].values.any()
+    # NUTS diverges only where its leapfrog is unstable, which float32 must not add to:
+    # beta | z = 1 has sd 0.51, beta | z = 0 (the prior) 1.5, and the step size adapts to both
+    # (a step unstable at sd 1.5 would be unstable at 0.51 in every draw with z = 1, far from the
+    # acceptance 0.8 it is tuned for). Divergences where z = 1 depend on the adapted step (XLA at
+    # -O0 drew a few, at -O3 none); one where z = 0 would be float32's doing.
+    diverging = idata.sample_stats["diverging"].values
+    assert np.all(idata.posterior["z"].values[diverging] == 1)
 
 
 def test_discrete_acceptance_probabilities_are_float64(sampled):
