@@ -4,6 +4,11 @@ Each state's indicator series gives a visit frequency; its standard error uses t
 probability p and ArviZ's effective sample size of the indicator,
 ``se = sqrt(p (1 - p) / ess)``. The largest |z| over states is compared with a Bonferroni bound at
 family-wise level ``alpha`` (default 1e-3), so the threshold comes from the sample, not tuning.
+
+That standard error is sound only from a large enough ESS: every indicator tested (one the chains
+both visited and left) must have an ESS of at least :data:`MIN_ESS`, or the helpers fail. Chains
+stuck in different regions get a small but finite ESS from ArviZ (a few units), a standard error
+far too large and |z| near 0: without the floor, such a run would pass.
 """
 
 from __future__ import annotations
@@ -11,6 +16,18 @@ from __future__ import annotations
 import arviz as az
 import numpy as np
 from scipy import stats
+
+#: The ESS an indicator's standard error is taken from (docs/architecture.md, "Tests").
+MIN_ESS = 200.0
+
+
+def _checked_ess(ind: np.ndarray, what: str) -> float:
+    """ArviZ's bulk ESS of the indicator series ``ind`` (chain, draw), at least :data:`MIN_ESS`."""
+    ess = float(az.ess(ind))
+    assert np.isfinite(ess) and ess >= MIN_ESS, (
+        f"{what}: ESS {ess:.1f} < {MIN_ESS:.0f}, too few for its standard error (draw more)"
+    )
+    return ess
 
 
 def state_indices(draws: np.ndarray, states: np.ndarray) -> np.ndarray:
@@ -31,9 +48,7 @@ def max_z_score(draws: np.ndarray, states: np.ndarray, probs: np.ndarray) -> tup
         if p == 0:
             assert ind.sum() == 0, f"state {states[k]} has probability 0 but was visited"
             continue
-        ess = float(az.ess(ind)) if 0 < ind.mean() < 1 else float(n_total)
-        if not np.isfinite(ess) or ess <= 0:
-            ess = float(n_total)
+        ess = _checked_ess(ind, f"state {states[k]}") if 0 < ind.mean() < 1 else float(n_total)
         se = np.sqrt(p * (1 - p) / min(ess, n_total))
         zs.append(abs(ind.mean() - p) / se)
     crit = stats.norm.isf(1e-3 / (2 * len(zs)))
@@ -68,8 +83,9 @@ def marginal_z_scores(
     zs : numpy.ndarray
         ``|freq - p| / sqrt(p (1 - p) / ess)`` for every tested entry: each category of each
         variable with ``0 < p < 1`` (binary variables: category 1 only, category 0 is the same
-        test), ``ess`` ArviZ's bulk ESS of the indicator series (the number of draws when the
-        series is constant or ArviZ gives no finite value).
+        test), ``ess`` ArviZ's bulk ESS of the indicator series, asserted at least
+        :data:`MIN_ESS` (the number of draws when the series is constant: |z| is then as large
+        as it gets).
     crit : float
         Two-sided Bonferroni critical value at ``alpha`` over the tested entries.
     violations : list of (variable, category, p, freq)
@@ -86,9 +102,22 @@ def marginal_z_scores(
                 if freq != p:
                     violations.append((v, k, p, freq))
                 continue
-            ess = float(az.ess(ind)) if 0 < freq < 1 else float(ind.size)
-            if not np.isfinite(ess) or ess <= 0:
-                ess = float(ind.size)
+            ess = _checked_ess(ind, f"variable {v} = {k}") if 0 < freq < 1 else float(ind.size)
             zs.append(abs(freq - p) / np.sqrt(p * (1 - p) / min(ess, ind.size)))
     crit = float(stats.norm.isf(alpha / (2 * max(len(zs), 1))))
     return np.array(zs), crit, violations
+
+
+def marginal_violations(
+    draws: dict[int, np.ndarray], exact: list[np.ndarray]
+) -> list[tuple[int, int, float, float]]:
+    """The entries with exact probability 0 or 1 whose frequency differs from it:
+    ``(variable, category, p, freq)``, as :func:`marginal_z_scores` reports them, without its
+    z-scores (nor their ESS floor)."""
+    out = []
+    for v, x in draws.items():
+        for k, p in enumerate(exact[v]):
+            freq = float(np.mean(x == k))
+            if p in (0.0, 1.0) and freq != p:
+                out.append((v, k, float(p), freq))
+    return out
