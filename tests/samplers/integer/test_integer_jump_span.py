@@ -45,6 +45,7 @@ from pymc_lbp.samplers.single_site.graph import graph_balancing
 
 SAMPLE = dict(cores=1, progressbar=False, compute_convergence_checks=False)
 N_MCSE = 5.0
+MIN_ESS = 200  # the ESS a bound in MCSE units is taken from (docs/architecture.md)
 INT64_MAX = int(np.iinfo(np.int64).max)
 
 
@@ -59,8 +60,10 @@ class _Uniforms:
 
 
 def _within_mcse(draws: np.ndarray, mean: float, sd: float) -> tuple[bool, str]:
-    """Whether the draws' mean is within N_MCSE standard errors ``sd / sqrt(ESS)`` of ``mean``."""
-    ess = float(az.ess(draws))
+    """Whether the draws' mean is within N_MCSE standard errors ``sd / sqrt(ESS)`` of ``mean``,
+    from an ESS of at least MIN_ESS (asserted: a smaller one makes the bound unreliable)."""
+    ess = float(az.ess(draws, method="mean"))
+    assert ess >= MIN_ESS, f"ESS {ess:.0f} < {MIN_ESS}: too few draws for the bound"
     err = abs(float(draws.mean()) - mean)
     limit = N_MCSE * sd / math.sqrt(ess)
     return err < limit, f"mean {draws.mean():.1f} vs {mean:.1f}: |error| {err:.1f}, ESS {ess:.0f}"
@@ -234,7 +237,8 @@ def test_unbounded_count_far_from_its_start_grows_its_jumps_while_tuning(caplog)
         step = LocallyBalanced([model["n"]])
         assert step._jump_exponent_grows and step._jump_exponent == MAX_SCALE_EXPONENT
         with caplog.at_level(logging.INFO, logger="pymc_lbp"):
-            idata = pm.sample(draws=1000, tune=300, chains=2, step=[step], random_seed=5, **SAMPLE)
+            # 2,000 draws a chain: the ESS of n was 146 from 1,000
+            idata = pm.sample(draws=2000, tune=300, chains=2, step=[step], random_seed=5, **SAMPLE)
     grown = [r.getMessage() for r in caplog.records if "integer jumps now reach" in r.getMessage()]
     # each chain tunes its own J from its start, as a pickled copy under cores > 1 does
     assert sum("J 10 -> 20" in m for m in grown) == 2, grown
