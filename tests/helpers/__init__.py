@@ -4,6 +4,8 @@ kernels
     Exact single-site transition kernels enumerated in numpy, chi-square and stationarity checks.
 block_kernels
     NeuralBlock's block kernels enumerated in numpy.
+ess
+    The ESS floor (``MIN_ESS``) every standard error estimated from the draws is asserted to have.
 frequencies
     z-scores of visit frequencies against exact answers, with ArviZ's ESS.
 backends

@@ -6,28 +6,16 @@ probability p and ArviZ's effective sample size of the indicator,
 family-wise level ``alpha`` (default 1e-3), so the threshold comes from the sample, not tuning.
 
 That standard error is sound only from a large enough ESS: every indicator tested (one the chains
-both visited and left) must have an ESS of at least :data:`MIN_ESS`, or the helpers fail. Chains
-stuck in different regions get a small but finite ESS from ArviZ (a few units), a standard error
-far too large and |z| near 0: without the floor, such a run would pass.
+both visited and left) must have an ESS of at least ``MIN_ESS`` (:mod:`tests.helpers.ess`), or
+the helpers fail.
 """
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 from scipy import stats
 
-#: The ESS an indicator's standard error is taken from (docs/architecture.md, "Tests").
-MIN_ESS = 200.0
-
-
-def _checked_ess(ind: np.ndarray, what: str) -> float:
-    """ArviZ's bulk ESS of the indicator series ``ind`` (chain, draw), at least :data:`MIN_ESS`."""
-    ess = float(az.ess(ind))
-    assert np.isfinite(ess) and ess >= MIN_ESS, (
-        f"{what}: ESS {ess:.1f} < {MIN_ESS:.0f}, too few for its standard error (draw more)"
-    )
-    return ess
+from tests.helpers.ess import checked_ess
 
 
 def state_indices(draws: np.ndarray, states: np.ndarray) -> np.ndarray:
@@ -38,21 +26,52 @@ def state_indices(draws: np.ndarray, states: np.ndarray) -> np.ndarray:
     return idx.reshape(draws.shape[:2])
 
 
-def max_z_score(draws: np.ndarray, states: np.ndarray, probs: np.ndarray) -> tuple[float, float]:
-    """``(max |z|, Bonferroni critical value at 1e-3)`` of visit frequencies vs ``probs``."""
+def state_z_scores(
+    draws: np.ndarray, states: np.ndarray, probs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per state, the |z| of its visit frequency against ``probs`` and the ESS behind it.
+
+    Parameters
+    ----------
+    draws : numpy.ndarray
+        Block states, shape ``(chain, draw, n_sites)``.
+    states : numpy.ndarray
+        Every state, shape ``(n_states, n_sites)``.
+    probs : numpy.ndarray
+        Exact probability of every state.
+
+    Returns
+    -------
+    zs : numpy.ndarray
+        ``|freq - p| / sqrt(p (1 - p) / ess)`` per state, NaN where ``p = 0`` (such a state must
+        never be visited: asserted).
+    ess : numpy.ndarray
+        ArviZ's bulk ESS of the state's indicator series, asserted at least ``MIN_ESS``, at most
+        the number of draws; the number of draws when the series is constant (|z| is then as
+        large as it gets); NaN where ``p = 0``.
+    """
     idx = state_indices(draws, states)
     n_total = idx.size
-    zs = []
+    zs, ess_all = np.full(len(probs), np.nan), np.full(len(probs), np.nan)
     for k, p in enumerate(probs):
         ind = (idx == k).astype(float)
         if p == 0:
             assert ind.sum() == 0, f"state {states[k]} has probability 0 but was visited"
             continue
-        ess = _checked_ess(ind, f"state {states[k]}") if 0 < ind.mean() < 1 else float(n_total)
-        se = np.sqrt(p * (1 - p) / min(ess, n_total))
-        zs.append(abs(ind.mean() - p) / se)
-    crit = stats.norm.isf(1e-3 / (2 * len(zs)))
-    return float(max(zs)), float(crit)
+        ess = float(n_total)
+        if 0 < ind.mean() < 1:
+            ess = min(checked_ess(ind, f"state {states[k]}", method="bulk"), ess)
+        zs[k] = abs(ind.mean() - p) / np.sqrt(p * (1 - p) / ess)
+        ess_all[k] = ess
+    return zs, ess_all
+
+
+def max_z_score(draws: np.ndarray, states: np.ndarray, probs: np.ndarray) -> tuple[float, float]:
+    """``(max |z|, Bonferroni critical value at 1e-3)`` of :func:`state_z_scores`."""
+    zs = state_z_scores(draws, states, probs)[0]
+    tested = zs[np.asarray(probs) > 0]
+    crit = stats.norm.isf(1e-3 / (2 * tested.size))
+    return float(tested.max()), float(crit)
 
 
 def posterior_draws(idata, names: list[str]) -> np.ndarray:
@@ -84,7 +103,7 @@ def marginal_z_scores(
         ``|freq - p| / sqrt(p (1 - p) / ess)`` for every tested entry: each category of each
         variable with ``0 < p < 1`` (binary variables: category 1 only, category 0 is the same
         test), ``ess`` ArviZ's bulk ESS of the indicator series, asserted at least
-        :data:`MIN_ESS` (the number of draws when the series is constant: |z| is then as large
+        ``MIN_ESS`` (the number of draws when the series is constant: |z| is then as large
         as it gets).
     crit : float
         Two-sided Bonferroni critical value at ``alpha`` over the tested entries.
@@ -102,7 +121,11 @@ def marginal_z_scores(
                 if freq != p:
                     violations.append((v, k, p, freq))
                 continue
-            ess = _checked_ess(ind, f"variable {v} = {k}") if 0 < freq < 1 else float(ind.size)
+            ess = (
+                checked_ess(ind, f"variable {v} = {k}", method="bulk")
+                if 0 < freq < 1
+                else float(ind.size)
+            )
             zs.append(abs(freq - p) / np.sqrt(p * (1 - p) / min(ess, ind.size)))
     crit = float(stats.norm.isf(alpha / (2 * max(len(zs), 1))))
     return np.array(zs), crit, violations

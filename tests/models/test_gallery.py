@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
@@ -28,10 +27,9 @@ import xarray as xr
 
 from examples.gallery import MODELS
 from examples.gallery._gallery import evaluate, sample
+from tests.helpers.ess import checked_dataset_ess
 
 Z_MAX = 3.5
-#: The ESS an MCSE-based z-score relies on (docs/architecture.md, "Tests").
-MIN_ESS = 200
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -66,7 +64,6 @@ def test_gallery_matches_exact_reference(name, chains, draws):
     idata, build, seconds = sample(
         module, "ours", draws=draws, tune=300, chains=chains, seed=20261122
     )
-    ess = az.ess(xr.Dataset(module.quantities(idata.posterior)), method="mean")
-    assert all(float(ess[k]) >= MIN_ESS for k in ess.data_vars), ess
+    checked_dataset_ess(xr.Dataset(module.quantities(idata.posterior)))
     res = evaluate(module, "ours", idata, build, seconds, ref)
     assert res.max_abs_z < Z_MAX, res.z

@@ -22,6 +22,7 @@ from pymc_lbp.step_methods.differences_choice import (
     choose,
     probe_first_order,
 )
+from tests.helpers.ess import checked_ess
 
 SAMPLE = dict(chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
 
@@ -139,6 +140,7 @@ def test_occupancy_defaults_choose_exact_and_match_the_closed_form(cls, steps):
     ratio = PSI * (1 - P_DETECT) ** VISITS
     q = ratio / (ratio + 1 - PSI)
     s = z[:, ~detected].sum(axis=1).astype(float)
+    checked_ess(s[None, :], "undetected sites occupied")
     mcse = float(np.ravel(az.mcse(s[None, :]))[0])  # (chain, draw) array
     assert mcse > 0
     assert abs(s.mean() - (~detected).sum() * q) / mcse < 4

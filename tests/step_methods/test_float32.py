@@ -12,7 +12,6 @@ from __future__ import annotations
 import itertools
 import warnings
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor
@@ -32,6 +31,7 @@ from pymc_lbp.samplers.block.motifs.grid_bn import (
 )
 from pymc_lbp.samplers.self_balancing.learning import AdamState, BalancingLearner, TransitionBatch
 from pymc_lbp.samplers.self_balancing.parametrizations import make_parametrization
+from tests.helpers.ess import checked_ess
 
 F32 = {"floatX": "float32"}
 ALPHA = 1e-3
@@ -81,11 +81,9 @@ def mixed_exact() -> dict[str, np.ndarray]:
 
 def z_scores(samples: np.ndarray, mean: float, sd: float) -> float:
     """``|mean(samples) - mean| / (sd / sqrt(ess))`` for ``samples`` of shape (chain, draw), from
-    an ESS of at least 200 (asserted: a smaller one makes the standard error unreliable)."""
+    an ESS of at least MIN_ESS (asserted: a smaller one makes the standard error unreliable)."""
     if np.ptp(samples) > 0:
-        ess = float(az.ess(samples))
-        assert np.isfinite(ess) and ess >= 200, f"ESS {ess:.0f} < 200: too few draws"
-        ess = min(ess, samples.size)
+        ess = min(checked_ess(samples, "samples", method="bulk"), samples.size)
     else:  # constant: the standard error of the draws' count, |z| as large as it gets
         ess = float(samples.size)
     return abs(float(samples.mean()) - mean) / (sd / np.sqrt(ess))

@@ -21,6 +21,7 @@ import pytest
 
 import pymc_lbp
 from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP, SelfBalancing
+from tests.helpers.ess import checked_ess
 
 Z_MAX = 4.0
 SAMPLE = dict(chains=1, cores=1, progressbar=False, compute_convergence_checks=False)
@@ -34,6 +35,9 @@ SAMPLERS = {
 
 
 def _z(series: np.ndarray, expected: float) -> float:
+    """``|mean - expected|`` in MCSE units, from an ESS of at least MIN_ESS (asserted)."""
+    if np.ptp(series) > 0:
+        checked_ess(series[None, :], "series")
     mcse = float(np.ravel(az.mcse(series[None, :]))[0])
     return abs(float(series.mean()) - expected) / mcse if mcse > 0 else np.inf
 

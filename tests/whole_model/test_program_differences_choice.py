@@ -21,14 +21,12 @@ pytest.importorskip("blackjax", reason="pymc_lbp.sample needs the extra pymc_lbp
 import pymc_lbp  # noqa: E402
 from pymc_lbp import LocallyBalanced  # noqa: E402
 from pymc_lbp.whole_model.sampling import _recheck_at_starts  # noqa: E402
+from tests.helpers.ess import checked_ess  # noqa: E402
 from tests.helpers.spike_and_slab import (  # noqa: E402
     exact_inclusion,
     spike_and_slab_data,
     spike_and_slab_model,
 )
-
-#: The ESS an MCSE is taken from (docs/architecture.md, "Tests").
-MIN_ESS = 200
 
 
 def test_spike_and_slab_switches_to_exact_at_the_starts_and_matches_enumeration():
@@ -50,13 +48,12 @@ def test_spike_and_slab_switches_to_exact_at_the_starts_and_matches_enumeration(
     mcse = az.mcse(idata.posterior["g"].astype(float))["g"].values
     # an MCSE is sound only from a large enough ESS: the undecided g[4] had 18-77 from 2 chains
     # of 400 draws, 346-417 from 4 of 1,000 (three seeds)
-    ess = az.ess(idata.posterior["g"].astype(float), method="mean")["g"].values
     for j in range(X.shape[1]):
         p = exact[j]
         if min(p, 1 - p) < 1e-6:  # decided: every draw must agree
             assert est[j] == pytest.approx(p, abs=1e-9), j
             continue
-        assert ess[j] >= MIN_ESS, (j, ess[j])
+        checked_ess(g[:, :, j], f"g[{j}]")
         assert abs(est[j] - p) < 4 * mcse[j], (j, est[j], p, mcse[j])
 
 

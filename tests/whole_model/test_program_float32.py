@@ -33,10 +33,10 @@ from pymc_lbp.whole_model.sampling import (  # noqa: E402
     assign_steps,
     continuous_float_dtype,
 )
+from tests.helpers.ess import checked_ess  # noqa: E402
 
 F32 = {"floatX": "float32"}
 Z_BOUND = 4.0  # |estimate - exact| / MCSE; P(|N(0,1)| > 4) = 6e-5 per quantity
-MIN_ESS = 200  # below it the MCSE, an estimate from the draws, is itself too rough to test with
 X = np.array([-1.0, -0.5, 0.3, 0.8, 1.2], dtype=np.float32)
 Y = np.array([-0.9, -0.1, -0.2, 0.9, 0.6], dtype=np.float32)
 PRIOR, TAU = 0.3, 1.5
@@ -81,10 +81,8 @@ def sampled():
 
 
 def _within_mcse(draws: np.ndarray, exact: float) -> None:
-    dataset = az.convert_to_dataset({"q": draws.astype(np.float64)})
-    ess = float(az.ess(dataset, method="mean")["q"])
-    mcse = float(az.mcse(dataset, method="mean")["q"])
-    assert ess >= MIN_ESS, ess
+    checked_ess(draws, "q")
+    mcse = float(az.mcse(az.convert_to_dataset({"q": draws.astype(np.float64)}))["q"])
     assert abs(draws.mean() - exact) <= Z_BOUND * mcse, (draws.mean(), exact, mcse)
 
 

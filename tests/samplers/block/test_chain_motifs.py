@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -42,20 +41,8 @@ from tests.helpers.frequencies import marginal_z_scores, posterior_draws
 
 FAST = {"mode": "FAST_COMPILE"}
 # draws per chain of the pm.sample checks against exact marginals: the z-scores' standard errors
-# come from each indicator's own ESS, which must stay large enough for that estimate to be sound
+# come from each indicator's own ESS, which marginal_z_scores asserts large enough to be sound
 DRAWS = 1000
-MIN_ESS = 200
-
-
-def min_indicator_ess(draws: dict, exact: list) -> float:
-    """The smallest ArviZ ESS of the indicator series that marginal_z_scores tests."""
-    out = []
-    for v, x in draws.items():
-        probs = exact[v]
-        for k in [1] if probs.size == 2 else range(probs.size):
-            if 0.0 < probs[k] < 1.0:
-                out.append(float(az.ess((x == k).astype(float))))
-    return min(out)
 
 
 def random_chain_logp(K, L, rng):
@@ -210,7 +197,6 @@ def test_a_chain_numbered_out_of_order_is_found_and_sampled_exactly():
     draws = posterior_draws(idata, ["z"])
     per_site = {s: draws[..., s] for s in range(T)}
     zs, crit, violations = marginal_z_scores(per_site, [exact[s] for s in range(T)])
-    assert min_indicator_ess(per_site, list(exact)) >= MIN_ESS
     assert not violations
     assert zs.max() < crit, (zs.max(), crit)
 
@@ -382,7 +368,6 @@ def test_default_neural_block_on_an_hmm_matches_forward_backward(K):
     draws = posterior_draws(idata, ["z"])
     per_site = {t: draws[..., t] for t in range(T)}
     zs, crit, violations = marginal_z_scores(per_site, [exact[t] for t in range(T)])
-    assert min_indicator_ess(per_site, list(exact)) >= MIN_ESS
     assert not violations
     assert zs.max() < crit, (zs.max(), crit)
     assert float(idata.sample_stats["accept"].mean()) > 0.3  # the proposal is useful
@@ -547,7 +532,6 @@ def test_chain_mrf_from_a_uai_file_is_found_and_sampled_exactly(tmp_path):
     draws = posterior_draws(idata, [rv.name for rv in model.free_RVs])
     per_site = {t: draws[..., t] for t in range(T)}
     zs, crit, violations = marginal_z_scores(per_site, [exact[t] for t in range(T)])
-    assert min_indicator_ess(per_site, list(exact)) >= MIN_ESS
     assert not violations
     assert zs.max() < crit, (zs.max(), crit)
 

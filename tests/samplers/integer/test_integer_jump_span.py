@@ -42,10 +42,10 @@ from pymc_lbp.samplers.integer.reference import (
     start_exponent,
 )
 from pymc_lbp.samplers.single_site.graph import graph_balancing
+from tests.helpers.ess import checked_ess
 
 SAMPLE = dict(cores=1, progressbar=False, compute_convergence_checks=False)
 N_MCSE = 5.0
-MIN_ESS = 200  # the ESS a bound in MCSE units is taken from (docs/architecture.md)
 INT64_MAX = int(np.iinfo(np.int64).max)
 
 
@@ -62,8 +62,7 @@ class _Uniforms:
 def _within_mcse(draws: np.ndarray, mean: float, sd: float) -> tuple[bool, str]:
     """Whether the draws' mean is within N_MCSE standard errors ``sd / sqrt(ESS)`` of ``mean``,
     from an ESS of at least MIN_ESS (asserted: a smaller one makes the bound unreliable)."""
-    ess = float(az.ess(draws, method="mean"))
-    assert ess >= MIN_ESS, f"ESS {ess:.0f} < {MIN_ESS}: too few draws for the bound"
+    ess = checked_ess(draws, "draws")
     err = abs(float(draws.mean()) - mean)
     limit = N_MCSE * sd / math.sqrt(ess)
     return err < limit, f"mean {draws.mean():.1f} vs {mean:.1f}: |error| {err:.1f}, ESS {ess:.0f}"

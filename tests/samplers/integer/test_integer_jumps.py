@@ -31,6 +31,7 @@ from pymc_lbp.samplers.integer.reference import (
     scale_exponent,
     support_gibbs,
 )
+from tests.helpers.ess import checked_ess
 
 ALPHA = 1e-4
 Z_MAX = 4.0
@@ -484,11 +485,10 @@ def test_what_the_numpy_jumps_score_with_and_when_they_compile_follow_the_record
 
 # -- through pm.sample ---------------------------------------------------------------------------
 def _z(draws: np.ndarray, expected: float) -> float:
-    """``|mean - expected|`` in MCSE units, from an ESS of at least 200 (asserted: a smaller one
-    makes the MCSE unreliable)."""
+    """``|mean - expected|`` in MCSE units, from an ESS of at least MIN_ESS (asserted: a smaller
+    one makes the MCSE unreliable)."""
     if np.ptp(draws) > 0:
-        ess = float(np.ravel(az.ess(draws, method="mean"))[0])
-        assert ess >= 200, f"ESS {ess:.0f} < 200: too few draws for an MCSE"
+        checked_ess(draws, "draws")
     mcse = float(np.ravel(az.mcse(draws))[0])
     return abs(float(draws.mean()) - expected) / mcse if mcse > 0 else np.inf
 
