@@ -26,10 +26,13 @@ PYTENSOR_COMPILEDIR_FORMAT = (
 def _test_compile_flags(flags: str) -> str:
     """The ``PYTENSOR_FLAGS`` the suite runs with: the given ones, then
 
-    * ``gcc__cxxflags=-O0`` unless given: the suite's graphs are small, a module compiles in
-      0.57 s instead of 0.85 s at pytensor's -O3, and the tests ran no slower (measured on
-      tests/logp/test_local_differences.py with an empty cache: 305 modules, 173 vs 258 s of
-      compiling, 50 vs 58 s of the rest);
+    * ``gcc__cxxflags=-O1`` unless given: the suite's graphs are small, and with the
+      precompiled header below a module compiles nearly as fast as at -O0, while what it runs
+      (NUTS's logp and gradient, the steps' differences) runs about twice as fast: the GMM
+      example's test 8.7 s warm at -O1, 9.8 s at pytensor's -O3 and 20.0 s at -O0; the whole
+      suite's tests warm 5m17s against 5m52s at -O0, cold (every cache empty) 14m15s against
+      14m20s (the machine's first run); what compiles most, tests/logp/test_relax.py (201
+      modules, one process, cold), 42.9 s against 36.8 s;
     * ``traceback__limit=0`` unless given: PyTensor records the creation stack (8 frames, each
       line read through ``linecache``) of every variable and node it makes, rewrites included;
       two heavy files ran 55.7 s against 60.6 s without it. Set it in ``PYTENSOR_FLAGS`` to
@@ -49,7 +52,7 @@ def _test_compile_flags(flags: str) -> str:
         given[key] = value
     extra = []
     if "gcc__cxxflags" not in given:
-        extra.append("gcc__cxxflags=-O0")
+        extra.append("gcc__cxxflags=-O1")
     if "traceback__limit" not in given:
         extra.append("traceback__limit=0")
     if not given.get("compiledir"):
@@ -68,8 +71,8 @@ GIVEN_PYTENSOR_FLAGS = os.environ.setdefault(
 os.environ["PYTENSOR_FLAGS"] = _test_compile_flags(GIVEN_PYTENSOR_FLAGS)
 
 #: XLA's backend optimisation level for the suite's JAX programs, unless ``XLA_FLAGS`` sets it:
-#: LLVM's -O0, as for g++ above. The suite's programs are small and run briefly; their compilation
-#: is most of their cost from an empty cache. tests/whole_model/test_exact_posteriors.py with
+#: LLVM's -O0. The suite's programs are small and run briefly; their compilation is most of
+#: their cost from an empty cache. tests/whole_model/test_exact_posteriors.py with
 #: JAX's cache empty (PyTensor's warm), one process: 63 s against 88 s at XLA's default; with
 #: JAX's cache warm 30 s against 40 s. The cache key holds the flags: these programs never serve
 #: a run of yours at the default level.

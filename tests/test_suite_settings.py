@@ -1,6 +1,6 @@
 """The compile settings tests/conftest.py gives the suite (docs/architecture.md, "The suite's
 time"): one compile directory of the suite's own for every xdist worker, its modules compiled
-outside the directory's lock, -O0 unless the flags say otherwise; XLA's backend at -O0 too."""
+outside the directory's lock, -O1 unless the flags say otherwise; XLA's backend at -O0."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tests.helpers import compile_cache
 def test_flags_for_a_plain_run_and_a_given_directory():
     given = "blas__ldflags=-lopenblas"
     assert _test_compile_flags(given) == (
-        f"{given},gcc__cxxflags=-O0,traceback__limit=0,"
+        f"{given},gcc__cxxflags=-O1,traceback__limit=0,"
         f"compiledir_format={PYTENSOR_COMPILEDIR_FORMAT}-tests"
     )
     # an explicit compile directory (the cold-cache timing's) is used as given, and explicit
