@@ -66,7 +66,8 @@ def main(argv: list[str] | None = None) -> dict:
     logging.getLogger("pymc_lbp").setLevel(logging.INFO)
     z_true, y = simulate()
     model = build_model(y)
-    sample = dict(chains=2, cores=1, progressbar=False, random_seed=1)
+    # --quick (the test's smoke run): one chain, every line of the script still runs
+    sample = dict(chains=1 if args.quick else 2, cores=1, progressbar=False, random_seed=1)
     with model:
         step = pymc_lbp.NeuralBlock([model["z"]])  # finds the chain, picks chain-k3-b3
         print(step.blocks_reason)
