@@ -28,12 +28,13 @@ Z_MAX = 3.5
 # jax.grad); the spike-and-slab's spike prior gives pm.sample's own NUTS about 5% (193 of 4000
 # with our step and PyMC's NUTS, seed 1)
 # draws per chain (4 chains): each model's slowest-mixing quantity keeps an ESS of MIN_ESS with
-# room (seed 20261126: coal_mining's smallest ESS is ~1450 at 500 draws, occupancy's ~280 at 500,
+# room (seed 20261126: coal_mining's smallest ESS is ~1450 at 500 draws, occupancy's ~280 at 500
+# (275 on another machine: 750 draws),
 # spike_and_slab's gamma[5] 95 at 500 and 185 at 1200: XLA compiles for the host CPU, so the
 # chains, and their ESS, differ from one machine to another; 2400 draws expect about 400)
 @pytest.mark.parametrize(
     ("name", "max_divergent", "draws"),
-    [("coal_mining", 0.01, 300), ("occupancy", 0.01, 500), ("spike_and_slab", 0.1, 2400)],
+    [("coal_mining", 0.01, 300), ("occupancy", 0.01, 750), ("spike_and_slab", 0.1, 2400)],
 )
 def test_gallery_model_through_compiled_program_matches_reference(name, max_divergent, draws):
     module = importlib.import_module(f"examples.gallery.{name}")
