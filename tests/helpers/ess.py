@@ -48,3 +48,20 @@ def checked_dataset_ess(dataset: xr.Dataset, *, method: str = "mean") -> dict[st
     low = {k: v for k, v in out.items() if not (np.isfinite(v) and v >= MIN_ESS)}
     assert not low, f"ESS below {MIN_ESS:.0f}, too few for the standard errors (draw more): {low}"
     return out
+
+
+def checked_mcse(draws: np.ndarray, what: str) -> float:
+    """ArviZ's MCSE of the mean of one quantity's ``(chain, draw)`` values (a 1-D array is one
+    chain), from an ESS asserted at least :data:`MIN_ESS` (:func:`checked_ess`)."""
+    draws = np.atleast_2d(np.asarray(draws, dtype=np.float64))
+    checked_ess(draws, what)
+    return float(np.ravel(az.mcse(draws, method="mean"))[0])
+
+
+def mcse_z(draws: np.ndarray, expected: float) -> float:
+    """``|mean - expected|`` in MCSE units (:func:`checked_mcse`) of ``(chain, draw)`` values (a
+    1-D array is one chain); infinity for a constant series (a chain that never moved)."""
+    draws = np.atleast_2d(np.asarray(draws, dtype=np.float64))
+    if np.ptp(draws) == 0:
+        return np.inf
+    return abs(float(draws.mean()) - expected) / checked_mcse(draws, "draws")

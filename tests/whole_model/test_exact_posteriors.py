@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
@@ -20,16 +19,10 @@ from scipy.special import gammaln, logsumexp
 pytest.importorskip("blackjax", reason="pymc_lbp[jax] extra (jax, blackjax) not installed")
 
 import pymc_lbp  # noqa: E402
-from tests.helpers.ess import checked_ess  # noqa: E402
+from tests.helpers.ess import checked_mcse  # noqa: E402
 
 Z_BOUND = 4.0  # |estimate - exact| / MCSE; P(|N(0,1)| > 4) = 6e-5 per quantity
 DRAWS, TUNE = 1000, 300  # per chain, 4 chains
-
-
-def _mcse_of_mean(draws: np.ndarray) -> float:
-    """ArviZ's MCSE of the mean of ``(chain, draw)`` values (from their bulk-mean ESS)."""
-    checked_ess(draws, "q")
-    return float(az.mcse(az.convert_to_dataset({"q": np.asarray(draws, dtype=np.float64)}))["q"])
 
 
 def _check(idata, var, exact_mean, exact_sd, index=()):
@@ -43,13 +36,13 @@ def _check(idata, var, exact_mean, exact_sd, index=()):
     """
     draws = idata.posterior[var].values[(slice(None), slice(None), *index)].astype(float)
     mean, sd = draws.mean(), draws.std()
-    se_mean = _mcse_of_mean(draws)
+    se_mean = checked_mcse(draws, f"{var}{list(index)}")
     assert abs(mean - exact_mean) <= Z_BOUND * se_mean, (var, index, mean, exact_mean, se_mean)
     if np.isin(draws, (0.0, 1.0)).all():
         assert np.isclose(exact_sd, np.sqrt(exact_mean * (1 - exact_mean)))
         return
     # the sd's standard error by the delta method from that of the squared deviations' mean
-    se_sd = _mcse_of_mean((draws - mean) ** 2) / (2 * sd)
+    se_sd = checked_mcse((draws - mean) ** 2, f"{var}{list(index)} squared deviations") / (2 * sd)
     assert abs(sd - exact_sd) <= Z_BOUND * se_sd, (var, index, sd, exact_sd, se_sd)
 
 

@@ -31,7 +31,7 @@ from pymc_lbp.samplers.integer.reference import (
     scale_exponent,
     support_gibbs,
 )
-from tests.helpers.ess import checked_ess
+from tests.helpers.ess import mcse_z
 
 ALPHA = 1e-4
 Z_MAX = 4.0
@@ -484,15 +484,6 @@ def test_what_the_numpy_jumps_score_with_and_when_they_compile_follow_the_record
 
 
 # -- through pm.sample ---------------------------------------------------------------------------
-def _z(draws: np.ndarray, expected: float) -> float:
-    """``|mean - expected|`` in MCSE units, from an ESS of at least MIN_ESS (asserted: a smaller
-    one makes the MCSE unreliable)."""
-    if np.ptp(draws) > 0:
-        checked_ess(draws, "draws")
-    mcse = float(np.ravel(az.mcse(draws))[0])
-    return abs(float(draws.mean()) - expected) / mcse if mcse > 0 else np.inf
-
-
 @pytest.mark.parametrize("mu", [1.0, 100.0, 1e4])
 @pytest.mark.parametrize("cls", [LocallyBalanced, GibbsWithGradients, PathAuxiliaryLBP])
 def test_poisson_mean_and_variance_with_defaults(cls, mu):
@@ -503,8 +494,8 @@ def test_poisson_mean_and_variance_with_defaults(cls, mu):
         # 1,200 draws a chain: the squared deviations' ESS was 195 from 800 (mu = 1e4)
         idata = pm.sample(draws=1200, tune=100, chains=2, step=[step], random_seed=5, **SAMPLE)
     v = idata.posterior["k"].values.astype(float)
-    assert _z(v, mu) < Z_MAX, v.mean()
-    assert _z((v - mu) ** 2, mu) < Z_MAX, v.var()
+    assert mcse_z(v, mu) < Z_MAX, v.mean()
+    assert mcse_z((v - mu) ** 2, mu) < Z_MAX, v.var()
     assert "integer_accept" in idata.sample_stats
 
 
@@ -529,8 +520,8 @@ def test_population_size_with_support_to_1000_matches_enumeration():
     mean = float(w @ support)
     var = float(w @ (support - mean) ** 2)
     v = idata.posterior["N"].values.astype(float)
-    assert _z(v, mean) < Z_MAX, (v.mean(), mean)
-    assert _z((v - mean) ** 2, var) < Z_MAX, (v.var(), var)
+    assert mcse_z(v, mean) < Z_MAX, (v.mean(), mean)
+    assert mcse_z((v - mean) ** 2, var) < Z_MAX, (v.var(), var)
     assert float(az.rhat(idata)["N"]) < 1.05
 
 
@@ -571,8 +562,8 @@ def test_population_with_hypergeometric_recaptures_matches_enumeration():
     mean = float(w @ support)
     var = float(w @ (support - mean) ** 2)
     v = idata.posterior["N"].values.astype(float)
-    assert _z(v, mean) < Z_MAX, (v.mean(), mean)
-    assert _z((v - mean) ** 2, var) < Z_MAX, (v.var(), var)
+    assert mcse_z(v, mean) < Z_MAX, (v.mean(), mean)
+    assert mcse_z((v - mean) ** 2, var) < Z_MAX, (v.var(), var)
     assert float(az.rhat(idata)["N"]) < 1.05
 
 
