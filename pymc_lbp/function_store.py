@@ -47,6 +47,7 @@ import pymc
 import pytensor
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.utils import Scratchpad
+from pytensor.tensor.type_other import NoneConst
 
 from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
 
@@ -66,6 +67,10 @@ STORE_FOLDER = "pymc_lbp_functions"
 """The store's folder inside PyTensor's ``config.compiledir``."""
 
 _PLAIN = (str, bool, int, float, type(None))
+
+#: The pickles' format, part of every key: files of an earlier format are never loaded.
+#: 2: ``NoneConst`` pickled as PyTensor's own object (:class:`_FunctionPickler`).
+STORE_FORMAT = 2
 
 
 def store_folder(name: str = STORE_FOLDER) -> Path:
@@ -96,6 +101,7 @@ def fingerprint(
     text = _options_text(options)
     if text is None:
         return None
+    text["store_format"] = str(STORE_FORMAT)
     text["input_names"] = repr([getattr(v, "name", None) for v in inputs])  # fn(name=value)
     text["blas"] = repr(pytensor.config.blas__ldflags)  # BLAS ops are rewritten in where it links
     shared: list[SharedVariable] = []
@@ -146,6 +152,10 @@ def save(key: str, fn, shared: list[SharedVariable]) -> None:
     write_atomically(store_folder() / key, data)
 
 
+def _none_const():
+    return NoneConst
+
+
 def _scratchpad(cls: type, state: dict) -> Scratchpad:
     pad = cls.__new__(cls)
     pad.__dict__.update(state)
@@ -153,13 +163,23 @@ def _scratchpad(cls: type, state: dict) -> Scratchpad:
 
 
 class _FunctionPickler(pickle.Pickler):
-    """PyTensor's pickling of a function, less what its nodes cache for their Python ``perform``:
-    a ``Blockwise`` op without C code keeps a closure in its node's tag (``tag.gufunc``), which
-    no pickle can hold; loading a function links it again, and linking remakes the closure
-    (``Blockwise.prepare_node``). Without this, every function with such a node (the integer
-    jumps' and SelfBalancing's batched graphs) was rewritten anew in every process."""
+    """PyTensor's pickling of a function, with two mendings.
+
+    Less what its nodes cache for their Python ``perform``: a ``Blockwise`` op without C code
+    keeps a closure in its node's tag (``tag.gufunc``), which no pickle can hold; loading a
+    function links it again, and linking remakes the closure (``Blockwise.prepare_node``).
+    Without this, every function with such a node (the integer jumps' and SelfBalancing's
+    batched graphs) was rewritten anew in every process.
+
+    ``NoneConst`` loaded as itself, not a copy: PyTensor tells a free dimension or slice bound by
+    ``is NoneConst``. Linking a loaded function with a copy made PyTensor's numba
+    ``SpecifyShape(x, None, 2)`` assert dimension 0 against ``None``, which numba cannot compile
+    (the integer jumps under ``compile_kwargs={"mode": "NUMBA"}`` failed so, whenever numba's
+    cache did not already hold the linked function)."""
 
     def reducer_override(self, obj):
+        if obj is NoneConst:
+            return _none_const, ()
         if isinstance(obj, Scratchpad) and "gufunc" in obj.__dict__:
             state = {k: v for k, v in obj.__dict__.items() if k != "gufunc"}
             return _scratchpad, (type(obj), state)

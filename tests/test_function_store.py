@@ -159,3 +159,24 @@ def test_files_unused_for_pytensors_age_limit_are_removed(store, monkeypatch):
     monkeypatch.setattr(function_store, "_PRUNED", set())  # a new process
     compile_anew(*graph(scale=5.0)[:2])
     assert not old.exists() and len(list(folder.iterdir())) == 1
+
+
+def test_none_constants_load_as_pytensors_own(store):
+    """``NoneConst`` in a loaded graph is PyTensor's object, not a copy: PyTensor tells a free
+    dimension by ``is NoneConst``, and numba's ``SpecifyShape`` built from a copy asserted the
+    free dimension against ``None`` and failed to compile (the integer jumps' NUMBA twin, with
+    this store warm and numba's cache empty)."""
+    from pytensor.tensor.shape import SpecifyShape
+    from pytensor.tensor.type_other import NoneConst
+
+    folder, compiled = store
+    frees = []
+    for _ in range(2):  # compiled, then loaded
+        X = pt.matrix("X")
+        fn = compile_anew([X], pt.specify_shape(X, (None, 2)).sum(0))
+        nodes = [n for n in fn.maker.fgraph.apply_nodes if isinstance(n.op, SpecifyShape)]
+        assert len(nodes) == 1  # kept by the rewrites: the case to check
+        frees.append(nodes[0].inputs[1] is NoneConst)
+        assert fn(np.ones((3, 2))).tolist() == [3.0, 3.0]
+    assert len(compiled) == 1 and len(list(folder.iterdir())) == 1
+    assert frees == [True, True]
