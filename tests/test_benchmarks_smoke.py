@@ -189,6 +189,18 @@ def test_user_ising_quick(tmp_path):
     assert (tmp_path / "user_ising_quick.png").stat().st_size > 0
 
 
+def test_batched_gradient_quick(tmp_path):
+    """benchmarks.batched_gradient --quick: one model's gradient timed for one chain and for
+    vectorised chains, the ratio of the two, files written."""
+    pytest.importorskip("jax", reason="needs jax: pip install -e '.[jax]'")
+    module = importlib.import_module("benchmarks.batched_gradient")
+    argv = ["--quick", "--repeats", "2", "--chains", "4", "--out", str(tmp_path)]
+    (row,) = module.main(argv)["rows"]
+    assert row["chains"] == 4 and row["one_chain_us"] > 0 and row["chains_us"] > 0
+    assert row["ratio"] == pytest.approx(row["chains_us"] / row["one_chain_us"])
+    assert (tmp_path / "batched_gradient_quick.md").read_text().count("|") > 10
+
+
 def test_integer_models_quick(tmp_path):
     """benchmarks.integer_models --quick on one model: both samplers measured, files written."""
     module = importlib.import_module("benchmarks.integer_models")
