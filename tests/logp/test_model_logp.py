@@ -58,3 +58,26 @@ def test_the_graphs_go_with_the_model():
     gc.collect()  # the model (its cycles): its entry goes with it
     gc.collect()  # then the graph's own cycles
     assert ref() is None
+
+
+def test_a_blocks_state_enters_the_compiled_logp_unsliced():
+    """The model logp over a one-variable block's raveled state (what a step's first numpy moves
+    score with) keeps no slice or shape check of that state once rewritten: its length is part
+    of its type. It so compiles to the C modules of NUTS's own logp; with the length unknown, a
+    ``Subtensor`` and a ``SpecifyShape`` stayed, two more modules on a cold first run."""
+    from pytensor.tensor.shape import SpecifyShape
+    from pytensor.tensor.subtensor import Subtensor
+
+    from pymc_lbp import LocallyBalanced
+
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.3, shape=4)
+        psi = pm.Beta("psi", 2.0, 2.0)
+        pm.Binomial("y", n=3, p=z * psi + 0.01, observed=[0, 1, 2, 0])
+        step = LocallyBalanced([z])
+    x = np.array([1, 1, 1, 0])
+    ip = model.initial_point()
+    expected = model.compile_logp()({**ip, "z": x})
+    np.testing.assert_allclose(step.differences.model_logp(x), expected, rtol=1e-12)
+    ops = [node.op for node in step.differences._logp_fn.maker.fgraph.apply_nodes]
+    assert ops and not any(isinstance(op, Subtensor | SpecifyShape) for op in ops)
