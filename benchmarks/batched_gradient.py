@@ -16,9 +16,14 @@ Writes ``batched_gradient.{json,md}``. Run: ``python -m benchmarks.batched_gradi
 
 from __future__ import annotations
 
-import time
-
-from benchmarks.common import add_out, benchmark_parser, machine_info, markdown_table, write_results
+from benchmarks.common import (
+    add_out,
+    benchmark_parser,
+    machine_info,
+    markdown_table,
+    min_time,
+    write_results,
+)
 
 
 def _gradient_loop(model, continuous: list[str], steps: int):
@@ -52,16 +57,13 @@ def _gradient_loop(model, continuous: list[str], steps: int):
     return loop, [start[i] for i in moving], start
 
 
-def _seconds(fn, *args, repeats: int) -> float:
+def _seconds_a_gradient(fn, *args, steps: int, repeats: int) -> float:
+    """Seconds a gradient: the fastest of ``repeats`` calls of ``fn`` (``steps`` gradients each),
+    compiled by a first call that is not timed."""
     import jax
 
-    jax.block_until_ready(fn(*args))  # compiled here, not timed
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(fn(*args))
-        best = min(best, time.perf_counter() - t)
-    return best
+    jax.block_until_ready(fn(*args))
+    return min_time(lambda: jax.block_until_ready(fn(*args)), n=steps, rounds=repeats)
 
 
 def measure(name: str, chains: int, steps: int, repeats: int) -> dict:
@@ -75,9 +77,9 @@ def measure(name: str, chains: int, steps: int, repeats: int) -> dict:
     spec = MODELS[name]
     loop, c0, others = _gradient_loop(spec.build(), spec.continuous, steps)
     batch = [jnp.stack([c + 1e-3 * k for k in range(chains)]) for c in c0]
-    one = _seconds(jax.jit(loop), c0, others, repeats=repeats) / steps
-    many = _seconds(jax.jit(jax.vmap(loop, in_axes=(0, None))), batch, others, repeats=repeats)
-    many /= steps
+    one = _seconds_a_gradient(jax.jit(loop), c0, others, steps=steps, repeats=repeats)
+    batched = jax.jit(jax.vmap(loop, in_axes=(0, None)))
+    many = _seconds_a_gradient(batched, batch, others, steps=steps, repeats=repeats)
     return {"model": name, "chains": chains, "one_chain_us": one * 1e6,
             "chains_us": many * 1e6, "ratio": many / one}  # fmt: skip
 
