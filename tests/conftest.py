@@ -80,9 +80,14 @@ XLA_TEST_FLAG = "--xla_backend_optimization_level=0"
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"), XLA_TEST_FLAG]))
 
+from tests.helpers import numba_settings  # noqa: E402 - imports neither numba nor pytensor
+
+numba_settings.set_environment()
+
 from tests.helpers import compile_cache  # noqa: E402 - imports pytensor: after the flags
 
 compile_cache.install()
+numba_settings.use_suite_pytensor_cache()
 
 UAI_DIR = Path(__file__).resolve().parents[1] / "data" / "uai"
 

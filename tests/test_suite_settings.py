@@ -1,6 +1,7 @@
 """The compile settings tests/conftest.py gives the suite (docs/architecture.md, "The suite's
 time"): one compile directory of the suite's own for every xdist worker, its modules compiled
-outside the directory's lock, -O1 unless the flags say otherwise; XLA's backend at -O0."""
+outside the directory's lock, -O1 unless the flags say otherwise; XLA's backend at -O0; numba at
+level 1 with caches of the suite's own."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pytensor.link.c import cmodule
 from pytensor.link.c.cmodule import ModuleCache
 
 from tests.conftest import GIVEN_PYTENSOR_FLAGS, PYTENSOR_COMPILEDIR_FORMAT, _test_compile_flags
-from tests.helpers import compile_cache
+from tests.helpers import compile_cache, numba_settings
 
 
 def test_flags_for_a_plain_run_and_a_given_directory():
@@ -51,11 +52,41 @@ def test_this_process_runs_with_them():
     assert "--xla_backend_optimization_level=" in os.environ["XLA_FLAGS"]
 
 
+def test_numba_settings_for_a_plain_run_and_given_ones(tmp_path):
+    plain: dict[str, str] = {}
+    assert numba_settings.suite_environment(plain) == {
+        "NUMBA_OPT": "1",
+        "NUMBA_CACHE_DIR": str(numba_settings.ROOT / ".pytest_cache" / "numba-tests-O1"),
+    }
+    # a given level is kept, and numba's cache is a folder of the suite's inside a given one
+    given = {"NUMBA_OPT": "3", "NUMBA_CACHE_DIR": str(tmp_path)}
+    assert numba_settings.suite_environment(given) == {
+        "NUMBA_OPT": "3",
+        "NUMBA_CACHE_DIR": str(tmp_path / "pymc_lbp-tests-O3"),
+    }
+    # an xdist worker inherits what the controller set, and the record of what it was given
+    worker = {**given, **numba_settings.suite_environment(given)}
+    assert numba_settings.suite_environment(worker) == numba_settings.suite_environment(given)
+
+
+def test_this_process_runs_numba_with_them():
+    """Numba at the suite's level; neither numba's cache nor PyTensor's numba cache is the one
+    a user's own runs read (neither keys on the level)."""
+    import numba
+    from pytensor.link.numba import cache
+
+    expected = numba_settings.suite_environment(dict(os.environ))
+    assert numba.config.OPT == int(expected["NUMBA_OPT"])
+    assert numba.config.CACHE_DIR == expected["NUMBA_CACHE_DIR"]
+    assert cache.NUMBA_CACHE_PATH == numba_settings.pytensor_cache_path()
+    assert cache.NUMBA_CACHE_PATH != Path(pytensor.config.base_compiledir) / "numba"
+
+
 #: A fresh process: the suite's cache patch, then one small graph compiled and evaluated.
 #: It also prints, for each graph module it compiled, whether it held the compile lock then and
 #: whether the module was compiled with the precompiled header.
 CHILD = """
-from tests.helpers import compile_cache
+from tests.helpers import compile_cache, numba_settings
 compile_cache.install()
 import numpy as np, pytensor, pytensor.tensor as pt
 from pytensor.compile import compilelock

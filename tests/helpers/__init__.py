@@ -10,4 +10,8 @@ frequencies
     z-scores of visit frequencies against exact answers, with ArviZ's ESS.
 backends
     The pytensor backends (JAX, NUMBA) the twin tests run under, and their skips.
+compile_cache
+    The suite's compile directory shared by xdist's workers, its modules compiled outside the lock.
+numba_settings
+    Numba's optimisation level in the test processes, and numba caches of the suite's own.
 """
