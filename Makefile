@@ -24,16 +24,18 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/ising_segmentation.py
 
-# --dist loadfile: a file's tests share one worker, so its module fixtures (models, steps, compiled
-# kernels) are built once, not once per worker (measured: 8m54s against 10m05s, docs/architecture.md)
+# --dist loadgroup with the groups tests/conftest.py gives: a file's tests share one worker, so its
+# module fixtures (models, steps, compiled kernels) are built once, not once per worker (measured:
+# 8m54s against 10m05s), and the NUMBA/JAX backend twins of every file share one, so the numba
+# and JAX ops they have in common are compiled once (docs/architecture.md, "The suite's time")
 test: $(STAMP)
 	$(BIN)/ruff check pymc_lbp tests examples benchmarks scripts
 	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks scripts
-	$(BIN)/python -m pytest -q -n auto --dist loadfile
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 # contributors' quick loop: everything but the tests marked slow (CI runs `make test`)
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not slow"
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check pymc_lbp tests examples benchmarks scripts

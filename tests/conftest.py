@@ -130,6 +130,26 @@ def pytest_collection_finish(session):
     gc.set_threshold(*SUITE_GC_THRESHOLDS)
 
 
+#: The xdist group of the tests that compile a sampler's graphs with another PyTensor backend
+#: (:data:`tests.helpers.backends.OTHER_BACKENDS`): one worker runs them all, so each numba and
+#: JAX op they share is compiled once.
+BACKEND_TWINS_GROUP = "backend-twins"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """The xdist groups of ``--dist loadgroup`` (the Makefile's): a test file's tests in one
+    worker, as ``--dist loadfile`` would (its module fixtures built once), except the backend
+    twins, which share :data:`BACKEND_TWINS_GROUP`."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        callspec = getattr(item, "callspec", None)
+        twin = callspec is not None and callspec.params.get("backend") in ("JAX", "NUMBA")
+        group = BACKEND_TWINS_GROUP if twin else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
     """At a test module's end (its fixtures torn down): collect its garbage, freeze what lives on

@@ -18,7 +18,12 @@ import pytest
 from pytensor.link.c import cmodule
 from pytensor.link.c.cmodule import ModuleCache
 
-from tests.conftest import GIVEN_PYTENSOR_FLAGS, PYTENSOR_COMPILEDIR_FORMAT, _test_compile_flags
+from tests.conftest import (
+    BACKEND_TWINS_GROUP,
+    GIVEN_PYTENSOR_FLAGS,
+    PYTENSOR_COMPILEDIR_FORMAT,
+    _test_compile_flags,
+)
 from tests.helpers import compile_cache, numba_settings
 
 
@@ -80,6 +85,24 @@ def test_this_process_runs_numba_with_them():
     assert numba.config.CACHE_DIR == expected["NUMBA_CACHE_DIR"]
     assert cache.NUMBA_CACHE_PATH == numba_settings.pytensor_cache_path()
     assert cache.NUMBA_CACHE_PATH != Path(pytensor.config.base_compiledir) / "numba"
+
+
+def test_xdist_groups_are_the_files_and_the_backend_twins(request):
+    """Every test is in one xdist group (``make test`` runs ``--dist loadgroup``): its file's,
+    or, for a test compiled with another PyTensor backend, the backend twins' group."""
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert "pytest -q -n auto --dist loadgroup\n" in makefile
+    twins = 0
+    for item in request.session.items:
+        groups = [m.args[0] for m in item.iter_markers("xdist_group")]
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("backend") in ("JAX", "NUMBA"):
+            assert groups == [BACKEND_TWINS_GROUP], item.nodeid
+            twins += 1
+        else:
+            assert groups == [item.nodeid.split("::")[0].split("@")[0]], item.nodeid
+    if len(request.session.items) > 1000:  # the whole suite: every backend twin is there
+        assert twins >= 14
 
 
 #: A fresh process: the suite's cache patch, then one small graph compiled and evaluated.
