@@ -109,7 +109,7 @@ def test_xdist_groups_are_the_files_and_the_backend_twins(request):
 #: It also prints, for each graph module it compiled, whether it held the compile lock then and
 #: whether the module was compiled with the precompiled header.
 CHILD = """
-from tests.helpers import compile_cache, numba_settings
+from tests.helpers import compile_cache
 compile_cache.install()
 import numpy as np, pytensor, pytensor.tensor as pt
 from pytensor.compile import compilelock

@@ -3,9 +3,9 @@
 Numba optimises every function it compiles with LLVM at ``NUMBA_OPT`` (default 3). From empty
 caches the suite's NUMBA twin tests (the samplers' graphs compiled with PyTensor's numba
 backend, ``compile_kwargs={"mode": "NUMBA"}``) spend minutes in numba; at level 1 SelfBalancing's
-twin compiled in 79 s against 106 s at level 3 (one process, every cache empty), and our own
-``njit`` kernels run as fast. Level 0 would save no more (83 s) and numba caches nothing at it,
-so warm runs would compile again.
+twin took 85 s against 109 s at level 3 (the test alone, every cache empty), and our own ``njit``
+kernels run as fast. Level 0 saves no more (the twin's graphs alone: 83 s against 79 s at level 1
+and 106 s at level 3) and numba caches nothing at it, so warm runs would compile again.
 
 Neither numba's cache nor PyTensor's numba cache keys on the level: code the suite compiled at
 level 1 would serve a user's own runs from the same cache. So the suite keeps both apart:
