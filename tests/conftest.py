@@ -85,6 +85,7 @@ from tests.helpers import numba_settings  # noqa: E402 - imports neither numba n
 numba_settings.set_environment()
 
 from tests.helpers import compile_cache  # noqa: E402 - imports pytensor: after the flags
+from tests.helpers.backends import BACKEND_MODES  # noqa: E402
 
 compile_cache.install()
 numba_settings.use_suite_pytensor_cache()
@@ -145,7 +146,7 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("xdist_group") is not None:
             continue
         callspec = getattr(item, "callspec", None)
-        twin = callspec is not None and callspec.params.get("backend") in ("JAX", "NUMBA")
+        twin = callspec is not None and callspec.params.get("backend") in BACKEND_MODES
         group = BACKEND_TWINS_GROUP if twin else item.nodeid.split("::")[0]
         item.add_marker(pytest.mark.xdist_group(group))
 

@@ -25,6 +25,7 @@ from tests.conftest import (
     _test_compile_flags,
 )
 from tests.helpers import compile_cache, numba_settings
+from tests.helpers.backends import BACKEND_MODES
 
 
 def test_flags_for_a_plain_run_and_a_given_directory():
@@ -96,7 +97,7 @@ def test_xdist_groups_are_the_files_and_the_backend_twins(request):
     for item in request.session.items:
         groups = [m.args[0] for m in item.iter_markers("xdist_group")]
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("backend") in ("JAX", "NUMBA"):
+        if callspec is not None and callspec.params.get("backend") in BACKEND_MODES:
             assert groups == [BACKEND_TWINS_GROUP], item.nodeid
             twins += 1
         else:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-OTHER_BACKENDS = [pytest.param("JAX", id="jax"), pytest.param("NUMBA", id="numba")]
+#: The backends' mode names, as ``compile_kwargs={"mode": ...}`` takes them.
+BACKEND_MODES = ("JAX", "NUMBA")
+OTHER_BACKENDS = [pytest.param(mode, id=mode.lower()) for mode in BACKEND_MODES]
 
 
 def require(backend: str) -> None:
