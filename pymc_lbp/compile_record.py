@@ -24,8 +24,7 @@ The rule the steps follow (:func:`compiling_pays`, ski rental): a graph compiled
 is compiled once :data:`COMPILE_AFTER_SECONDS_WARM` of work without it has passed, a graph never
 compiled there once runs have spent :data:`COMPILE_AFTER_SECONDS_COLD` without it, summed over
 runs. The integer jumps do without theirs in numpy
-(:mod:`pymc_lbp.samplers.integer.numpy_jumps`); :class:`CompiledWhenItPays` does without a
-function's C code by running its graph op by op in Python.
+(:mod:`pymc_lbp.samplers.integer.numpy_jumps`).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ import hashlib
 import inspect
 import logging
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -48,13 +46,12 @@ from pytensor.graph.traversal import io_toposort
 from pytensor.graph.type import Type
 from pytensor.scalar.basic import ScalarOp
 
-from pymc_lbp.compiling import config_key, pm_compile, python_mode
+from pymc_lbp.compiling import config_key
 
 __all__ = [
     "COMPILE_AFTER_SECONDS_COLD",
     "COMPILE_AFTER_SECONDS_WARM",
     "RECORD_FOLDER",
-    "CompiledWhenItPays",
     "Unfingerprintable",
     "add_numpy_seconds",
     "compiled_before",
@@ -289,89 +286,3 @@ def compiling_pays(seconds: float, seconds_before: float, compiled: bool) -> boo
     if compiled:
         return seconds >= COMPILE_AFTER_SECONDS_WARM
     return seconds_before + seconds >= COMPILE_AFTER_SECONDS_COLD
-
-
-class CompiledWhenItPays:
-    """``pm_compile(inputs, outputs, **kwargs)`` as a function, its C code compiled once that
-    pays (:func:`compiling_pays`).
-
-    Until then the graph runs op by op in Python (:func:`pymc_lbp.compiling.python_mode`: no C
-    module, a few milliseconds a call). A graph the record has (its C modules are there, the
-    compiled function most likely in :mod:`pymc_lbp.function_store`) is compiled after
-    :data:`COMPILE_AFTER_SECONDS_WARM` of such calls in this process; for one it has not, the
-    calls' seconds are added to the record until runs together reach
-    :data:`COMPILE_AFTER_SECONDS_COLD`. Compile options that name a mode (``"NUMBA"``,
-    ``"JAX"``) compile in it at once. The values are the graph's either way (the Python and C
-    implementations of an op may differ in the last bits).
-
-    Parameters
-    ----------
-    inputs, outputs, kwargs
-        What :func:`pymc_lbp.compiling.pm_compile` is given; the function is called with the
-        inputs' values in order and trusts them (``trust_input``).
-    """
-
-    def __init__(self, inputs: Sequence[Variable], outputs, kwargs: dict):
-        self._graph = (list(inputs), outputs, dict(kwargs))
-        self._compiled = None
-        self._python = None
-        self._fingerprint: str | None = None
-        self._seen: tuple[bool, float] | None = None  # (compiled before, seconds before)
-        self.seconds = 0.0  # spent in the Python calls in this process
-        self._recorded = 0.0
-
-    @property
-    def compiled(self) -> bool:
-        """Whether the C function is in use."""
-        return self._compiled is not None
-
-    def _record(self) -> tuple[str, bool, float]:
-        if self._seen is None:
-            inputs, outputs, kwargs = self._graph
-            outs = outputs if isinstance(outputs, list | tuple) else [outputs]
-            self._fingerprint = graph_fingerprint(inputs, outs, kwargs)
-            fp = self._fingerprint
-            self._seen = (compiled_before(fp), numpy_seconds(fp))
-        return self._fingerprint, *self._seen
-
-    def _flush(self, force: bool = False) -> None:
-        fp, compiled, _ = self._record()
-        self._recorded = record_seconds(fp, compiled, self.seconds, self._recorded, force)
-
-    def __call__(self, *args):
-        if self._compiled is not None:
-            return self._compiled(*args)
-        inputs, outputs, kwargs = self._graph
-        fp, compiled, before = self._record()
-        if "mode" in kwargs or compiling_pays(self.seconds, before, compiled):
-            self._flush(force=True)
-            self._compiled = pm_compile(inputs, outputs, **kwargs)
-            self._compiled.trust_input = True
-            self._python = None
-            note_compiled(fp)
-            return self._compiled(*args)
-        start = time.perf_counter()
-        out = self._python_function()(*args)
-        self.seconds += time.perf_counter() - start
-        self._flush()
-        return out
-
-    def without_compiling(self, *args):
-        """The outputs at ``args`` with no C code compiled for them: the compiled function where
-        it is in use, else the Python one, its time not counted toward compiling (a start's
-        check, once or twice a run)."""
-        if self._compiled is not None:
-            return self._compiled(*args)
-        return self._python_function()(*args)
-
-    def _python_function(self):
-        if self._python is None:
-            inputs, outputs, kwargs = self._graph
-            self._python = pm_compile(inputs, outputs, **{**kwargs, "mode": python_mode()})
-            self._python.trust_input = True
-        return self._python
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_compiled"] = state["_python"] = None  # compiled again where it is used
-        return state

@@ -29,12 +29,6 @@ allocations trigger walks all of them: measured on the integer jumps of eight Po
 (1334 nodes before rewriting), compiling took 1.39 s with the collector running and 0.81 s with
 it paused. Nothing else changes: the same rewrites, the same compiled function; the cycles made
 while compiling are collected when the collector runs again.
-
-**C code for a function called once.** Every distinct op signature of a graph compiled in
-PyTensor's default mode is a C module gcc compiles (~0.4 s each with an empty compile cache).
-Judging a chain's start evaluates the model's logp once or twice a run, and compiling that
-evaluation took 10-42 modules, 3.6-15 s of a gallery model's cold step construction.
-:func:`python_mode` compiles such functions with the same rewrites and no C code.
 """
 
 from __future__ import annotations
@@ -50,11 +44,9 @@ from typing import Any, NamedTuple
 import numpy as np
 import pytensor
 from pymc.pytensorf import compile as _pymc_compile
-from pytensor.compile.mode import Mode, get_mode
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import io_toposort
-from pytensor.link.vm import VMLinker
 from pytensor.tensor.random.type import RandomType
 
 __all__ = [
@@ -66,7 +58,6 @@ __all__ = [
     "gc_paused",
     "graph_key",
     "pm_compile",
-    "python_mode",
 ]
 
 #: How many distinct compiled graphs :func:`pm_compile` keeps (least recently used goes first).
@@ -236,23 +227,6 @@ def _stored_or_compiled(inputs: Sequence, outputs, kwargs: dict):
     if found is not None:
         function_store.save(found[0], fn, found[1])
     return fn
-
-
-_PYTHON_MODE: list = []
-
-
-def python_mode() -> Mode:
-    """PyTensor's ``FAST_RUN`` rewrites (numerical stabilisation included) run by a linker that
-    calls each op's Python implementation: no C module is compiled. Fusing elementwise ops is left
-    out (a fused op's Python implementation loops over elements in Python), and so are in-place
-    rewrites. For a function a run evaluates once or twice (judging a start, reading fixed
-    supports); a function on the sampling path is compiled in the default mode. One object, so
-    :func:`pm_compile` caches its functions."""
-    if not _PYTHON_MODE:
-        rewrites = get_mode("FAST_RUN").excluding("fusion", "inplace").provided_optimizer
-        linker = VMLinker(use_cloop=False, c_thunks=False)
-        _PYTHON_MODE.append(Mode(linker=linker, optimizer=rewrites))
-    return _PYTHON_MODE[0]
 
 
 def compile_cache_info() -> CompileCacheInfo:

@@ -25,7 +25,7 @@ PyTensor keeps an unused C module (``config.cmodule__age_thresh_use``, 24 days):
 per process and folder, when a file is written.
 
 Not stored, compiled as before: graphs the fingerprint cannot stand for (an op known only by its
-name), compile options other than plain values and :func:`pymc_lbp.compiling.python_mode`, and
+name), compile options other than plain values, and
 functions that cannot be pickled. A file that cannot be loaded is replaced. Only the time
 changes, never the function.
 """
@@ -80,13 +80,9 @@ def store_folder(name: str = STORE_FOLDER) -> Path:
 
 
 def _options_text(options: dict[str, Any]) -> dict[str, str] | None:
-    from pymc_lbp.compiling import python_mode
-
     out = {}
     for name, value in options.items():
-        if value is python_mode():
-            out[name] = "python_mode"
-        elif isinstance(value, _PLAIN):
+        if isinstance(value, _PLAIN):
             out[name] = repr(value)
         else:  # a Mode object or another option the fingerprint cannot print
             return None

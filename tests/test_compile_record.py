@@ -101,53 +101,6 @@ def test_the_rule_compiles_warm_graphs_soon_and_cold_ones_when_their_cost_is_pai
     assert not pays(4.9, 0.0, False) and pays(0.4, 4.6, False)  # cold: summed over runs
 
 
-def test_a_function_is_compiled_to_c_once_that_pays(tmp_path, monkeypatch, graph):
-    """CompiledWhenItPays: a graph new to the record runs op by op in Python (no C function
-    made), its seconds recorded, until runs together have spent COMPILE_AFTER_SECONDS_COLD; then
-    it is compiled and recorded, and a later function of the graph compiles at its first call.
-    A mode in the options compiles at once. The values are the graph's throughout."""
-    import numpy as np
-
-    from pymc_lbp import compiling
-
-    monkeypatch.setattr(compile_record, "record_folder", lambda: tmp_path / "graphs")
-    compiled = []
-    real = compiling.pm_compile
-
-    def counted(inputs, outputs, **kwargs):
-        compiled.append(kwargs.get("mode"))
-        return real(inputs, outputs, **kwargs)
-
-    monkeypatch.setattr(compile_record, "pm_compile", counted)
-    inputs, outputs = graph()
-    x = np.array([0, 2, 1, 2])
-    expected = [np.asarray(v) for v in pytensor.function(inputs, outputs)(x)]
-    monkeypatch.setattr(compile_record, "COMPILE_AFTER_SECONDS_COLD", np.inf)
-    slow = compile_record.CompiledWhenItPays(inputs, outputs, {})
-    for _ in range(3):
-        for got, want in zip(slow(x), expected, strict=True):
-            np.testing.assert_allclose(got, want, rtol=1e-12)
-    assert not slow.compiled and compiled == [compiling.python_mode()]
-    fp = graph_fingerprint(inputs, outputs)
-    slow._flush(force=True)
-    assert slow.seconds > 0 and compile_record.numpy_seconds(fp) == pytest.approx(slow.seconds)
-
-    # a later run: the earlier seconds reach the rule, so the C function is made at once
-    monkeypatch.setattr(compile_record, "COMPILE_AFTER_SECONDS_COLD", slow.seconds)
-    paid = compile_record.CompiledWhenItPays(*graph(), {})
-    for got, want in zip(paid(x), expected, strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-12)
-    assert paid.compiled and compiled[1:] == [None] and compiled_before(fp)
-    monkeypatch.setattr(compile_record, "COMPILE_AFTER_SECONDS_COLD", np.inf)
-    monkeypatch.setattr(compile_record, "COMPILE_AFTER_SECONDS_WARM", 0.0)
-    again = compile_record.CompiledWhenItPays(*graph(), {})
-    again(x)
-    assert again.compiled and compiled[2:] == [None]  # recorded: compiled at the first call
-    chosen = compile_record.CompiledWhenItPays(*graph(op="log1p"), {"mode": "FAST_COMPILE"})
-    chosen(x)
-    assert chosen.compiled and compiled[3:] == ["FAST_COMPILE"]
-
-
 def test_strict_fingerprints_refuse_what_they_cannot_tell_apart(graph):
     """A strict fingerprint stands for the graph: arrays in an op's properties count by their
     bytes (numpy prints them rounded and elided), inner graphs by their own fingerprint, and a

@@ -30,7 +30,7 @@ from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
 from pymc_lbp.compile_record import graph_fingerprint, note_compiled
-from pymc_lbp.compiling import pm_compile, python_mode
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.dependency_analysis import NotLocalError
 from pymc_lbp.logp.graphs import repeated_rows, set_per_row, substitute
 from pymc_lbp.logp.layout import (
@@ -81,13 +81,9 @@ class Differences:
         self._bounds_fn = None
         self._constant_bounds = self.bounds_are_constant()
         self._bounds_read = False
-        self._start_logp_fn = None  # see _python_logp
         if self._bounds is not None:
-            kw = dict(self._compile_kwargs)
-            if self._constant_bounds:  # read once (refresh_bounds): no C code for it
-                kw["mode"] = python_mode()
             self._bounds_fn = pm_compile(
-                [self._x], list(self._bounds), on_unused_input="ignore", **kw
+                [self._x], list(self._bounds), on_unused_input="ignore", **self._compile_kwargs
             )
         self.balancing_name, self.log_g = balancing if balancing is not None else (None, None)
 
@@ -172,20 +168,6 @@ class Differences:
     def logp(self, x: np.ndarray) -> float:
         """Model logp at ``x`` (subclasses with a cheaper way than a full call override it)."""
         return self(x)[0]
-
-    def start_logp(self, x: np.ndarray) -> float:
-        """Model logp at ``x`` for judging a start (once or twice a run): :meth:`logp`, or where
-        that would compile a function the sampling may never call, the logp compiled without C
-        code (:func:`pymc_lbp.compiling.python_mode`)."""
-        return self.logp(x)
-
-    def _python_logp(self, graph: Variable, x: np.ndarray) -> float:
-        """``graph`` (the model logp at the block vector) at ``x``, compiled in
-        :func:`~pymc_lbp.compiling.python_mode` on first use."""
-        if self._start_logp_fn is None:
-            kw = {**self._compile_kwargs, "mode": python_mode(), "on_unused_input": "ignore"}
-            self._start_logp_fn = pm_compile([self._x], graph, **kw)
-        return float(self._start_logp_fn(x))
 
 
 class ExactDifferences(Differences):
@@ -440,14 +422,6 @@ class ExactDifferences(Differences):
             )
             self._logp_fn.trust_input = True
         return float(self._logp_fn(x))
-
-    def start_logp(self, x: np.ndarray) -> float:
-        """Model logp at ``x`` for judging a start: :meth:`model_logp` when it is compiled
-        (a sampler that scores states with it), else compiled without C code (the local and
-        batched methods do not need the logp alone)."""
-        if self._logp_fn is not None:
-            return self.model_logp(x)
-        return self._python_logp(self._logp_graph, x)
 
 
 class GradientDifferences(Differences):

@@ -137,7 +137,7 @@ class DiscreteStepDifferences:
         x = self._state_vector(initial_point)
         self.differences.refresh_bounds(x)
         self._judge_at_first_draw = True
-        if not np.isfinite(self.differences.start_logp(x)):
+        if not np.isfinite(self.differences.logp(x)):
             _log.info(
                 "%s on %s: the start point given at construction has probability zero; the "
                 "start pm.sample gives (initvals=...) is judged at the first draw.",
@@ -167,7 +167,7 @@ class DiscreteStepDifferences:
         within its values and a finite logp, else a ``ValueError`` that says so."""
         self._check_values(x, "the start point")
         self.differences.refresh_bounds(x)
-        logp = self.differences.start_logp(x)
+        logp = self.differences.logp(x)
         if not np.isfinite(logp):
             raise ValueError(
                 f"{type(self).__name__}: the starting point has log-probability {logp} "

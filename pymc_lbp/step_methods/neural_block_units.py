@@ -16,7 +16,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.replace import clone_replace, vectorize_graph
 
-from pymc_lbp.compile_record import CompiledWhenItPays
+from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.layout import BINARY
 from pymc_lbp.logp.local_logp import FactorLogp, FactorSubset
@@ -50,10 +50,7 @@ class ModelLogp(Differences):
         super().__init__(model, specs, layout, shared, compile_kwargs, balancing)
         self._logp_graph = clone_replace(model_logp(model), replace=self._replace)
         self._kw = dict(on_unused_input="ignore", **self._compile_kwargs)
-        # made on first use (a sampler of chain blocks scores rows only), their C code compiled
-        # once that pays (compile_record.CompiledWhenItPays): on a new model the batched graph's
-        # C modules cost more than a first run of a few hundred draws (the gallery's HMM, cold:
-        # 20 s of compiling, against 4 s of Python calls for 200 draws)
+        # made on first use (a sampler of chain blocks scores rows only)
         self._fn = None
         self._batch_fn = None
 
@@ -64,14 +61,10 @@ class ModelLogp(Differences):
         """Model logp at the block state ``x`` (other variables at their shared values)."""
         return float(self._logp_function()(x))
 
-    def start_logp(self, x: np.ndarray) -> float:
-        """Model logp at ``x`` for judging a start: :meth:`logp`'s function, without compiling
-        its C code (see :meth:`Differences.start_logp`)."""
-        return float(self._logp_function().without_compiling(x))
-
-    def _logp_function(self) -> CompiledWhenItPays:
+    def _logp_function(self):
         if self._fn is None:
-            self._fn = CompiledWhenItPays([self._x], self._logp_graph, self._kw)
+            self._fn = pm_compile([self._x], self._logp_graph, **self._kw)
+            self._fn.trust_input = True
         return self._fn
 
     def rows_graph(self, X_var):
@@ -85,7 +78,8 @@ class ModelLogp(Differences):
         """Model logp at every row of ``X`` (shape (n, block size))."""
         if self._batch_fn is None:
             X_var = pt.matrix("X_block", dtype="int64")
-            self._batch_fn = CompiledWhenItPays([X_var], self.rows_graph(X_var), self._kw)
+            self._batch_fn = pm_compile([X_var], self.rows_graph(X_var), **self._kw)
+            self._batch_fn.trust_input = True
         return np.asarray(self._batch_fn(np.ascontiguousarray(X, dtype=np.int64)))
 
 

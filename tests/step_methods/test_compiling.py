@@ -18,7 +18,6 @@ from pymc_lbp.compiling import (
     compile_cache_info,
     gc_paused,
     pm_compile,
-    python_mode,
 )
 
 
@@ -160,65 +159,3 @@ def test_a_step_built_again_on_the_same_model_compiles_nothing_and_draws_alike(f
         p2, _ = second.step(point)
         np.testing.assert_array_equal(p1["z"], p2["z"])
         point = p1
-
-
-def test_python_mode_runs_no_c_code_and_keeps_the_stabilising_rewrites(fresh_cache):
-    """:func:`python_mode`'s functions run every op's Python implementation (no thunk is a C
-    thunk, so nothing was compiled by gcc) and apply FAST_RUN's stabilisation: ``log(sigmoid(x))``
-    at x = -800 is -800, where the unrewritten graph gives -inf; one mode object, so equal graphs
-    share one function."""
-    x = pt.vector("x")
-    out = pt.log(pt.sigmoid(x)).sum()
-    fn = pm_compile([x], out, mode=python_mode())
-    assert fn.vm.thunks and not any(hasattr(t, "cthunk") for t in fn.vm.thunks)
-    np.testing.assert_allclose(fn(np.array([-800.0])), -800.0)
-    unrewritten = pm_compile([x], out, mode=pytensor.compile.mode.Mode(optimizer=None))
-    assert unrewritten(np.array([-800.0])) == -np.inf  # what the rewrite is needed for
-    assert python_mode() is python_mode()
-    assert pm_compile([x], out, mode=python_mode()) is fn
-
-
-def test_judging_a_start_compiles_no_logp_function_of_its_own(fresh_cache):
-    """A step whose differences are the batched evaluation judges its start with the logp
-    compiled in :func:`python_mode` (the same value as the compiled logp) and leaves the compiled
-    logp alone uncompiled: the sampling does not call it."""
-    with pm.Model() as model:
-        x = pm.Bernoulli("x", logit_p=np.array([-2.0, 0.5, 40.0]), shape=3)
-        pm.Potential("pair", 0.7 * x[0] * x[1])
-        step = LocallyBalanced([x], differences="exact")
-    diffs = step.differences
-    assert diffs.method == "batched" and diffs._logp_fn is None
-    assert not any(hasattr(t, "cthunk") for t in diffs._start_logp_fn.vm.thunks)
-    states = np.array([[0, 1, 1], [1, 1, 0], [1, 0, 1]], dtype=np.int64)
-    judged = [diffs.start_logp(s) for s in states]
-    np.testing.assert_allclose(judged, [diffs.logp(s) for s in states], rtol=1e-12)
-    with model:
-        idata = pm.sample(draws=20, tune=10, chains=1, step=[step], random_seed=1,
-                          progressbar=False, compute_convergence_checks=False)  # fmt: skip
-    assert idata.posterior["x"].shape == (1, 20, 3)
-
-
-def test_fixed_supports_are_read_once_without_c_code(fresh_cache):
-    """Integer supports that depend on no variable are read once, by a function compiled without
-    C code; supports that follow another variable are read at every refresh, compiled."""
-    with pm.Model():
-        k = pm.DiscreteUniform("k", 0, 9, shape=2)
-        fixed = LocallyBalanced([k])
-    bounds = fixed.differences
-    assert bounds._constant_bounds
-    assert not any(hasattr(t, "cthunk") for t in bounds._bounds_fn.vm.thunks)
-    np.testing.assert_array_equal(bounds.layout.upper, [9, 9])
-    bounds.layout.set_bounds(np.zeros(2), np.ones(2))
-    bounds.refresh_bounds(np.array([0, 0]))  # read already: left as it is
-    np.testing.assert_array_equal(bounds.layout.upper, [1, 1])
-    with pm.Model():
-        n = pm.DiscreteUniform("n", 3, 6)
-        m = pm.DiscreteUniform("m", 0, n)
-        moving = LocallyBalanced([n, m])
-    bounds = moving.differences
-    assert not bounds._constant_bounds
-    assert any(hasattr(t, "cthunk") for t in bounds._bounds_fn.vm.thunks)
-    bounds.refresh_bounds(np.array([5, 1]))
-    np.testing.assert_array_equal(bounds.layout.upper, [6, 5])
-    bounds.refresh_bounds(np.array([4, 1]))
-    np.testing.assert_array_equal(bounds.layout.upper, [6, 4])

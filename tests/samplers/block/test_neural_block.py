@@ -14,7 +14,14 @@ import pytest
 import pymc_lbp
 from pymc_lbp import NeuralBlock, NeuralProposal, ProposalFileError, load_proposal
 from pymc_lbp.models import ising_log_density, ising_model, read_uai
-from pymc_lbp.models.uai import UAINetwork, forward_sample, grid_bn, uai_variable_map
+from pymc_lbp.models.uai import (
+    UAINetwork,
+    forward_sample,
+    grid_bn,
+    uai_state_from_point,
+    uai_variable_map,
+    write_network,
+)
 from pymc_lbp.samplers.block.motifs.grid_bn import (
     GRID_BN_MOTIF,
     grid_bn_blocks,
@@ -497,6 +504,28 @@ def test_shipped_grid_bn_proposal_short_path(uai_dir):
     assert {"accept", "n_accepted", "mh_steps", "block", "jump_distance"} <= set(stats)
     assert stats["block"].values.max() < 16
     assert stats["accept"].values.mean() > 0
+
+
+def test_a_400_variable_grid_network_samples_with_the_shipped_proposal(tmp_path):
+    """The documented short path on a grid of the size of the UAI'08 instances (20 x 20, 90 %
+    deterministic): the model logp adds 39 terms, more than PyTensor's Python implementation of
+    an elementwise op takes, so nothing may evaluate it in Python mode (it crashed at
+    construction). Every draw keeps the evidence and has positive probability."""
+    network, evidence = grid_bn(20, 0.9, seed=3)
+    path = tmp_path / "grid-20.uai"
+    write_network(path, network)
+    model = read_uai(path, evidence)
+    with model:
+        step = NeuralBlock(
+            model.free_RVs, blocks=uai_grid_blocks(path), proposal=load_proposal("grid-bn")
+        )
+        idata = pm.sample(draws=10, tune=2, chains=1, step=[step], random_seed=0,
+                          progressbar=False, compute_convergence_checks=False)  # fmt: skip
+    post = idata.posterior.isel(chain=0)
+    states = uai_state_from_point({n: post[n].values for n in post.data_vars}, model)
+    assert states.shape == (10, 400)
+    assert np.all(states[:, list(evidence)] == list(evidence.values()))
+    assert np.all(np.isfinite(network.log_factor_product(states)))
 
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
