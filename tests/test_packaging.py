@@ -93,14 +93,11 @@ def _folder(module: str) -> str | None:
 
 def test_no_import_cycles_between_folders():
     """docs/architecture.md: imports go one way between folders (no cycle of any length),
-    counting imports inside functions too; a module ``__getattr__`` that keeps a moved public
-    name working for one release (with a FutureWarning) is the one exception."""
+    counting imports inside functions too."""
     import ast
 
     def imports(tree: ast.AST):
         for node in ast.iter_child_nodes(tree):
-            if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
-                continue  # the deprecation shims of moved names
             yield node
             yield from imports(node)
 
@@ -128,16 +125,3 @@ def test_no_import_cycles_between_folders():
 
     cycles = sorted(f for f in graph if reaches(f, f, {f}))
     assert cycles == [], f"folders in an import cycle: {cycles}; graph: {graph}"
-
-
-def test_moved_public_name_warns_for_one_release():
-    """``pymc_lbp.models.uai_grid_blocks`` moved to ``pymc_lbp.uai_grid_blocks`` (issue #26):
-    the old name still works, with a FutureWarning; unknown names are still errors."""
-    import pymc_lbp
-    import pymc_lbp.models
-
-    with pytest.warns(FutureWarning, match="pymc_lbp.uai_grid_blocks"):
-        old = pymc_lbp.models.uai_grid_blocks
-    assert old is pymc_lbp.uai_grid_blocks
-    with pytest.raises(AttributeError):
-        pymc_lbp.models.no_such_name  # noqa: B018

@@ -55,20 +55,3 @@ __all__ = [
     "uai_variable_map",
     "write_mar",
 ]
-
-
-def __getattr__(name: str):
-    """Old home of ``uai_grid_blocks`` (until 2026-11-26): it builds NeuralBlock's blocks, so it
-    lives with them now (``pymc_lbp.uai_grid_blocks``); kept here one release with a warning."""
-    if name == "uai_grid_blocks":
-        import warnings
-
-        from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
-
-        warnings.warn(
-            "pymc_lbp.models.uai_grid_blocks moved: import it as pymc_lbp.uai_grid_blocks",
-            FutureWarning,
-            stacklevel=2,
-        )
-        return uai_grid_blocks
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

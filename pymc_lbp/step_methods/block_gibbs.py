@@ -40,7 +40,6 @@ from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock
 from pymc_lbp.samplers.block.motifs.uai_blocks import uai_exact_blocks
 from pymc_lbp.step_methods.base import StepResult
 from pymc_lbp.step_methods.neural_block import NeuralBlock
-from pymc_lbp.step_methods.options import AUTO
 from pymc_lbp.step_methods.stats import document_stats
 
 __all__ = ["BlockGibbs"]
@@ -173,7 +172,7 @@ class BlockGibbs(NeuralBlock):
         steps_per_draw: int | None = None,
         differences: str = "auto",
         max_exact_states: int = 65536,
-        compiled: bool | str = AUTO,
+        compiled: bool | str = "auto",
         model=None,
         rng=None,
         initial_point: dict | None = None,

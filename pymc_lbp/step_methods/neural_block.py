@@ -11,7 +11,6 @@ draw's block updates (:meth:`NeuralBlock.run_steps`) and the option handling.
 from __future__ import annotations
 
 import logging
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,7 +37,7 @@ from pymc_lbp.step_methods.neural_block_units import (
     NeuralBlockUnits,
     _Unit,  # noqa: F401 (re-exported)
 )
-from pymc_lbp.step_methods.options import AUTO, check_compiled, renamed_option
+from pymc_lbp.step_methods.options import check_compiled
 from pymc_lbp.step_methods.stats import document_stats
 
 _log = logging.getLogger("pymc_lbp")
@@ -96,7 +95,7 @@ class NeuralBlock(
         MH steps per recorded draw; ``None`` (default): the number of units (blocks plus
         uncovered sites), i.e. one sweep's worth of updates per draw (the ``mh_steps`` stat).
     differences : {"auto", "factors", "model"}, default "auto"
-        How target differences are computed (``logp=`` is a deprecated alias of this option):
+        How target differences are computed:
         ``"model"`` evaluates the compiled model logp
         (one call per proposal, batched over the states of exact updates); ``"factors"`` sums
         the log factors that meet the moved sites (models from :func:`read_uai` only, see
@@ -105,8 +104,8 @@ class NeuralBlock(
     max_exact_states : int, default 65536
         Largest number of joint block states an exact update may enumerate.
     compiled : {"auto", True, False}, default "auto"
-        Whether the draws' updates run compiled (the option of that name in every sampler;
-        ``compiled_sweep=`` is its deprecated former name). A colour-class sweep of chain blocks
+        Whether the draws' updates run compiled (the option of that name in every sampler).
+        A colour-class sweep of chain blocks
         (see :attr:`colours`) with ``True``: in one
         compiled call per sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`: for neural blocks
         reference logps, parameters, network, proposals, their logps and the MH decisions, for exact
@@ -188,25 +187,13 @@ class NeuralBlock(
         steps_per_draw: int | None = None,
         differences: str = "auto",
         max_exact_states: int = 65536,
-        compiled: bool | str = AUTO,
+        compiled: bool | str = "auto",
         model=None,
         rng=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
         blocked: bool = True,
-        logp: str | None = None,
-        compiled_sweep: bool | str | None = None,
     ):
-        compiled = renamed_option(
-            "NeuralBlock", "compiled", compiled, "compiled_sweep", compiled_sweep
-        )
-        if logp is not None:
-            warnings.warn(
-                "NeuralBlock(logp=...) is deprecated; use differences=...",
-                FutureWarning,
-                stacklevel=2,
-            )
-            differences = logp
         if isinstance(blocks, str):
             if blocks != "auto":
                 raise ValueError(f"blocks must be a BlockSet, None or 'auto', not {blocks!r}")

@@ -10,7 +10,6 @@ and their numpy references are in :mod:`pymc_lbp.step_methods.neural_block_kerne
 from __future__ import annotations
 
 import logging
-import warnings
 from functools import cached_property
 
 import numpy as np
@@ -20,7 +19,6 @@ from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan, ScanFa
 from pymc_lbp.samplers.block.sweep_graph import ChainColour, CompiledChainSweep
 from pymc_lbp.step_methods.base import DrawResult
 from pymc_lbp.step_methods.neural_block_units import ModelLogp
-from pymc_lbp.step_methods.options import check_compiled
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -71,21 +69,6 @@ class NeuralBlockCompiled:
                 what,
                 self.block_updates,
             )
-
-    @property
-    def compiled_sweep(self) -> bool | str:
-        """Deprecated former name of :attr:`compiled`."""
-        warnings.warn(
-            "NeuralBlock.compiled_sweep is deprecated; use .compiled", FutureWarning, stacklevel=2
-        )
-        return self.compiled
-
-    @compiled_sweep.setter
-    def compiled_sweep(self, value: bool | str) -> None:
-        warnings.warn(
-            "NeuralBlock.compiled_sweep is deprecated; use .compiled", FutureWarning, stacklevel=2
-        )
-        self.compiled = check_compiled(value)
 
     @property
     def uses_compiled_sweep(self) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -37,7 +36,7 @@ from pymc_lbp.step_methods.base import (
     StepResult,
     steps_for_a_sweep,
 )
-from pymc_lbp.step_methods.options import AUTO, check_compiled, renamed_option
+from pymc_lbp.step_methods.options import check_compiled
 from pymc_lbp.step_methods.stats import document_stats
 
 _log = logging.getLogger("pymc_lbp")
@@ -133,13 +132,12 @@ class PathAuxiliaryLBP(DiscreteStep):
         step leaves the target invariant, so the number of steps may change between tuning
         draws. At most 1,000,000.
     compiled : {"auto", True, False}, default "auto"
-        Whether the draws' steps run compiled (the option of that name in every sampler;
-        ``compiled_kernel=`` is its deprecated former name); pairwise binary blocks run
-        :mod:`pymc_lbp.samplers.pairwise.kernel` whatever this says. ``True``: every draw, tuning
-        included, in one call of the compiled path kernel (:mod:`pymc_lbp.samplers.path.graph`, a
-        pytensor ``scan`` that carries the path-length adaptation while tuning; the backend from
-        ``compile_kwargs``), compiled at the first draw (1-3 s with C, minutes with a cold numba
-        cache). ``False``: a Python loop of the numpy reference steps (numba site race, one compiled
+        Whether the draws' steps run compiled (the option of that name in every sampler);
+        pairwise binary blocks run :mod:`pymc_lbp.samplers.pairwise.kernel` whatever this says.
+        ``True``: every draw, tuning included, in one call of the compiled path kernel
+        (:mod:`pymc_lbp.samplers.path.graph`, a pytensor ``scan`` that carries the path-length
+        adaptation while tuning; the backend from ``compile_kwargs``), compiled at the first draw
+        (1-3 s with C, minutes with a cold numba cache). ``False``: a Python loop of the numpy reference steps (numba site race, one compiled
         differences call per step; no compilation beyond the differences). The two are the same
         transition kernel (tested move for move); with C the kernel is 1.25-1.6x faster per step on
         categorical blocks and 0.75-1x the loop on binary ones (``docs/compiled.md``). ``"auto"``:
@@ -189,17 +187,13 @@ class PathAuxiliaryLBP(DiscreteStep):
         differences: str = "auto",
         initial_path_length: float = 1.0,
         steps_per_draw: int | None = None,
-        compiled: bool | str = AUTO,
+        compiled: bool | str = "auto",
         model=None,
         rng=None,
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
         blocked: bool = True,
-        compiled_kernel: bool | str | None = None,
     ):
-        compiled = renamed_option(
-            "PathAuxiliaryLBP", "compiled", compiled, "compiled_kernel", compiled_kernel
-        )
         self.compiled = check_compiled(compiled)
         self.loop_steps = 0
         self.target_accept = check_target_accept(target_accept)
@@ -320,25 +314,6 @@ class PathAuxiliaryLBP(DiscreteStep):
         super().stop_tuning()
 
     # -- the compiled transition ------------------------------------------------------------------
-    @property
-    def compiled_kernel(self) -> bool | str:
-        """Deprecated former name of :attr:`compiled`."""
-        warnings.warn(
-            "PathAuxiliaryLBP.compiled_kernel is deprecated; use .compiled",
-            FutureWarning,
-            stacklevel=2,
-        )
-        return self.compiled
-
-    @compiled_kernel.setter
-    def compiled_kernel(self, value: bool | str) -> None:
-        warnings.warn(
-            "PathAuxiliaryLBP.compiled_kernel is deprecated; use .compiled",
-            FutureWarning,
-            stacklevel=2,
-        )
-        self.compiled = check_compiled(value)
-
     @property
     def path_kernel(self) -> CompiledPathSteps:
         """The compiled path transition (:class:`pymc_lbp.samplers.path.graph.CompiledPathSteps`),

@@ -9,7 +9,6 @@ steps in the mixin :class:`pymc_lbp.step_methods.self_balancing_learned.SelfBala
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import field
 from typing import Any, ClassVar
 
@@ -34,13 +33,10 @@ from pymc_lbp.samplers.self_balancing.parametrizations import PARAMETRIZATIONS, 
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.samplers.single_site.reference import single_site_step
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
-from pymc_lbp.step_methods.options import Default, renamed_option
 from pymc_lbp.step_methods.self_balancing_learned import SelfBalancingLearned
 from pymc_lbp.step_methods.stats import document_stats
 
 PARTICLE_WEIGHTS = ("uniform", "target")
-LSB1 = Default("lsb1")
-"""The default of ``balancing``."""
 INIT_SEED = 20220717
 """Seed of the (deterministic) initial hidden layer of the LSB2 network."""
 
@@ -112,7 +108,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
     balancing : {"lsb1", "lsb2", "lsb2_min"}, default "lsb1"
         The family of the learned balancing function ``g`` (the option that picks ``g`` in every
-        sampler; ``parametrization=`` is its deprecated former name). ``"lsb1"``: softmax
+        sampler). ``"lsb1"``: softmax
         mixture of the sqrt, Barker, min and max functions (starts with equal weights).
         ``"lsb2"``: ``g(t) = (h(t) + t h(1/t)) / 2`` with ``h`` a positive MLP of one hidden
         layer (starts at ``g = sqrt``). ``"lsb2_min"``: ``g = min{h(t), t h(1/t)}`` (the
@@ -132,7 +128,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         Adam's step size.
     hidden : int, default 10
         Hidden units of the LSB2 network (ignored by ``"lsb1"``); the name
-        :class:`~pymc_lbp.NeuralProposal` uses. ``hidden_units=`` is a deprecated alias.
+        :class:`~pymc_lbp.NeuralProposal` uses.
     particle_weights : {"uniform", "target"}, default "uniform"
         Weights of the batch's transitions in the objective: equal, or proportional to the
         target density of their starting states (self-normalised over the batch, as in the
@@ -182,7 +178,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         self,
         vars=None,
         *,
-        balancing: str = LSB1,
+        balancing: str = "lsb1",
         differences: str = "auto",
         n_particles: int = 30,
         learning_rate: float = 1e-2,
@@ -196,19 +192,8 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         initial_point: dict | None = None,
         compile_kwargs: dict | None = None,
         blocked: bool = True,
-        hidden_units: int | None = None,
-        parametrization: str | None = None,
     ):
-        family = renamed_option(
-            "SelfBalancing", "balancing", balancing, "parametrization", parametrization
-        )
-        if hidden_units is not None:
-            warnings.warn(
-                "SelfBalancing(hidden_units=...) is deprecated; use hidden=...",
-                FutureWarning,
-                stacklevel=2,
-            )
-            hidden = hidden_units
+        family = balancing
         if family not in PARAMETRIZATIONS:
             make_parametrization(family)  # raises the explanatory ValueError
         self.n_particles = _check_positive_int("n_particles", n_particles)

@@ -150,26 +150,11 @@ def test_one_name_one_default(name):
     params = inspect.signature(ALL[name].__init__).parameters
     assert params["differences"].default == "auto"
     assert params["steps_per_draw"].default is None
-    assert "logp" not in params or params["logp"].default is None  # deprecated alias only
-    assert "hidden_units" not in params or params["hidden_units"].default is None
+    assert not {"logp", "hidden_units", "parametrization", "compiled_kernel"} & set(params)
     doc = ALL[name].__doc__
     for stat in ("tune", "accept", "n_accepted", "mh_steps", "model_logp", "jump_distance"):
         assert stat in doc, (name, stat)
     assert "``accepted``" not in doc
-
-
-def test_deprecated_aliases_warn_and_work():
-    with pm.Model():
-        x = pm.Bernoulli("x", 0.5, shape=3)
-        with pytest.warns(FutureWarning, match="hidden_units"):
-            step = pymc_lbp.SelfBalancing([x], balancing="lsb2", hidden_units=4)
-        assert (
-            step.parametrization.n_params
-            == pymc_lbp.SelfBalancing([x], balancing="lsb2", hidden=4).parametrization.n_params
-        )
-        with pytest.warns(FutureWarning, match="logp="):
-            nb = pymc_lbp.NeuralBlock([x], blocks=None, logp="model")
-        assert nb.logp_mode == "model"
 
 
 def test_default_draw_is_one_sweep():
