@@ -27,7 +27,7 @@ demo: $(STAMP)
 # --dist loadgroup with the groups tests/conftest.py gives: a file's tests share one worker, so its
 # module fixtures (models, steps, compiled kernels) are built once, not once per worker (measured:
 # 8m54s against 10m05s), and the NUMBA/JAX backend twins of every file share one, so the numba
-# and JAX ops they have in common are compiled once (docs/architecture.md, "The suite's time")
+# and JAX ops they have in common are compiled once (docs/test_suite.md)
 test: $(STAMP)
 	$(BIN)/ruff check pymc_lbp tests examples benchmarks scripts
 	$(BIN)/ruff format --check pymc_lbp tests examples benchmarks scripts

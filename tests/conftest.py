@@ -44,7 +44,7 @@ def _test_compile_flags(flags: str) -> str:
       never serve your own -O3 runs; they stay apart from them.
 
     Every xdist worker shares the directory; :mod:`tests.helpers.compile_cache` lets them compile
-    at the same time (docs/architecture.md, "The suite's time").
+    at the same time (docs/test_suite.md).
     """
     given: dict[str, str] = {}
     for pair in shlex.split(flags.replace(",", " ")):

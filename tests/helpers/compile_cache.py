@@ -1,5 +1,5 @@
 """The suite's pytensor compile cache: one directory for every xdist worker, each C module
-compiled outside the directory's lock (docs/architecture.md, "The suite's time").
+compiled outside the directory's lock (docs/test_suite.md).
 
 pytensor's ``ModuleCache.module_from_key`` compiles a missing module while holding one lock on the
 whole compile directory, so two workers sharing a directory take turns at the compiler; given a
