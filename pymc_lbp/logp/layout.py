@@ -29,6 +29,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pymc.distributions.discrete import DiscreteUniformRV, DiscreteWeibullRV
+from pymc.distributions.truncated import TruncatedRV
 from pytensor.graph.basic import Variable
 from pytensor.tensor.random.basic import (
     BernoulliRV,
@@ -47,14 +48,33 @@ KIND_CODES = {"binary": BINARY, "categorical": CATEGORICAL, "integer": INTEGER}
 SUPPORTED = (
     "Bernoulli, Categorical (incl. OrderedLogistic/OrderedProbit), and integer-valued Poisson, "
     "Binomial, BetaBinomial, Geometric, NegativeBinomial, HyperGeometric, DiscreteUniform, "
-    "DiscreteWeibull"
+    "DiscreteWeibull, and pm.Truncated of these integer-valued ones"
 )
+
+
+def truncated_support(op, inputs) -> tuple[Variable, Variable] | None:
+    """Support of a ``pm.Truncated`` integer-valued RV (op ``TruncatedRV``) as graphs of its node's
+    ``inputs`` (the truncated distribution's ``rng, size, *params``, then ``lower, upper``):
+    the truncated distribution's :func:`integer_support` narrowed to ``[ceil(lower),
+    floor(upper)]`` (absent bounds are infinite). None where that distribution is not one of
+    ours (or is not a plain random variable)."""
+    from pytensor.tensor.random.op import RandomVariable
+
+    base = op.base_rv_op
+    if not isinstance(base, RandomVariable):
+        return None
+    *base_inputs, lower, upper = inputs
+    support = integer_support(base, base_inputs[2:])  # a RandomVariable's: rng, size, *params
+    if support is None:
+        return None
+    return pt.maximum(support[0], pt.ceil(lower)), pt.minimum(support[1], pt.floor(upper))
 
 
 def integer_support(op, params) -> tuple[Variable | float, Variable | float] | None:
     """Support ``[lower, upper]`` of an integer-valued RV as graphs of its parameters.
 
-    Returns None for distributions pymc_lbp does not support.
+    Returns None for distributions pymc_lbp does not support (``pm.Truncated``'s:
+    :func:`truncated_support`).
     """
     if isinstance(op, PoissonRV | NegBinomialRV | DiscreteWeibullRV):
         return 0.0, np.inf
@@ -142,13 +162,19 @@ def describe_block(model, value_vars, initial_point) -> list[VariableSpec]:
             spec = VariableSpec(name, value_var, shape, offset, "categorical", int(k))
         else:
             bounds = None
-            if hasattr(op, "dist_params"):
+            what = type(op).__name__
+            if isinstance(op, TruncatedRV):
+                # its dist_params is PyMC's error "extended_signature must be provided"
+                inputs = model.replace_rvs_by_values(list(rv.owner.inputs))
+                bounds = truncated_support(op, inputs)
+                what = f"pm.Truncated({type(op.base_rv_op).__name__})"
+            elif hasattr(op, "dist_params"):
                 params = model.replace_rvs_by_values(list(op.dist_params(rv.owner)))
                 bounds = integer_support(op, params)
             if bounds is None:
                 raise ValueError(
-                    f"Variable {rv.name!r} has distribution {type(op).__name__}, which pymc_lbp "
-                    f"does not support. Supported discrete distributions: {SUPPORTED}."
+                    f"Variable {rv.name!r} has distribution {what}, which pymc_lbp does not "
+                    f"support. Supported discrete distributions: {SUPPORTED}."
                 )
             spec = VariableSpec(name, value_var, shape, offset, "integer", bounds=bounds)
         specs.append(spec)

@@ -26,13 +26,20 @@ from typing import Any, ClassVar
 import numpy as np
 import pymc as pm
 from pymc.blocking import RaveledVars
+from pymc.distributions.truncated import TruncatedRV
 from pymc.step_methods.arraystep import ArrayStepShared
 from pymc.step_methods.compound import Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-from pymc_lbp.logp.layout import INTEGER, BlockLayout, describe_block, integer_support
+from pymc_lbp.logp.layout import (
+    INTEGER,
+    BlockLayout,
+    describe_block,
+    integer_support,
+    truncated_support,
+)
 from pymc_lbp.samplers.integer.graph import CompiledJumps
 from pymc_lbp.samplers.pairwise.couplings import PairwiseDifferences
 from pymc_lbp.samplers.pairwise.kernel import PairwiseSteps, pairwise_steps
@@ -76,7 +83,11 @@ def _supported_rv(rv) -> bool:
     op = getattr(rv.owner, "op", None)
     if isinstance(op, BernoulliRV | CategoricalRV):
         return True
-    if op is None or not rv.dtype.startswith("int") or not hasattr(op, "dist_params"):
+    if op is None or not rv.dtype.startswith("int"):
+        return False
+    if isinstance(op, TruncatedRV):
+        return truncated_support(op, rv.owner.inputs) is not None
+    if not hasattr(op, "dist_params"):
         return False
     try:
         return integer_support(op, op.dist_params(rv.owner)) is not None

@@ -4,9 +4,10 @@ A step's graphs read the model's other variables through the step's shared varia
 (:func:`pymc.make_shared_replacements`); in the compiled program every value lives in the chain's
 state instead, so each such shared variable is replaced by the model's value variable of the same
 name and the graph becomes a function of its own inputs followed by every value variable of the
-model, in ``model.value_vars`` order. The conversion is PyMC's
-(:func:`pymc.sampling.jax.get_jaxified_graph`): shared data held as constants, PyTensor's JAX
-rewrites, then ``jax_funcify``.
+model, in ``model.value_vars`` order. The model's data (``pm.Data``) are inputs too, passed by
+the function when it is called (:func:`jax_function`, :func:`bound_data`), so ``pm.set_data``
+is seen. The conversion is PyMC's (:func:`pymc.sampling.jax.get_jaxified_graph`): other shared
+variables held as constants, PyTensor's JAX rewrites, then ``jax_funcify``.
 
 **Rewritten graphs kept on disk.** The rewrites are most of a warm build's time (seconds per
 graph, ~10 s for the hidden Markov model's four graphs on a slow 2-core machine), and they give
@@ -73,6 +74,16 @@ def jax_function(
     """``f(*inputs, *values) -> list of outputs`` as a JAX function, ``values`` the model's value
     variables in ``model.value_vars`` order.
 
+    The graph's data (the model's ``pm.Data``, any shared tensor left once ``replacements``
+    made the steps' copies of the model's values value variables) are inputs of the converted
+    function too, of the shape their values have now: ``f`` passes their values when it is
+    called (traced), the arrays :func:`bound_data` binds, else each variable's current value.
+    So ``pm.set_data`` between two runs is seen, and the converted function serves every value
+    of the same shape (a new shape is another graph); PyMC's conversion held them as constants,
+    which the cache below, keyed by the variables themselves, kept from the first run. Integer
+    scalars (a dimension's length, read as a shape: JAX needs it concrete) and shared variables
+    of other types stay constants of their current value, part of the cache's key.
+
     The function is ``jax.jit``-wrapped (the program calls it inside its own ``jit``, where XLA
     inlines it): JAX keeps its traced form per input shapes and its batched form per batching,
     so the warmup's and the draws' transitions, and ``vmap``'s passes over a loop body, trace
@@ -82,21 +93,86 @@ def jax_function(
     import jax
 
     outs = clone_replace(list(outputs), replace=replacements)
-    all_inputs = [*inputs, *model.value_vars]
+    data = _data_variables(outs)
+    data_inputs = [
+        v.type.clone(shape=np.shape(v.get_value(borrow=True)))(name=v.name) for v in data
+    ]
+    outs = _shared_as_constants(
+        clone_replace(outs, replace=dict(zip(data, data_inputs, strict=True)))
+    )
+    all_inputs = [*inputs, *model.value_vars, *data_inputs]
     keep: list = []
     try:
         key = graph_key(all_inputs, outs, {"backend": "jax"}, keep)
     except (_Uncacheable, TypeError):
-        return jax.jit(jaxified_graph(all_inputs, outs))
+        return _with_data(jax.jit(jaxified_graph(all_inputs, outs)), data)
     entry = _CACHE.get(key)
     if entry is not None:
         _CACHE.move_to_end(key)
-        return entry[0]
+        return _with_data(entry[0], data)
     fn = jax.jit(jaxified_graph(all_inputs, outs))
     _CACHE[key] = (fn, keep)  # keep: what the key compares by identity stays alive
     while len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)
-    return fn
+    return _with_data(fn, data)
+
+
+_BOUND: dict = {}
+"""The data values :func:`bound_data` binds now (``{shared variable: array}``)."""
+
+
+@contextlib.contextmanager
+def bound_data(values: dict):
+    """Inside the block, the functions of :func:`jax_function` read the data variables of
+    ``values`` (``{shared variable: array}``) there, not their current values: the compiled
+    program passes its data arguments (tracers) so, and XLA's program is the same for new
+    values of the same shape."""
+    before = dict(_BOUND)
+    _BOUND.update(values)
+    try:
+        yield
+    finally:
+        _BOUND.clear()
+        _BOUND.update(before)
+
+
+def data_variables(model) -> list:
+    """The model's data variables :func:`jax_function` takes as inputs (see
+    :func:`bound_data`)."""
+    return [v for v in model.data_vars if _is_data(v)]
+
+
+def _is_data(v) -> bool:
+    from pytensor.tensor.type import TensorType
+
+    if not isinstance(v, SharedVariable) or not isinstance(v.type, TensorType):
+        return False
+    if v.default_update is not None:
+        return False
+    # an integer scalar may be a length (a dimension's): JAX needs shapes concrete
+    return not (v.type.ndim == 0 and v.type.dtype in _INTEGER_DTYPES)
+
+
+_INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+
+
+def _data_variables(outputs: list) -> list:
+    """The shared variables of the graph :func:`jax_function` makes inputs, in graph order."""
+    from pytensor.graph.traversal import graph_inputs
+
+    return [v for v in graph_inputs(outputs) if _is_data(v)]
+
+
+def _with_data(fn: Callable, data: list) -> Callable[..., list]:
+    """``f(*args) = fn(*args, *data values)`` (a new function each time: JAX keeps the traced
+    form of a function it traced before, and would keep data read then)."""
+    if not data:
+        return fn
+
+    def with_data(*args):
+        return fn(*args, *(_BOUND[v] if v in _BOUND else v.get_value(borrow=True) for v in data))
+
+    return with_data
 
 
 def store_folder() -> Path:

@@ -23,7 +23,13 @@ import pytensor
 from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.step_methods.base import DiscreteStep
 from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw, program_kind
-from pymc_lbp.whole_model.jaxify import jax_function, model_value_replacements
+from pymc_lbp.whole_model.inference_data import check_idata_kwargs
+from pymc_lbp.whole_model.jaxify import (
+    bound_data,
+    data_variables,
+    jax_function,
+    model_value_replacements,
+)
 from pymc_lbp.whole_model.program import Program
 from pymc_lbp.whole_model.progress import ProgressBar
 
@@ -99,13 +105,14 @@ def assign_steps(model, step, initial_point: dict | None = None) -> tuple[list, 
         For a step that is not one of pymc_lbp's discrete steps (PyMC's own steps: NUTS is
         BlackJAX's here, Metropolis and the others have no place in the program).
     ValueError
-        For a variable two steps sample.
+        For a variable two steps sample; for a step built on another model (one of its
+        variables is not one of ``model.value_vars``).
     """
     from pymc_lbp.registry import registered
     from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
 
     steps = _steps_list(step)
-    covered = _covered(steps)
+    covered = _covered(steps, model)
     discrete = [
         v for v in model.value_vars if v.dtype in pm.discrete_types and v.name not in covered
     ]
@@ -113,8 +120,7 @@ def assign_steps(model, step, initial_point: dict | None = None) -> tuple[list, 
         cls = registered() or LocallyBalanced
         # the program runs the step's graphs, converted to JAX; what the step compiles itself
         # judges starts and measures its differences' choice there (about 180 calls a start):
-        # PyTensor's JAX backend, no C code (python_mode's op-by-op calls took 1.5 s a start on
-        # the hidden Markov model, JAX's 0.05 s; XLA's programs stay in JAX's persistent cache)
+        # PyTensor's JAX backend, no C code (XLA's programs stay in JAX's persistent cache)
         steps.append(
             cls(
                 discrete,
@@ -131,12 +137,13 @@ def continuous_positions(model) -> list[int]:
     return [i for i, v in enumerate(model.value_vars) if v.dtype not in pm.discrete_types]
 
 
-def _covered(steps: list) -> dict[str, str]:
+def _covered(steps: list, model) -> dict[str, str]:
     """The discrete variables the user's steps sample (name -> step class); the errors of
     :func:`assign_steps` for steps the program does not take."""
     from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
 
     covered: dict[str, str] = {}
+    value_vars = set(model.value_vars)
     for s in steps:
         if not isinstance(s, DiscreteStep | NeuralMixedBlock):
             raise TypeError(
@@ -146,6 +153,14 @@ def _covered(steps: list) -> dict[str, str]:
                 "pm.sample)."
             )
         for v in s.vars:
+            # as pm.sample checks its steps: a step built on another model (the same names,
+            # other data) would run that model's graphs, blind to this one's
+            if v not in value_vars:
+                raise ValueError(
+                    f"pymc_lbp.sample: step {type(s).__name__} samples {v.name!r}, which is not "
+                    "a value variable of the model being sampled: the step was built on another "
+                    "model. Build the step inside this model's context (or pass model=...)."
+                )
             if v.dtype not in pm.discrete_types:  # a NeuralMixedBlock's value: NUTS's too
                 continue
             if v.name in covered:
@@ -310,7 +325,12 @@ def sample(
         else :class:`~pymc_lbp.LocallyBalanced`); continuous ones are NUTS's.
     model : pymc.Model, optional
     random_seed : int, optional
-        The same seed gives the same draws; chain ``i``'s draws do not depend on ``chains``.
+        The same seed gives the same draws (for the same ``chains`` and ``chain_method``); chain
+        ``i``'s seed does not depend on ``chains``. ``"sequential"`` (and one chain) reproduces
+        chain ``i`` bit for bit whatever ``chains`` (given the same steps: the default step is
+        built at chain 0's start); ``"vectorized"`` gives it the same in distribution, its
+        draws those of the chain alone to rounding until ``vmap``'s batched arithmetic,
+        rounding differently, flips a decision.
     chain_method : {"vectorized", "sequential", "parallel"}
         ``jax.vmap`` over chains (of each draw, inside the scans) in one compiled call; one
         chain after another (same compiled function); ``jax.pmap`` over the devices (at most
@@ -319,7 +339,12 @@ def sample(
     compute_convergence_checks : bool
         ArviZ's R-hat and ESS checks, logged as ``pm.sample`` logs them.
     idata_kwargs : dict, optional
-        Passed to :func:`arviz.from_dict` (``coords`` and ``dims`` update the model's).
+        As in ``pm.sample`` (:func:`pymc.to_inference_data`): ``log_likelihood`` and
+        ``log_prior`` (True or variable names) add the pointwise log likelihood and log prior
+        (:func:`pymc.compute_log_likelihood`, :func:`pymc.compute_log_prior`),
+        ``include_transformed`` keeps the transformed values, ``coords`` and ``dims`` update the
+        model's; ``save_warmup``, ``prior``, ``posterior_predictive`` and
+        :func:`arviz.from_dict`'s other groups are passed to it. Checked before sampling.
     initvals : dict or list of dict, optional
         Start values, as in ``pm.sample``.
     target_accept : float
@@ -345,9 +370,10 @@ def sample(
         For a step whose transitions the program cannot run (named).
     TypeError
         For steps that are not ours; for continuous variables in float16 or in two float
-        types (named).
+        types (named); for ``idata_kwargs`` ``pm.sample`` does not take.
     ValueError
-        For bad option values.
+        For bad option values; for a step built on another model (the step and variable
+        named); for a truncated discrete variable whose distribution is not supported.
 
     Notes
     -----
@@ -385,8 +411,9 @@ def sample(
     if not model.value_vars:
         raise ValueError("pymc_lbp.sample: the model has no free variables to sample.")
     t0 = time.perf_counter()
+    idata_kwargs = check_idata_kwargs(model, idata_kwargs)  # not after the draws
     user_steps = _steps_list(step)
-    _covered(user_steps)
+    _covered(user_steps, model)
     for s in user_steps:  # a step the program cannot run fails before anything is compiled
         program_kind(s)
     continuous = continuous_positions(model)
@@ -431,8 +458,14 @@ def sample(
     )
     bar = ProgressBar(tune, draws, chains, chain_method, enabled=progressbar)
 
-    def run(key, values, chains=None):
-        return program.run_chain(key, values, tune, draws, bar.callback, chains=chains)
+    # the model's data are arguments of the compiled program (jax_function's inputs): new
+    # values of the same shape (pm.set_data) compile to the same XLA program
+    data_vars = data_variables(model)
+    data = tuple(np.asarray(v.get_value()) for v in data_vars)
+
+    def run(key, values, data, chains=None):
+        with bound_data(dict(zip(data_vars, data, strict=True))):
+            return program.run_chain(key, values, tune, draws, bar.callback, chains=chains)
 
     # numpy between calls: each eager JAX op here would be an XLA compile of its own
     keys = np.stack([np.asarray(jax.random.PRNGKey(int(s))) for s in seeds])
@@ -445,16 +478,16 @@ def sample(
     if unbatched:
         # one chain vectorised is one chain: traced without vmap's batching rules (which trace
         # a draw again) it builds faster and draws what "sequential" draws
-        fn = jax.jit(run).lower(keys[0], starts[0]).compile()
-        args = [(keys[c], starts[c]) for c in range(chains)]
+        fn = jax.jit(run).lower(keys[0], starts[0], data).compile()
+        args = [(keys[c], starts[c], data) for c in range(chains)]
     else:
         stacked = tuple(np.stack([s[i] for s in starts]) for i in range(len(starts[0])))
         if chain_method == "parallel":
-            batched = jax.pmap(run)
+            batched = jax.pmap(run, in_axes=(0, 0, None))
         else:  # the chains batched inside the scans (Program.run_chain)
             batched = jax.jit(functools.partial(run, chains=chains))
-        fn = batched.lower(keys, stacked).compile()
-        args = [(keys, stacked)]
+        fn = batched.lower(keys, stacked, data).compile()
+        args = [(keys, stacked, data)]
     t_built = time.perf_counter()
     with bar:
         results = [jax.block_until_ready(fn(*a)) for a in args]

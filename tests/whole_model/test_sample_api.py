@@ -73,12 +73,23 @@ def test_groups_names_dims_and_stats_as_pm_sample(vectorized):
 
 
 def test_seeds_chains_and_chain_methods(vectorized):
-    """Vectorised chains equal sequential ones with the same seed (so the same seed gives the
-    same draws whichever way they run), as does one chain on a device (pmap), whose draws are
-    chain 0's of the two vectorised chains: chain 0's draws do not depend on how many chains
-    run."""
+    """Sequential chains are the chains run alone, bit for bit: chain 0 of two is one chain's
+    run, chain 1 one chain's run from its seed (docs/whole_model.md, ``random_seed``).
+    Vectorised chains equal sequential ones with the same seed over these 30 draws, the
+    discrete draws exactly, the continuous ones to rounding (``vmap``'s batched arithmetic
+    rounds differently: over longer runs a last-bit difference flips a decision and the chains
+    part, the same in distribution), as does one chain on a device (pmap)."""
+    from pymc_lbp.whole_model.sampling import chain_seeds
+
     model, vec = vectorized
     seq = run(model, chains=2, chain_method="sequential")
+    one = run(model, chains=1)  # one chain: run as "sequential" runs it
+    second = run(model, chains=1, random_seed=chain_seeds(5, 2)[1:])
+    for name in ("z", "mu", "sd"):
+        np.testing.assert_array_equal(one.posterior[name].values[0], seq.posterior[name].values[0])
+        np.testing.assert_array_equal(
+            second.posterior[name].values[0], seq.posterior[name].values[1]
+        )
     par = run(model, chains=1, chain_method="parallel")  # pmap over the one CPU device
     assert par.posterior.sizes["chain"] == 1
     np.testing.assert_array_equal(vec.posterior["z"].values, seq.posterior["z"].values)
