@@ -61,6 +61,7 @@ from pymc_lbp.step_methods.discrete_step_tuning import (
     TUNING_CHECK_MIN_DRAWS,  # noqa: F401 (re-exported)
     DiscreteStepTuning,
 )
+from pymc_lbp.step_methods.stats import dtypes_shapes
 from pymc_lbp.step_methods.step_results import (
     MAX_STEPS_PER_DRAW,  # noqa: F401 (re-exported)
     DrawResult,  # noqa: F401 (re-exported)
@@ -133,17 +134,17 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
     # Names shared with PyMC's steps have their dtypes there ("accept" float64, "tune" bool,
     # "model_logp" float64 as NUTS/HMC); PyMC's "accepted" is float64 in Metropolis and bool in
     # DEMetropolis/HMC, so no dtype coexists with both: we count accepted steps in "n_accepted".
-    stats_dtypes_shapes: ClassVar[dict] = {
-        "tune": (bool, []),
-        "accept": (np.float64, []),
-        "n_accepted": (np.int64, []),
-        "mh_steps": (np.int64, []),
-        "jump_distance": (np.int64, []),
-        "model_logp": (np.float64, []),
-        "logp_evals": (np.int64, []),
-        "grad_evals": (np.int64, []),
-        "exact_differences": (bool, []),
-    }
+    stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
+        "tune",
+        "accept",
+        "n_accepted",
+        "mh_steps",
+        "jump_distance",
+        "model_logp",
+        "logp_evals",
+        "grad_evals",
+        "exact_differences",
+    )
     conditional_stats: ClassVar[tuple[str, ...]] = ("model_logp", "integer_accept", "integer_jump")
     """Stats an instance adds to or drops from ``stats_dtypes_shapes`` at construction (their
     conditions are in :data:`pymc_lbp.step_methods.stats.STATS`)."""
@@ -256,8 +257,7 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
             self._numpy_jump_seconds = self._numpy_seconds_recorded = 0.0
             self._jumps_known: dict[int, tuple[str, bool, float]] = {}
             self._numpy_jumps = None
-            stats["integer_accept"] = (np.float64, [])
-            stats["integer_jump"] = (np.float64, [])
+            stats.update(dtypes_shapes("integer_accept", "integer_jump"))
         self._site_pieces = None  # the classes keep what they need
         if stats != self.stats_dtypes_shapes:
             self.stats_dtypes_shapes = stats

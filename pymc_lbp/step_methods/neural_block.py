@@ -38,7 +38,7 @@ from pymc_lbp.step_methods.neural_block_units import (
     _Unit,  # noqa: F401 (re-exported)
 )
 from pymc_lbp.step_methods.options import check_compiled
-from pymc_lbp.step_methods.stats import document_stats
+from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -172,10 +172,9 @@ class NeuralBlock(
     integer_jumps = False  # binary and categorical blocks only
     independent_sites_at_once = False  # its update units (blocks, sites) are its moves
     # no neighbour differences: proposals come from the network, scored with the local logp
-    stats_dtypes_shapes: ClassVar[dict] = {
-        **{k: v for k, v in DiscreteStep.stats_dtypes_shapes.items() if k != "exact_differences"},
-        "block": (np.int64, []),
-    }
+    stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
+        *(k for k in DiscreteStep.stats_dtypes_shapes if k != "exact_differences"), "block"
+    )
     conditional_stats: ClassVar[tuple[str, ...]] = ("model_logp",)
 
     def __init__(

@@ -32,7 +32,7 @@ from pymc_lbp.samplers.block.motifs.flag_value import (
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal, load_proposal
 from pymc_lbp.samplers.common import mh_accept
 from pymc_lbp.step_methods.base import DiscreteStepState
-from pymc_lbp.step_methods.stats import document_stats
+from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -98,16 +98,16 @@ class NeuralMixedBlock(ArrayStepShared):
 
     name = "neural_mixed_block"
     default_blocked = True
-    stats_dtypes_shapes: ClassVar[dict] = {
-        "tune": (bool, []),
-        "accept": (np.float64, []),
-        "n_accepted": (np.int64, []),
-        "mh_steps": (np.int64, []),
-        "jump_distance": (np.int64, []),
-        "flags_on": (np.int64, []),
-        "logp_evals": (np.int64, []),
-        "grad_evals": (np.int64, []),
-    }
+    stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
+        "tune",
+        "accept",
+        "n_accepted",
+        "mh_steps",
+        "jump_distance",
+        "flags_on",
+        "logp_evals",
+        "grad_evals",
+    )
     conditional_stats: ClassVar[tuple[str, ...]] = ()
     _state_class = DiscreteStepState
     auto_assignable: ClassVar[bool] = False

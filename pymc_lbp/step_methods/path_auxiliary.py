@@ -37,7 +37,7 @@ from pymc_lbp.step_methods.base import (
     steps_for_a_sweep,
 )
 from pymc_lbp.step_methods.options import check_compiled
-from pymc_lbp.step_methods.stats import document_stats
+from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -168,12 +168,9 @@ class PathAuxiliaryLBP(DiscreteStep):
 
     name = "path_auxiliary_lbp"
     pairwise_kernel = True
-    stats_dtypes_shapes: ClassVar[dict] = {
-        **DiscreteStep.stats_dtypes_shapes,
-        "mean_path_length": (np.float64, []),
-        "path_scale": (np.float64, []),
-        "step_jump_distance": (np.float64, []),
-    }
+    stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
+        *DiscreteStep.stats_dtypes_shapes, "mean_path_length", "path_scale", "step_jump_distance"
+    )
     _state_class = PathAuxiliaryState
 
     def __init__(

@@ -34,7 +34,7 @@ from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.samplers.single_site.reference import single_site_step
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
 from pymc_lbp.step_methods.self_balancing_learned import SelfBalancingLearned
-from pymc_lbp.step_methods.stats import document_stats
+from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 PARTICLE_WEIGHTS = ("uniform", "target")
 INIT_SEED = 20220717
@@ -164,11 +164,9 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
     learned_balancing = True
     name = "self_balancing"
     _state_class = SelfBalancingState
-    stats_dtypes_shapes: ClassVar[dict] = {
-        **DiscreteStep.stats_dtypes_shapes,
-        "lsb_loss": (np.float64, []),
-        "learning_steps": (np.int64, []),
-    }
+    stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
+        *DiscreteStep.stats_dtypes_shapes, "lsb_loss", "learning_steps"
+    )
     conditional_stats: ClassVar[tuple[str, ...]] = (
         *DiscreteStep.conditional_stats,
         *(f"lsb_weight_{k}" for k in ("sqrt", "barker", "min", "max")),
@@ -215,10 +213,9 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         self.particle_weights = particle_weights
         self.parametrization = make_parametrization(family, hidden)
         self._described: tuple[bytes, dict] = (b"", {})  # (parameters, their stats), see below
-        self.stats_dtypes_shapes = {
-            **type(self).stats_dtypes_shapes,
-            **{k: (np.float64, []) for k in self.parametrization.describe(np.zeros(4))},
-        }
+        self.stats_dtypes_shapes = dtypes_shapes(
+            *type(self).stats_dtypes_shapes, *self.parametrization.describe(np.zeros(4))
+        )
         self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
         super().__init__(
             vars,

@@ -2,8 +2,9 @@
 
 Every stat a pymc_lbp step method records has one entry in :data:`STATS`: its dtype, a one-line
 meaning and, for a stat that only some steps of a class record, the condition under which they
-do. A step class lists its stats in ``stats_dtypes_shapes`` (the names and dtypes PyMC reads) and
-the ones its instances add or drop at construction in ``conditional_stats``; its docstring holds
+do. A step class lists its stats in ``stats_dtypes_shapes`` (the names and dtypes PyMC reads, made
+from this registry by :func:`dtypes_shapes`) and the ones its instances add or drop at
+construction in ``conditional_stats``; its docstring holds
 the line :data:`PLACEHOLDER` where :func:`document_stats` puts the table generated from this
 registry. A table therefore cannot disagree with the stats (``tests/step_methods/
 test_stats_registry.py`` checks every sampler).
@@ -117,6 +118,28 @@ STATS: dict[str, Stat] = {
     "flags_on": Stat(np.int64, "flags equal to 1 after the draw (active components)"),
 }
 """Every sampler stat of pymc_lbp's step methods, by name."""
+
+
+def dtypes_shapes(*names: str) -> dict[str, tuple[type, list]]:
+    """The ``stats_dtypes_shapes`` entries PyMC reads for the stats ``names``, from :data:`STATS`.
+
+    Parameters
+    ----------
+    *names : str
+        Stat names, each with an entry in :data:`STATS`.
+
+    Returns
+    -------
+    dict
+        ``{name: (dtype, [])}`` in the order of ``names``: each stat's registered dtype and PyMC's
+        shape of a scalar stat, ``[]``.
+
+    Raises
+    ------
+    KeyError
+        For a name without an entry in :data:`STATS`.
+    """
+    return {name: (STATS[name].dtype, []) for name in names}
 
 
 def stat_names(cls) -> list[str]:

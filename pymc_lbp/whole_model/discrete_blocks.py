@@ -45,28 +45,34 @@ from functools import partial
 
 import numpy as np
 
+from pymc_lbp.step_methods.stats import STATS
 from pymc_lbp.whole_model.jaxify import jax_function
 
 STAT_DTYPES = {
-    "accept": np.float64,
-    "n_accepted": np.int64,
-    "mh_steps": np.int64,
-    "jump_distance": np.int64,
-    "logp_evals": np.int64,
-    "grad_evals": np.int64,
-    "integer_accept": np.float64,
-    "integer_jump": np.float64,
-    "exact_differences": bool,
-    "mean_path_length": np.float64,
-    "step_jump_distance": np.float64,
-    "path_scale": np.float64,
-    "lsb_loss": np.float64,
-    "learning_steps": np.int64,
-    "block": np.int64,
-    "flags_on": np.int64,
+    name: STATS[name].dtype
+    for name in (
+        "accept",
+        "n_accepted",
+        "mh_steps",
+        "jump_distance",
+        "logp_evals",
+        "grad_evals",
+        "integer_accept",
+        "integer_jump",
+        "exact_differences",
+        "mean_path_length",
+        "step_jump_distance",
+        "path_scale",
+        "lsb_loss",
+        "learning_steps",
+        "block",
+        "flags_on",
+    )
 }
-"""The discrete stats the program records (the steps' own names and dtypes,
-:mod:`pymc_lbp.step_methods.stats`)."""
+"""The discrete stats a draw of the program records, in its order, with their dtypes from the
+one registry (:data:`pymc_lbp.step_methods.stats.STATS`). A step's others are recorded apart:
+``tune`` and ``model_logp`` by the program (``lp``), SelfBalancing's descriptive ones by
+:func:`_describe_learned`."""
 
 
 class NotInProgramError(NotImplementedError):
