@@ -46,8 +46,6 @@ from pytensor.graph.traversal import io_toposort
 from pytensor.graph.type import Type
 from pytensor.scalar.basic import ScalarOp
 
-from pymc_lbp.compiling import config_key
-
 __all__ = [
     "COMPILE_AFTER_SECONDS_COLD",
     "COMPILE_AFTER_SECONDS_WARM",
@@ -56,6 +54,7 @@ __all__ = [
     "add_numpy_seconds",
     "compiled_before",
     "compiling_pays",
+    "config_key",
     "graph_fingerprint",
     "note_compiled",
     "numpy_seconds",
@@ -150,6 +149,21 @@ def _constant_text(c: Constant, strict: bool) -> str:
     if c.data is None:
         return f"c[{c.type}:None]"
     return f"c[{c.type}:{_text(np.asarray(c.data), strict)}]"
+
+
+def config_key() -> tuple:
+    """The global settings a compilation without an explicit mode depends on (part of
+    :func:`pymc_lbp.compiling.pm_compile`'s key and of :func:`graph_fingerprint`)."""
+    c = pytensor.config
+    return (
+        str(c.mode),
+        c.linker,
+        c.optimizer,
+        c.optimizer_excluding,
+        c.optimizer_including,
+        c.floatX,
+        c.cxx,
+    )
 
 
 def _settings_text() -> str:

@@ -42,12 +42,14 @@ from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 import numpy as np
-import pytensor
 from pymc.pytensorf import compile as _pymc_compile
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.random.type import RandomType
+
+from pymc_lbp import function_store
+from pymc_lbp.compile_record import config_key
 
 __all__ = [
     "CACHE_SIZE",
@@ -125,20 +127,6 @@ def _option_key(name: str, value: Any, keep: list) -> tuple:
     return (name, "id", id(value))
 
 
-def config_key() -> tuple:
-    """The global settings a compilation without an explicit mode depends on."""
-    c = pytensor.config
-    return (
-        str(c.mode),
-        c.linker,
-        c.optimizer,
-        c.optimizer_excluding,
-        c.optimizer_including,
-        c.floatX,
-        c.cxx,
-    )
-
-
 def graph_key(inputs: Sequence[Variable], outputs, options: dict, keep: list) -> tuple:
     """A hashable key equal for equal graphs (see the module docstring).
 
@@ -213,8 +201,6 @@ def pm_compile(inputs: Sequence, outputs, **kwargs: Any):
 def _stored_or_compiled(inputs: Sequence, outputs, kwargs: dict):
     """The function :mod:`pymc_lbp.function_store` holds for the graph (an earlier process
     compiled it), else compiled (collector paused) and stored."""
-    from pymc_lbp import function_store
-
     single = not isinstance(outputs, list | tuple)  # returns the output, not a list of it
     outs = [outputs] if single else list(outputs)
     found = function_store.fingerprint(list(inputs), outs, {**kwargs, "single_output": single})

@@ -23,6 +23,9 @@ C implementation: the C backend runs it in Python, about 8 us per node on a comp
 of ~50 us. :func:`pick_per_row` and :func:`set_per_row` index the flattened matrix with
 ``row * width + col`` (``AdvancedSubtensor1`` / ``AdvancedIncSubtensor1``, compiled), with the
 same values.
+
+**Rewriting a copy.** :func:`rewritten_clone` applies node rewriters to clones of graphs (the
+model's own graph stays as it is).
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ from collections.abc import Mapping, Sequence
 
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable, clone_get_equiv
+from pytensor.graph.fg import FunctionGraph
+from pytensor.graph.replace import clone_replace
+from pytensor.graph.rewriting.basic import in2out
 
 
 def substitute(
@@ -74,4 +80,12 @@ def repeated_rows(x: Variable, n: int | Variable) -> Variable:
     return x[None, :] + pt.zeros((n, 1), dtype=x.dtype)
 
 
-__all__ = ["dim", "pick_per_row", "repeated_rows", "set_per_row", "substitute"]
+def rewritten_clone(graphs: list[Variable], *rewriters) -> list[Variable]:
+    """Clones of ``graphs`` (their inputs kept) with the node ``rewriters`` applied in2out; the
+    original graphs are not changed."""
+    fgraph = FunctionGraph(outputs=[clone_replace(g) for g in graphs], clone=False)
+    in2out(*rewriters).rewrite(fgraph)
+    return list(fgraph.outputs)
+
+
+__all__ = ["dim", "pick_per_row", "repeated_rows", "rewritten_clone", "set_per_row", "substitute"]

@@ -2,8 +2,9 @@
 
 :class:`Piece` and :func:`linear_pieces` split a summed term into pieces whose elements add up to
 it (step 1 of :mod:`pymc_lbp.logp.local_differences`); :func:`elementwise_checks` first applies
-PyMC's parameter checks element by element (:func:`rewritten_clone` applies such rewrites on a
-clone). On top of :func:`~pymc_lbp.logp.dependency_analysis.analyse_dependencies`:
+PyMC's parameter checks element by element (on a clone:
+:func:`~pymc_lbp.logp.graphs.rewritten_clone`). On top of
+:func:`~pymc_lbp.logp.dependency_analysis.analyse_dependencies`:
 :func:`term_dependencies` (dependencies of every piece), :class:`SitePieces` /
 :func:`site_pieces` (the elements and their site incidence, for evaluating one-site changes of
 many sites at once) and :func:`site_adjacency` (which sites share an element).
@@ -18,9 +19,8 @@ import pytensor.tensor as pt
 import scipy.sparse as sp
 from pymc.logprob.utils import CheckParameterValue
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.fg import FunctionGraph
 from pytensor.graph.replace import clone_replace, vectorize_graph
-from pytensor.graph.rewriting.basic import in2out, node_rewriter
+from pytensor.graph.rewriting.basic import node_rewriter
 from pytensor.scalar import basic as ps
 from pytensor.tensor.basic import (
     Alloc,
@@ -40,8 +40,9 @@ from pymc_lbp.logp.dependency_analysis import (
     _value,
     analyse_dependencies,
 )
-from pymc_lbp.logp.graphs import repeated_rows, substitute
+from pymc_lbp.logp.graphs import repeated_rows, rewritten_clone, substitute
 from pymc_lbp.logp.model_logp import model_logp
+from pymc_lbp.logp.vectorising import unblock_gathers
 
 
 @dataclass
@@ -278,8 +279,6 @@ class SitePieces:
         vectorised once and the elements at ``x`` cloned once per ``x``, so the graphs of
         several classes and of both ends of a move share them (smaller graphs to build and to
         compile)."""
-        from pymc_lbp.logp.vectorising import unblock_gathers
-
         if self._batch is None:
             X = pt.matrix("X_moved", dtype="int64")
             batch = unblock_gathers(vectorize_graph(self.elements, replace={self.x: X}))
@@ -349,20 +348,11 @@ def site_adjacency(deps: list[Deps] | None, n_sites: int) -> sp.csr_matrix | Non
     return sp.csr_matrix(D.T @ D)
 
 
-def rewritten_clone(graphs: list[Variable], *rewriters) -> list[Variable]:
-    """Clones of ``graphs`` (their inputs kept) with the node ``rewriters`` applied in2out; the
-    original graphs are not changed."""
-    fgraph = FunctionGraph(outputs=[clone_replace(g) for g in graphs], clone=False)
-    in2out(*rewriters).rewrite(fgraph)
-    return list(fgraph.outputs)
-
-
 __all__ = [
     "Piece",
     "SitePieces",
     "elementwise_checks",
     "linear_pieces",
-    "rewritten_clone",
     "site_adjacency",
     "site_pieces",
     "term_dependencies",

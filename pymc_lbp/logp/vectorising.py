@@ -12,7 +12,7 @@ from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_lbp.logp.site_pieces import rewritten_clone
+from pymc_lbp.logp.graphs import rewritten_clone
 
 
 def checks_per_row(logp: Variable) -> Variable:

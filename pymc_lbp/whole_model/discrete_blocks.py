@@ -1,7 +1,8 @@
 """A discrete step's draw as a JAX function of the chain's values.
 
-:func:`block_draw` turns a step built on the model into a :class:`BlockDraw`: ``draw(key,
-values, state, tuning) -> (values, state, stats)``, what the step's ``astep`` makes, from the
+:func:`block_draw` turns a step built on the model into a
+:class:`~pymc_lbp.whole_model.program.BlockDraw`: ``draw(key, values, state, tuning) -> (values,
+state, stats)``, what the step's ``astep`` makes, from the
 JAX versions of its algorithm (each in its algorithm's folder, built from the pytensor graphs its
 compiled kernels are made of, converted by :func:`pymc_lbp.whole_model.jaxify.jax_function`),
 with uniforms from ``key`` instead of the step's ``rng``:
@@ -39,72 +40,16 @@ step; nothing falls back to another sampler.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
-from pymc_lbp.step_methods.stats import STATS
 from pymc_lbp.whole_model.jaxify import jax_function
-
-STAT_DTYPES = {
-    name: STATS[name].dtype
-    for name in (
-        "accept",
-        "n_accepted",
-        "mh_steps",
-        "jump_distance",
-        "logp_evals",
-        "grad_evals",
-        "integer_accept",
-        "integer_jump",
-        "exact_differences",
-        "mean_path_length",
-        "step_jump_distance",
-        "path_scale",
-        "lsb_loss",
-        "learning_steps",
-        "block",
-        "flags_on",
-    )
-}
-"""The discrete stats a draw of the program records, in its order, with their dtypes from the
-one registry (:data:`pymc_lbp.step_methods.stats.STATS`). A step's others are recorded apart:
-``tune`` and ``model_logp`` by the program (``lp``), SelfBalancing's descriptive ones by
-:func:`_describe_learned`."""
+from pymc_lbp.whole_model.program import STAT_DTYPES, BlockDraw
 
 
 class NotInProgramError(NotImplementedError):
     """A step whose transitions the compiled program cannot run."""
-
-
-@dataclass
-class BlockDraw:
-    """One discrete step in the program.
-
-    Attributes
-    ----------
-    step : DiscreteStep
-    draw : callable
-        ``(key, values, state, tuning) -> (values, state, stats)``, JAX-traceable (``tuning`` a
-        Python bool: warmup or kept draws).
-    init : callable
-        ``() -> state``: the block's own state at a chain's start (its adaptation's).
-    freeze : callable
-        ``state -> state`` at the end of warmup.
-    stat_names : tuple of str
-    finish : callable
-        ``stats -> stats`` on the recorded numpy arrays (SelfBalancing: its parameters per draw
-        become the step's descriptive stats, e.g. LSB1's weights).
-    """
-
-    step: object
-    draw: Callable
-    init: Callable
-    freeze: Callable
-    stat_names: tuple[str, ...]
-    finish: Callable = staticmethod(lambda stats: stats)
 
 
 def program_kind(step) -> str:

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Mapping
 import arviz as az
 import numpy as np
 
-from pymc_lbp.whole_model.discrete_blocks import STAT_DTYPES
-from pymc_lbp.whole_model.program import NUTS_STAT_DTYPES
+from pymc_lbp.whole_model.program import NUTS_STAT_DTYPES, STAT_DTYPES
 
 PYMC_IDATA_KWARGS = ("log_likelihood", "log_prior", "include_transformed", "sample_dims", "model")
 """The keys of ``idata_kwargs`` :func:`pymc.to_inference_data` reads itself (``pm.sample``'s)."""

@@ -1,6 +1,6 @@
 """The block samplers' draws in the program: NeuralBlock / BlockGibbs and NeuralMixedBlock.
 
-Each is a :class:`~pymc_lbp.whole_model.discrete_blocks.BlockDraw` made by
+Each is a :class:`~pymc_lbp.whole_model.program.BlockDraw` made by
 :func:`~pymc_lbp.whole_model.discrete_blocks.block_draw`, uniforms from the draw's key:
 
 * NeuralBlock, BlockGibbs (:func:`random_scan_block`): ``steps_per_draw`` random-scan steps
@@ -16,7 +16,7 @@ Each is a :class:`~pymc_lbp.whole_model.discrete_blocks.BlockDraw` made by
 
 from __future__ import annotations
 
-from pymc_lbp.whole_model.discrete_blocks import STAT_DTYPES, BlockDraw
+from pymc_lbp.whole_model.program import STAT_DTYPES, BlockDraw
 
 
 def _block_stats(res, x0, n_steps: int, evals, block, stat_names: tuple) -> dict:

@@ -27,6 +27,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pymc_lbp.step_methods.stats import STATS
+
 NUTS_STAT_DTYPES = {
     "diverging": bool,
     "energy": np.float64,
@@ -36,6 +38,64 @@ NUTS_STAT_DTYPES = {
     "step_size": np.float64,
 }
 """NUTS's stats under PyMC's names (``tree_depth``: BlackJAX's trajectory expansions)."""
+
+
+STAT_DTYPES = {
+    name: STATS[name].dtype
+    for name in (
+        "accept",
+        "n_accepted",
+        "mh_steps",
+        "jump_distance",
+        "logp_evals",
+        "grad_evals",
+        "integer_accept",
+        "integer_jump",
+        "exact_differences",
+        "mean_path_length",
+        "step_jump_distance",
+        "path_scale",
+        "lsb_loss",
+        "learning_steps",
+        "block",
+        "flags_on",
+    )
+}
+"""The discrete stats a draw of the program records, in its order, with their dtypes from the
+one registry (:data:`pymc_lbp.step_methods.stats.STATS`). A step's others are recorded apart:
+``tune`` and ``model_logp`` by the program (``lp``), SelfBalancing's descriptive ones by its
+block's :attr:`BlockDraw.finish`."""
+
+
+@dataclass
+class BlockDraw:
+    """One discrete step in the program.
+
+    Made by :func:`pymc_lbp.whole_model.discrete_blocks.block_draw` (the block samplers' in
+    :mod:`pymc_lbp.whole_model.neural_blocks`).
+
+    Attributes
+    ----------
+    step : DiscreteStep
+    draw : callable
+        ``(key, values, state, tuning) -> (values, state, stats)``, JAX-traceable (``tuning`` a
+        Python bool: warmup or kept draws).
+    init : callable
+        ``() -> state``: the block's own state at a chain's start (its adaptation's).
+    freeze : callable
+        ``state -> state`` at the end of warmup.
+    stat_names : tuple of str
+    finish : callable
+        ``stats -> stats`` on the recorded numpy arrays (SelfBalancing: its parameters per draw
+        become the step's descriptive stats, e.g. LSB1's weights).
+    """
+
+    step: object
+    draw: Callable
+    init: Callable
+    freeze: Callable
+    stat_names: tuple[str, ...]
+    finish: Callable = staticmethod(lambda stats: stats)
 
 
 class ChainResult(NamedTuple):
