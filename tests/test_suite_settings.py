@@ -1,6 +1,7 @@
-"""The compile settings tests/conftest.py gives the suite (docs/test_suite.md): one compile directory of the suite's own for every xdist worker, its modules compiled
-outside the directory's lock, -O1 unless the flags say otherwise; XLA's backend at -O0; numba at
-level 1 with caches of the suite's own."""
+"""The compile settings tests/conftest.py gives the suite (docs/test_suite.md): one compile
+directory of the suite's own for every xdist worker, its modules compiled outside the
+directory's lock, -O1 unless the flags say otherwise; XLA's backend at -O0; numba at level 1
+with caches of the suite's own."""
 
 from __future__ import annotations
 

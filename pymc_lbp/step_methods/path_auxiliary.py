@@ -137,8 +137,9 @@ class PathAuxiliaryLBP(DiscreteStep):
         ``True``: every draw, tuning included, in one call of the compiled path kernel
         (:mod:`pymc_lbp.samplers.path.graph`, a pytensor ``scan`` that carries the path-length
         adaptation while tuning; the backend from ``compile_kwargs``), compiled at the first draw
-        (1-3 s with C, minutes with a cold numba cache). ``False``: a Python loop of the numpy reference steps (numba site race, one compiled
-        differences call per step; no compilation beyond the differences). The two are the same
+        (1-3 s with C, minutes with a cold numba cache). ``False``: a Python loop of the numpy
+        reference steps (numba site race, one compiled differences call per step; no
+        compilation beyond the differences). The two are the same
         transition kernel (tested move for move); with C the kernel is 1.25-1.6x faster per step on
         categorical blocks and 0.75-1x the loop on binary ones (``docs/compiled.md``). ``"auto"``:
         on blocks with categorical or integer sites, the Python loop for the step's first
