@@ -379,22 +379,37 @@ XOR_ARGS = ("--method", "sample", "--chains", "4", "--draws", "300", "--tune", "
 XOR_ARGS += ("--quiet",)
 
 
+def _xor_network(wall: float) -> UAINetwork:
+    """x0 != x1 (table wall 1 1 wall) and a factor on (x0, x2) with a wall entry."""
+    return UAINetwork(
+        "MARKOV",
+        [2, 2, 2],
+        [(0, 1), (0, 2)],
+        [np.array([[wall, 1.0], [1.0, wall]]), np.array([[1.5, 0.65], [wall, 1.0]])],
+    )
+
+
 @pytest.fixture
 def xor_uai(tmp_path):
     """x0 != x1 (table 0 1 1 0) and a factor on (x0, x2) with a zero entry: single-site moves
     never leave the region {x0=0, x1=1} (probability 2.15/3.15 = 0.683) or {x0=1, x1=0} (0.317)
     they start in. Returns the file and the exact marginals."""
-    network = UAINetwork(
-        "MARKOV",
-        [2, 2, 2],
-        [(0, 1), (0, 2)],
-        [np.array([[0.0, 1.0], [1.0, 0.0]]), np.array([[1.5, 0.65], [0.0, 1.0]])],
-    )
+    network = _xor_network(0.0)
     path = tmp_path / "xor.uai"
     write_network(path, network)
     exact = exact_marginals(network)
     np.testing.assert_allclose(exact[0], [2.15 / 3.15, 1 / 3.15])
     return path, exact
+
+
+@pytest.fixture
+def walled_uai(tmp_path):
+    """The xor network with walls of 1e-12 instead of zeros: every state is possible, so the
+    single-site samplers are not refused (``check_sampler``), but their chains never cross a
+    wall in a short run. Returns the file."""
+    path = tmp_path / "walled.uai"
+    write_network(path, _xor_network(1e-12))
+    return path
 
 
 def _chain_values(idata, variable: int) -> np.ndarray:
@@ -421,10 +436,11 @@ def test_default_sampler_crosses_zero_factors_and_matches_exact(tmp_path, xor_ua
 
 
 @pytest.mark.parametrize("sampler", ["locally_balanced", "path_auxiliary_lbp", "pymc_gibbs"])
-def test_chains_that_never_leave_their_region_warn(tmp_path, xor_uai, sample_spy, sampler):
+def test_chains_that_never_leave_their_region_warn(tmp_path, walled_uai, sample_spy, sampler):
     """Regression: the chains start in different regions (random feasible starts), a single-site
-    sampler keeps each in its own, and the comparison of the chains says so on stderr."""
-    path, _ = xor_uai
+    sampler keeps each in its own (walls of 1e-12: zero walls refuse the sampler), and the
+    comparison of the chains says so on stderr."""
+    path = walled_uai
     target = tmp_path / "out.MAR"
     code, out, err = run("mar", str(path), "-o", str(target), "--sampler", sampler, *XOR_ARGS)
     assert code == 0, err
@@ -452,8 +468,8 @@ def test_sampler_names_are_the_step_classes_names():
     assert {cls.name for cls in classes} == set(SAMPLERS) - {"pymc_gibbs"}
 
 
-def test_former_sampler_name_works_for_one_release_with_a_warning(tmp_path, xor_uai):
-    path, _ = xor_uai
+def test_former_sampler_name_works_for_one_release_with_a_warning(tmp_path, walled_uai):
+    path = walled_uai
     args = ("--chains", "1", "--draws", "20", "--tune", "10", "--seed", "5", "--quiet")
     args += ("--method", "sample")
     old, new = tmp_path / "old.MAR", tmp_path / "new.MAR"
@@ -493,8 +509,8 @@ def test_chain_disagreement_compares_the_chains_not_trends_within_them(xor_uai):
     assert check(never[:1]) == {}  # one chain: nothing to compare
 
 
-def test_strict_makes_disagreeing_chains_exit_7(tmp_path, xor_uai):
-    path, _ = xor_uai
+def test_strict_makes_disagreeing_chains_exit_7(tmp_path, walled_uai):
+    path = walled_uai
     target = tmp_path / "out.MAR"
     argv = ["mar", str(path), "-o", str(target), "--sampler", "locally_balanced", "--strict"]
     code, _, err = run(*argv, *XOR_ARGS)
@@ -658,18 +674,30 @@ def test_time_limit_samples_until_the_budget_and_matches_exact(uai_dir, tmp_path
         assert np.all(e <= 1.5 * np.sqrt(p * (1 - p) / (n / 2))), (e, p, n)
 
 
-def test_time_limit_without_a_draw_after_tuning_exits_1(uai_dir, tmp_path):
+def test_time_limit_without_a_draw_after_tuning_exits_1(uai_dir, tmp_path, monkeypatch):
     """No silent degradation: a budget spent before any post-tuning draw (or before sampling
-    starts) is an error, exit code 1, and no MAR file is written."""
+    starts), where the exact marginals do not fit (--max-table-size 1), is an error, exit code
+    1, that says how long the build took and which limit would do; no MAR file is written.
+    (Tuning gets at most half of a chain's time: here twice the chain's time, so no draw
+    follows it.)"""
+    import re
+
+    import pymc_lbp.cli.timed as timed
+
+    monkeypatch.setattr(timed, "TUNING_SHARE", 2.0)
     target = tmp_path / "out.MAR"
     argv = ["mar", str(uai_dir / SMALL), "-o", str(target), "--method", "sample", "--quiet"]
+    argv += ["--max-table-size", "1"]
     code, out, err = run(*argv, "--time-limit", "1.5", "--tune", "1000000", "--seed", "1")
     assert code == 1 and not target.exists(), err
     assert "pymc_lbp: error: --time-limit 1.5 s: no chain made a draw after tuning" in err
     assert "no marginals written" in err and err.count("\n") == 1
+    assert re.search(r"\(building the model and the sampler took [0-9.]+ s, a draw ", err)
+    assert re.search(r"a --time-limit of \d+ s would leave time for 10 draws per chain", err)
     code, out, err = run(*argv, "--time-limit", "0.001", "--seed", "1")
     assert code == 1 and not target.exists(), err
     assert "--time-limit 0.001 s: the time was up before sampling could start" in err
+    assert re.search(r"the build alone needs a --time-limit of \d+ s, sampling more$", err)
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "abc", "nan", "inf", ""])
@@ -723,3 +751,157 @@ def test_time_limit_stops_parallel_chains_together(uai_dir, tmp_path):
     assert written <= 2.5 and len(draws) == 2 and min(draws) > 0, (written, draws)
     assert f"default {10**6} draws" in out and "(time)" in out
     assert all(np.isclose(m.sum(), 1.0) for m in read_mar(target))
+
+
+# --------------------------------------------------------------------------- issue #55
+TWO = "MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 2 3 4\n"  # two binary variables, one factor
+PREVIOUS = "MAR\n1 2 0.5 0.5\n"  # an earlier run's result
+
+
+@pytest.fixture
+def two(tmp_path):
+    path = tmp_path / "two.uai"
+    path.write_text(TWO)
+    return path
+
+
+def test_an_interrupt_anywhere_exits_130_in_one_line(tmp_path, two, monkeypatch):
+    """Issue #55.4: Ctrl-C while the network was read or the sampler compiled was a
+    ``KeyboardInterrupt`` traceback."""
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(uai, "read_network", interrupted)
+    target = tmp_path / "o.MAR"
+    target.write_text(PREVIOUS)
+    code, out, err = run("mar", str(two), "-o", str(target))
+    assert (code, err) == (130, "pymc_lbp: error: interrupted\n")
+    assert target.read_text() == PREVIOUS and EXIT_CODES[130].startswith("interrupted")
+
+
+@pytest.mark.parametrize("how", ["sigint", "truncated"])
+def test_interrupted_sampling_writes_nothing_and_exits_130(tmp_path, two, monkeypatch, how):
+    """Issue #55.4: PyMC ends a chain on Ctrl-C and returns the draws made so far (65 of
+    3000): the run exited 0 and wrote their marginals over the MAR file. ``sigint``: Ctrl-C
+    reaches this process (PyMC's catch of ``KeyboardInterrupt`` mimicked); ``truncated``: PyMC
+    returns fewer draws than asked without it (an interrupt only a chain's process saw)."""
+    import signal
+    import time
+
+    import pymc as pm
+
+    real_sample = pm.sample
+
+    def sample(*args, draws, **kwargs):
+        if how == "sigint":
+            try:  # as PyMC's loop over a chain's draws
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(5)
+            except KeyboardInterrupt:
+                pass
+        return real_sample(*args, draws=3, **kwargs)
+
+    monkeypatch.setattr(pm, "sample", sample)
+    target, mcse = tmp_path / "o.MAR", tmp_path / "o.MCSE"
+    for path in (target, mcse):
+        path.write_text(PREVIOUS)
+    argv = ["mar", str(two), "-o", str(target), "--mcse", str(mcse), "--method", "sample"]
+    argv += ["--sampler", "pymc_gibbs", "--draws", "20", "--tune", "0", "--chains", "1"]
+    code, out, err = run(*argv, "--quiet")
+    assert code == 130 and err.startswith("pymc_lbp: error: interrupted") and err.count("\n") == 1
+    if how == "truncated":
+        assert "sampling stopped after 3 of 20 draws (1 of 1 chains): no marginals written" in err
+    assert target.read_text() == mcse.read_text() == PREVIOUS
+
+
+@pytest.mark.parametrize("case", ["network", "evidence", "mcse", "a link"])
+def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, two, no_work, case):
+    """Issue #55.6: ``mar net.uai -o net.uai`` replaced the network by its MAR file, and
+    ``-o X --mcse X`` wrote one over the other."""
+    evidence = tmp_path / "two.evid"
+    evidence.write_text("1 0 1\n")
+    (tmp_path / "link.MAR").symlink_to(two)
+    target = str(tmp_path / "o.MAR")
+    outputs = {
+        "network": ["-o", str(two)],
+        "evidence": ["-o", str(evidence)],
+        "mcse": ["-o", target, "--mcse", os.path.join(tmp_path, ".", "o.MAR")],
+        "a link": ["-o", str(tmp_path / "link.MAR")],
+    }[case]
+    code, out, err = run("mar", str(two), "--evidence", str(evidence), *outputs)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    known = {"network": two, "evidence": evidence, "mcse": target, "a link": two}[case]
+    assert f"is the same file as {'-o' if case == 'mcse' else 'the'}" in err and str(known) in err
+    assert two.read_text() == TWO and evidence.read_text() == "1 0 1\n"
+
+
+def test_a_negative_seed_is_a_usage_error(tmp_path, two, no_work, capsys):
+    """Issue #55.7: ``mar --seed -1`` was numpy's traceback after the work, exit 1."""
+    with pytest.raises(SystemExit) as exc:
+        main(["mar", str(two), "-o", str(tmp_path / "o.MAR"), "--seed", "-1"])
+    assert exc.value.code == 2
+    assert "--seed: expected an integer >= 0, got -1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "table", ["0\n", "1\n1 0\n1000000000000\n0.5\n"], ids=["no factor", "a table not listed"]
+)
+def test_a_network_too_large_for_memory_is_refused_from_its_header(tmp_path, no_sampling, table):
+    """Issue #55.12: one variable of 10^8 states passed every check and ran for minutes; one of
+    10^12 states needs ~93 TiB. Refused at once, from the header (the table is not even read),
+    naming the variable, its states and the memory."""
+    from pymc_lbp.cli.mar import BYTES_PER_STATE
+
+    path = tmp_path / "huge.uai"
+    path.write_text("MARKOV\n1\n1000000000000\n" + table)
+    code, out, err = run("mar", str(path), "-o", str(tmp_path / "o.MAR"))
+    assert code == 9 and out == "" and err.count("\n") == 1
+    assert err.startswith(
+        f"pymc_lbp: error: network too large for this machine: {path}: variable 0 has "
+        "1000000000000 states; the marginals of all 1000000000000 states need about "
+        f"{10**12 * BYTES_PER_STATE / 2**30:.1f} GiB of memory ({BYTES_PER_STATE} bytes per "
+        "state), "
+    )
+    assert err.endswith(" GiB available\n") and EXIT_CODES[9].startswith("the network needs")
+
+
+@pytest.mark.parametrize("option", ["network", "-o", "--evidence", "--mcse"])
+def test_an_empty_path_is_a_usage_error(tmp_path, two, no_work, capsys, option):
+    """Issue #55.13: ``-o ""`` said 'is a directory' (the current one)."""
+    argv = ["mar", str(two), "-o", str(tmp_path / "o.MAR")]
+    if option == "network":
+        argv[1] = ""
+    elif option == "-o":
+        argv[3] = ""
+    else:
+        argv += [option, ""]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2 and ": the path is empty" in capsys.readouterr().err
+
+
+def test_evidence_that_appears_impossible_says_what_the_user_can_do(tmp_path, two, monkeypatch):
+    """Issue #55.13: the advice was the library's 'Pass a feasible start state to proceed.',
+    which the command line has no option for."""
+    from pymc_lbp.models.uai import ImpossibleEvidenceError
+
+    def no_state(*args, **kwargs):
+        raise ImpossibleEvidenceError(
+            "two.uai: no state with non-zero probability was found (...). Pass a feasible "
+            "start state to proceed.",
+            definitive=False,
+        )
+
+    monkeypatch.setattr(uai, "random_feasible_states", no_state)
+    evidence = tmp_path / "two.evid"
+    evidence.write_text("1 1 0\n")
+    argv = ["mar", str(two), "--evidence", str(evidence), "-o", str(tmp_path / "o.MAR")]
+    code, out, err = run(*argv, "--method", "sample")
+    assert code == 5 and err.count("\n") == 1 and "start state" not in err
+    assert err.startswith(
+        f"pymc_lbp: error: the evidence appears impossible: {evidence}: no state of non-zero "
+        "probability agrees with the evidence x1=0 ("
+    )
+    assert "check the evidence for a value the others rule out" in err
+    assert f"write a feasible state of every variable to {two}.MAP (UAI MAP format)" in err

@@ -176,7 +176,7 @@ def test_workers_option_starts_a_local_cluster_and_shows_progress(
     files, alone = networks
     asked = []
 
-    def start(n):
+    def start(n, dashboard=False):
         asked.append(n)
         return contextlib.nullcontext(cluster)
 
@@ -322,3 +322,102 @@ def test_network_names_and_seeds():
     seeds = batch.network_seeds(7, 5)
     assert seeds == batch.network_seeds(7, 5) and len(set(seeds)) == 5
     assert seeds[:2] == batch.network_seeds(7, 2)  # a network's seed does not depend on n
+
+
+# --------------------------------------------------------------------------- issue #55
+def test_an_interrupted_batch_writes_the_finished_runs_and_exits_130(
+    cluster, networks, tmp_path, monkeypatch
+):
+    """Issue #55.4: Ctrl-C left the previous summary.csv beside this batch's MAR files, and a
+    traceback. Now the runs that finished are in DIR with their rows, the others have a row
+    that says so (and no MAR file of an earlier batch), one line on stderr, exit code 130."""
+    files, alone = networks
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    for name in ("chain", "plain"):
+        (out_dir / f"{name}.MAR").write_text("MAR\n0\n")  # an earlier batch's
+    (out_dir / "summary.csv").write_text("an earlier batch's summary\n")
+    real = batch._finished
+
+    def finished(futures, err, quiet):
+        for future in real(futures, err, quiet):
+            yield future
+            raise KeyboardInterrupt  # Ctrl-C while the other network runs
+
+    monkeypatch.setattr(batch, "_finished", finished)
+    code, out, err = run(
+        "mar-batch", *files[:2], "--out", str(out_dir), "--scheduler", cluster.scheduler_address,
+        "--method", "exact", "--quiet",
+    )  # fmt: skip
+    assert code == 130 and err.count("\n") == 1, err
+    assert err.startswith("pymc_lbp: error: interrupted: 1 of 2 networks finished; ")
+    done, cut = sorted(_rows(out_dir), key=lambda row: len(row["exit_code"]))
+    assert (done["exit_code"], cut["exit_code"]) == ("0", "130")
+    assert cut["error"] == "interrupted before it finished"
+    result = f"{done['network']}.MAR"
+    assert (out_dir / result).read_bytes() == (alone / result).read_bytes()
+    assert sorted(p.name for p in out_dir.iterdir()) == sorted(
+        [result, "chain.log", "plain.log", "summary.csv", "summary.md"]
+    )  # the other's earlier MAR file is gone, and so are the runs' own folder
+
+
+def test_results_that_are_inputs_are_refused_before_any_cluster(tmp_path, monkeypatch):
+    """Issue #55.6: a result of the batch may not be one of its inputs (here the network
+    DIR/summary.md, which the summary would replace)."""
+    import distributed
+
+    monkeypatch.setattr(batch, "start_local_cluster", _forbidden)
+    monkeypatch.setattr(distributed, "Client", _forbidden)
+    network = tmp_path / "summary.md"
+    network.write_text(PLAIN)
+    code, out, err = run("mar-batch", str(network), "--out", str(tmp_path))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"the summary {network} is the same file as the network file {network}" in err
+    assert network.read_text() == PLAIN
+
+
+def test_the_local_cluster_listens_on_loopback_only_without_a_dashboard(cluster):
+    """Issue #55.11: the dashboard listened on every interface (``dashboard_address=":0"``),
+    unauthenticated. Now the scheduler's HTTP server is on 127.0.0.1 and serves no dashboard."""
+    import urllib.error
+    import urllib.request
+
+    import psutil
+
+    port = cluster.scheduler_info["services"]["dashboard"]
+    listening = {
+        c.laddr.ip
+        for c in psutil.Process().net_connections("tcp")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == port
+    }
+    assert listening == {"127.0.0.1"}
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=10)
+    assert err.value.code == 404
+
+
+def test_dashboard_option(cluster, tmp_path, monkeypatch):
+    """``--dashboard``: the local cluster's, opened on demand, its address printed on stderr;
+    it needs bokeh, and is not for --scheduler (both refused before any cluster)."""
+    import types
+
+    net = tmp_path / "plain.uai"
+    net.write_text(PLAIN)
+    argv = ["mar-batch", str(net), "--out", str(tmp_path / "o"), "--dashboard"]
+    code, _, err = run(*argv, "--scheduler", "tcp://127.0.0.1:1")
+    assert code == 2 and "the cluster at --scheduler has its own" in err
+    monkeypatch.setitem(sys.modules, "distributed.dashboard.scheduler", None)  # no bokeh
+    code, _, err = run(*argv)
+    assert code == 3 and "--dashboard needs bokeh: pip install 'bokeh" in err
+    assert not (tmp_path / "o").exists()
+    monkeypatch.setitem(sys.modules, "distributed.dashboard.scheduler", types.ModuleType("d"))
+    asked = []
+
+    def start(n, dashboard=False):
+        asked.append(dashboard)
+        return contextlib.nullcontext(cluster)
+
+    monkeypatch.setattr(batch, "start_local_cluster", start)
+    code, out, err = run(*argv, "--exact", "--quiet")
+    assert code == 0 and asked == [True], out + err
+    assert err == f"mar-batch: Dask dashboard at {cluster.dashboard_link}\n"

@@ -24,10 +24,14 @@ independent exact draws, where the network fits), so its moves cross that determ
 
 Every input is checked before any work (reading, compiling, sampling): the network and evidence
 files must be readable files, the output must be writable (not a directory, not a name ending
-with a path separator, its directory must exist, a probe open must succeed), the sampler must
-apply to the network, ``--strict`` needs two chains or more, and with
-``--kind BAYES`` every CPT row must sum to 1 (:meth:`UAINetwork.normalised_cpts`, the same check
-for the exact and the sampled paths).
+with a path separator, its directory must exist, a probe open must succeed) and no output may be
+an input or another output, ``--seed`` must be >= 0, the network must fit the memory available
+(:data:`~pymc_lbp.cli.mar.BYTES_PER_STATE` per state, judged from its header before its tables
+are read), the sampler must apply to the network, ``--strict`` needs two chains or more, and
+with ``--kind BAYES`` every CPT row must sum to 1 (:meth:`UAINetwork.normalised_cpts`, the same
+check for the exact and the sampled paths). Result files are written whole or not at all (a
+temporary file, then ``os.replace``), and never from a run that Ctrl-C cut short
+(:mod:`pymc_lbp.cli.interrupts`).
 
 The module imports only the standard library and numpy at import time; PyMC, PyTensor, ArviZ and
 the samplers are imported inside the functions that use them, so ``--help`` answers at once.
@@ -45,15 +49,18 @@ Exit codes (:data:`EXIT_CODES`):
 6      ``--exact`` is infeasible: the elimination table would be too large
 7      ``--strict``: the chains disagree, the marginals are not certified
 8      ``mar-batch``: some networks failed (their rows in ``DIR/summary.csv`` say why)
+9      the network needs more memory than is available (refused before it is read)
+130    interrupted (Ctrl-C): no result of the cut-short run is written
 =====  ======================================================================
 
 Every error is printed as one line ``pymc_lbp: error: ...`` on stderr, without a traceback.
 
 ``mar-batch`` (:mod:`pymc_lbp.cli.batch`, the optional extra ``pymc_lbp[dask]``) runs ``mar``
-on many networks, one Dask task each (a local cluster of ``--workers`` processes, or
-``--scheduler ADDRESS``), with ``NETWORK.uai.evid`` as the evidence where it is beside the
-network, and writes ``DIR/NETWORK.MAR`` and ``DIR/summary.csv`` + ``summary.md``; a failing
-network is a row with its exit code and error, and the batch then exits with 8.
+on many networks, one Dask task each (a local cluster of ``--workers`` processes on
+127.0.0.1, its dashboard off unless ``--dashboard``, or ``--scheduler ADDRESS``), with
+``NETWORK.uai.evid`` as the evidence where it is beside the network, and writes
+``DIR/NETWORK.MAR`` and ``DIR/summary.csv`` + ``summary.md``; a failing network is a row with
+its exit code and error, and the batch then exits with 8.
 
 This module holds :func:`main`; the exit codes and the argument parser are in
 :mod:`pymc_lbp.cli.parser`, the ``mar`` command's work in :mod:`pymc_lbp.cli.mar`, the
@@ -71,6 +78,7 @@ from pymc_lbp.cli.agreement import (
     chain_disagreement,
     disagreement_warning,  # noqa: F401 (re-exported)
 )
+from pymc_lbp.cli.interrupts import Interrupted, raising_interrupts
 from pymc_lbp.cli.mar import _errors_to_exit_codes, _run_mar, check_output  # noqa: F401
 from pymc_lbp.cli.parser import (
     EXIT_CODES,
@@ -79,6 +87,7 @@ from pymc_lbp.cli.parser import (
     EXIT_FORMAT,  # noqa: F401 (re-exported)
     EXIT_IMPOSSIBLE,  # noqa: F401 (re-exported)
     EXIT_INFEASIBLE,  # noqa: F401 (re-exported)
+    EXIT_INTERRUPTED,
     EXIT_OK,  # noqa: F401 (re-exported)
     EXIT_SAMPLING,  # noqa: F401 (re-exported)
     EXIT_USAGE,  # noqa: F401 (re-exported)
@@ -128,7 +137,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: Any = None, stderr: Any =
     -------
     int
         The exit code (see :data:`EXIT_CODES`). Usage errors exit through ``SystemExit(2)``
-        raised by argparse.
+        raised by argparse. Ctrl-C (SIGINT, or ``KeyboardInterrupt``) is
+        :data:`~pymc_lbp.cli.parser.EXIT_INTERRUPTED` with one line on ``stderr``.
     """
     out = stdout or sys.stdout
     err = stderr or sys.stderr
@@ -138,14 +148,18 @@ def main(argv: Sequence[str] | None = None, *, stdout: Any = None, stderr: Any =
         print(f"warning: --sampler {args.sampler} is now {new}", file=err)
         args.sampler = new
     try:
-        if args.command == "mar-batch":
-            from pymc_lbp.cli.batch import run_batch  # Dask only here: --help stays instant
+        with raising_interrupts():
+            if args.command == "mar-batch":
+                from pymc_lbp.cli.batch import run_batch  # Dask only here: --help stays instant
 
-            return run_batch(args, out, err)
-        with _errors_to_exit_codes(args):
-            if args.command == "mar":
-                return _run_mar(args, out, err)
+                return run_batch(args, out, err)
+            with _errors_to_exit_codes(args):
+                if args.command == "mar":
+                    return _run_mar(args, out, err)
     except CLIError as exc:
         print(f"pymc_lbp: error: {exc}", file=err)
         return exc.code
+    except (KeyboardInterrupt, Interrupted) as exc:
+        print(f"pymc_lbp: error: interrupted{f': {exc}' if str(exc) else ''}", file=err)
+        return EXIT_INTERRUPTED
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover

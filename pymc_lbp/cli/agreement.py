@@ -1,8 +1,11 @@
 """Do the chains agree? :func:`chain_disagreement` and the warning line of ``mar``.
 
-The chains of ``mar`` start in distinct random feasible states; where zero factors split the
-states into regions a sampler never leaves, chains that started in different regions disagree,
-and ``mar`` says so (``--strict``: exit code 7).
+The chains of ``mar`` start in distinct random feasible states; where the states fall into
+regions a sampler does not leave, chains that started in different regions disagree, and
+``mar`` says so (``--strict``: exit code 7). Chains that all started in one region cannot show
+it: walls of zero factors are therefore checked before any work
+(:func:`pymc_lbp.cli.samplers.split_regions`), and this comparison is left with walls of tiny
+but non-zero factors and slow mixing.
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ the end of the batch; the batch exits with :data:`EXIT_BATCH_FAILED` when any ro
 
 Dask is imported only inside :func:`run_batch`, so ``--help`` stays instant; without it the
 command exits with :data:`EXIT_FILE` and names ``pip install 'pymc_lbp[dask]'``.
+
+The runs write their results into a folder of their own inside ``DIR``; they are moved into
+``DIR`` with the logs and the summary once every run has finished, or, on Ctrl-C, the runs that
+finished (the others get a row that says so, and lose a previous batch's results); nothing
+is new when none had finished. The local cluster's dashboard is off unless ``--dashboard``;
+its HTTP server listens on 127.0.0.1 only, as the scheduler and the workers do.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import io
 import math
 import os
 import re
+import shutil
 import sys
 import time
 import uuid
@@ -35,9 +42,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pymc_lbp.cli.interrupts import Interrupted, deferred_interrupts, ignored_interrupts
+from pymc_lbp.cli.mar import check_distinct, check_output
 from pymc_lbp.cli.parser import (
     EXIT_BATCH_FAILED,
     EXIT_FILE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SAMPLING,
     EXIT_USAGE,
@@ -220,10 +230,16 @@ def run_network(
 
 
 # --------------------------------------------------------------------------- the cluster
-def start_local_cluster(n_workers: int) -> Any:
+def start_local_cluster(n_workers: int, dashboard: bool = False) -> Any:
     """A :class:`distributed.LocalCluster` of ``n_workers`` processes, one thread each, whose
     workers get the parent's :data:`ENV_FOR_WORKERS` (Dask would set OPENBLAS_NUM_THREADS=1
-    otherwise) and may start processes themselves (``mar --cores``)."""
+    otherwise) and may start processes themselves (``mar --cores``).
+
+    Everything listens on 127.0.0.1: the scheduler, the workers and the scheduler's HTTP server
+    (on a port the system chooses: another cluster may hold Dask's 8787), which serves the
+    dashboard only when ``dashboard`` is true. The worker processes ignore SIGINT
+    (:func:`~pymc_lbp.cli.interrupts.ignored_interrupts`): Ctrl-C is the command's, which
+    closes the cluster."""
     import logging
 
     import dask
@@ -233,14 +249,21 @@ def start_local_cluster(n_workers: int) -> Any:
     pre_spawn = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **env}
     before = dict(os.environ)  # the nanny writes its pre-spawn variables into ours
     try:
-        with dask.config.set(
-            {"distributed.worker.daemon": False, "distributed.nanny.pre-spawn-environ": pre_spawn}
+        with (
+            ignored_interrupts(),
+            dask.config.set(
+                {
+                    "distributed.worker.daemon": False,
+                    "distributed.nanny.pre-spawn-environ": pre_spawn,
+                }
+            ),
         ):
             return LocalCluster(
                 n_workers=n_workers,
                 threads_per_worker=1,
                 processes=True,
-                dashboard_address=":0",  # no fixed port: another cluster may hold 8787
+                dashboard_address="127.0.0.1:0",
+                scheduler_kwargs={"dashboard": dashboard},
                 silence_logs=logging.ERROR,
                 env=env,
             )
@@ -265,7 +288,7 @@ def _client(args: argparse.Namespace, n_networks: int) -> Iterator[tuple[Any, st
             yield client, f"the cluster at {args.scheduler}"
         return
     n = args.workers or max(1, min(n_networks, os.cpu_count() or 1))
-    with start_local_cluster(n) as cluster, Client(cluster) as client:
+    with start_local_cluster(n, dashboard=args.dashboard) as cluster, Client(cluster) as client:
         yield client, f"{n} local worker(s)"
 
 
@@ -295,23 +318,93 @@ def _cell(value: Any) -> str:
 
 
 def write_summary(rows: list[dict[str, Any]], out_dir: Path) -> str:
-    """Write ``summary.csv`` and ``summary.md`` in ``out_dir``; return the markdown table."""
-    with open(out_dir / "summary.csv", "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(COLUMNS)
-        writer.writerows([_cell(row[c]) for c in COLUMNS] for row in rows)
+    """Write ``summary.csv`` and ``summary.md`` in ``out_dir`` (each whole or not at all);
+    return the markdown table."""
+    from pymc_lbp.models.uai.tokens import write_text_atomically
+
+    buffer = io.StringIO(newline="")
+    writer = csv.writer(buffer)
+    writer.writerow(COLUMNS)
+    writer.writerows([_cell(row[c]) for c in COLUMNS] for row in rows)
+    write_text_atomically(out_dir / "summary.csv", buffer.getvalue())
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
         cells = [_cell(row[c]).replace("|", "\\|") for c in COLUMNS]
         lines.append("| " + " | ".join(cells) + " |")
     table = "\n".join(lines) + "\n"
-    (out_dir / "summary.md").write_text(table)
+    write_text_atomically(out_dir / "summary.md", table)
     return table
 
 
-def _prepare_out_dir(path: str) -> Path:
-    from pymc_lbp.cli.mar import check_output
+RESULTS = (".MAR", ".MCSE", ".log")
+"""The files ``mar-batch`` writes per network (``DIR/NET.MAR``, ...)."""
 
+
+def _check_files(networks: list[Path], names: list[str], out_dir: Path) -> None:
+    """No result file or summary is one of the inputs: the networks, their evidence and
+    reference marginals beside them (:func:`~pymc_lbp.cli.mar.check_distinct`)."""
+    inputs: list[tuple[str, Path]] = []
+    for path in networks:
+        inputs.append(("the network file", path))
+        for suffix, what in ((".evid", "the evidence file"), (".MAR", "the reference file")):
+            if Path(f"{path}{suffix}").is_file():
+                inputs.append((what, Path(f"{path}{suffix}")))
+    outputs = [("the summary", out_dir / f"summary.{ext}") for ext in ("csv", "md")]
+    outputs += [("the result file", out_dir / f"{n}{s}") for n in names for s in RESULTS]
+    check_distinct(outputs, inputs)
+
+
+def _failed_row(name: str, code: int, error: str) -> dict[str, Any]:
+    """The row of a network whose run gave no row of its own."""
+    return dict.fromkeys(COLUMNS, "") | {
+        "network": name,
+        "exit_code": code,
+        "error": error,
+        "log": "",
+    }
+
+
+def _commit(rows: list[dict[str, Any]], ran: set[str], staging: Path, out_dir: Path) -> str:
+    """Move the results of every network in ``ran`` (those whose run gave their row) from
+    ``staging`` into ``out_dir``; a file no such run wrote is removed there (no previous batch's
+    result beside this batch's row); write every network's log and the summary; return the
+    markdown table."""
+    from pymc_lbp.models.uai.tokens import write_text_atomically
+
+    for row in rows:
+        name = row["network"]
+        for suffix in RESULTS[:2]:
+            staged, final = staging / f"{name}{suffix}", out_dir / f"{name}{suffix}"
+            if name in ran and staged.exists():
+                os.replace(staged, final)
+            else:
+                final.unlink(missing_ok=True)
+        log = row.pop("log").replace(str(staging), str(out_dir))
+        write_text_atomically(out_dir / f"{name}.log", log)
+    return write_summary(rows, out_dir)
+
+
+def _check_dashboard(args: argparse.Namespace) -> None:
+    """``--dashboard`` is the local cluster's, and Dask draws it with bokeh."""
+    if not args.dashboard:
+        return
+    if args.scheduler:
+        raise CLIError(
+            "--dashboard opens the local cluster's dashboard: the cluster at --scheduler has "
+            "its own",
+            EXIT_USAGE,
+        )
+    from distributed.versions import BOKEH_REQUIREMENT
+
+    try:
+        import distributed.dashboard.scheduler  # noqa: F401 (what Dask imports for it)
+    except ImportError as exc:
+        raise CLIError(
+            f"--dashboard needs bokeh: pip install '{BOKEH_REQUIREMENT}' ({exc})", EXIT_FILE
+        ) from exc
+
+
+def _prepare_out_dir(path: str) -> Path:
     out_dir = Path(path)
     if out_dir.exists() and not out_dir.is_dir():
         raise CLIError(f"--out {path}: not a directory", EXIT_FILE)
@@ -336,8 +429,12 @@ def run_batch(args: argparse.Namespace, out: Any, err: Any) -> int:
     Raises
     ------
     CLIError
-        Before any task: two networks of one name (:data:`EXIT_USAGE`); an unusable ``--out``,
-        a missing Dask or an unreachable scheduler (:data:`EXIT_FILE`).
+        Before any task: two networks of one name, a result file that is an input,
+        ``--dashboard`` with ``--scheduler`` (:data:`EXIT_USAGE`); an unusable ``--out``, a
+        missing Dask (or bokeh for ``--dashboard``) or an unreachable scheduler
+        (:data:`EXIT_FILE`).
+    Interrupted
+        Ctrl-C: after the results of the runs that finished, and the summary, are written.
     """
     networks = [Path(p).resolve() for p in args.networks]
     names = [network_name(p) for p in networks]
@@ -346,55 +443,73 @@ def run_batch(args: argparse.Namespace, out: Any, err: Any) -> int:
         raise CLIError(
             f"two networks named {', '.join(twice)}: their results would clash", EXIT_USAGE
         )
+    _check_files(networks, names, Path(args.out).resolve())
     options = mar_argv(args)
     seeds = network_seeds(args.seed, len(networks))
     try:
         import distributed  # noqa: F401
     except ImportError as exc:
         raise CLIError(f"{_NO_DASK} ({exc})", EXIT_FILE) from exc
+    _check_dashboard(args)
     out_dir = _prepare_out_dir(args.out)
     env = {key: os.environ[key] for key in ENV_FOR_WORKERS if key in os.environ}
     t0 = time.perf_counter()
     rows: dict[str, dict[str, Any]] = {}
+    ran: set[str] = set()  # the networks whose row is their run's
     batch = uuid.uuid4().hex  # Dask keys: a key already on the scheduler is not run again
-    with _client(args, len(networks)) as (client, where):
-        futures = {}
-        for path, name, seed in zip(networks, names, seeds, strict=True):
-            target = out_dir / f"{name}.MAR"
-            target.unlink(missing_ok=True)  # a failing network leaves no stale result
-            mcse = out_dir / f"{name}.MCSE"
-            mcse.unlink(missing_ok=True)
-            future = client.submit(
-                run_network,
-                str(path),
-                str(target),
-                options,
-                seed,
-                env,
-                str(mcse) if args.mcse else None,
-                key=f"mar-{name}-{batch}",
-            )
-            futures[future] = name
-        for future in _finished(list(futures), err, args.quiet):
-            name = futures[future]
-            try:
-                rows[name] = future.result()
-            except Exception as exc:  # the worker died (KilledWorker) or the task was lost
-                rows[name] = dict.fromkeys(COLUMNS, "") | {
-                    "network": name,
-                    "exit_code": EXIT_SAMPLING,
-                    "error": f"task failed: {type(exc).__name__}: {exc}",
-                    "log": "",
-                }
-    ordered = [rows[name] for name in names]
-    for row in ordered:
-        (out_dir / f"{row['network']}.log").write_text(row.pop("log"))
-    print(write_summary(ordered, out_dir), file=out, end="")
+    staging = out_dir / f".mar-batch-{batch}"  # the runs' results, until they are all in
+    staging.mkdir()
+    interrupted = False
+    try:
+        try:
+            with _client(args, len(networks)) as (client, where):
+                if args.dashboard:
+                    print(f"mar-batch: Dask dashboard at {client.dashboard_link}", file=err)
+                futures = {}
+                for path, name, seed in zip(networks, names, seeds, strict=True):
+                    future = client.submit(
+                        run_network,
+                        str(path),
+                        str(staging / f"{name}.MAR"),
+                        options,
+                        seed,
+                        env,
+                        str(staging / f"{name}.MCSE") if args.mcse else None,
+                        key=f"mar-{name}-{batch}",
+                    )
+                    futures[future] = name
+                for future in _finished(list(futures), err, args.quiet):
+                    name = futures[future]
+                    try:
+                        rows[name] = future.result()
+                        ran.add(name)
+                    except Exception as exc:  # the worker died (KilledWorker) or the task was lost
+                        rows[name] = _failed_row(
+                            name, EXIT_SAMPLING, f"task failed: {type(exc).__name__}: {exc}"
+                        )
+        except (KeyboardInterrupt, Interrupted):
+            if not rows:
+                raise  # nothing finished: nothing new in DIR
+            interrupted = True
+        ordered = [
+            rows.get(name) or _failed_row(name, EXIT_INTERRUPTED, "interrupted before it finished")
+            for name in names
+        ]
+        with deferred_interrupts():
+            table = _commit(ordered, ran, staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print(table, file=out, end="")
     failed = [row for row in ordered if row["exit_code"] != EXIT_OK]
     seconds = time.perf_counter() - t0
     line = f"mar-batch: {len(ordered) - len(failed)} of {len(ordered)} networks succeeded"
     if failed:
         line += " (failed: " + ", ".join(f"{r['network']}: exit {r['exit_code']}" for r in failed)
-        line += f"; exit code {EXIT_BATCH_FAILED})"
+        line += f"; exit code {EXIT_INTERRUPTED if interrupted else EXIT_BATCH_FAILED})"
     print(f"{line} in {seconds:.1f} s on {where} -> {out_dir / 'summary.csv'}", file=out)
+    if interrupted:
+        raise Interrupted(
+            f"{len(rows)} of {len(names)} networks finished; their results and the summary "
+            f"are in {out_dir}"
+        )
     return EXIT_BATCH_FAILED if failed else EXIT_OK

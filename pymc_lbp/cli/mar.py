@@ -5,7 +5,9 @@ exit codes (:data:`pymc_lbp.cli.parser.EXIT_CODES`).
 Used by :func:`pymc_lbp.cli.main`; :func:`check_output` is importable from :mod:`pymc_lbp.cli`
 too. A ``--time-limit`` run samples through :func:`pymc_lbp.cli.timed.sample_until`; the
 marginals are Rao-Blackwellised (``--estimator``, :mod:`pymc_lbp.models.uai.rao_blackwell`) and
-``--mcse`` writes their Monte Carlo standard errors beside the MAR file.
+``--mcse`` writes their Monte Carlo standard errors beside the MAR file. Every result file is
+written whole or not at all (:func:`~pymc_lbp.models.uai.tokens.write_text_atomically`), only
+after a run that was not cut short (:mod:`pymc_lbp.cli.interrupts`).
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import argparse
 import contextlib
 import logging
 import os
+import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pymc_lbp.cli.agreement import chain_disagreement, disagreement_warning
+from pymc_lbp.cli.interrupts import Interrupted, deferred_interrupts, interrupts_before
 from pymc_lbp.cli.parser import (
     EXIT_DISAGREE,
     EXIT_FILE,
@@ -29,6 +33,7 @@ from pymc_lbp.cli.parser import (
     EXIT_INFEASIBLE,
     EXIT_OK,
     EXIT_SAMPLING,
+    EXIT_TOO_LARGE,
     EXIT_USAGE,
     CLIError,
 )
@@ -42,6 +47,13 @@ from pymc_lbp.cli.samplers import (
 DEFAULT_DRAWS = 1000
 """``--draws`` without ``--time-limit``."""
 
+BYTES_PER_STATE = 100
+"""Memory a run needs per state of the network (the sum of its cardinalities), at least: the
+peak RSS of ``mar`` on one variable of 10^6 and of 10^7 states and no factor (exact marginals)
+grew by 93 bytes per state over a 2-state variable (2026-12-07, 2-core VM): the marginals
+computed, normalised and written as text. Sampling needs more (228 bytes per state for one
+chain of 10 draws of the 10^6 states), so a network refused by this estimate cannot run at all."""
+
 
 # --------------------------------------------------------------------------- the work
 @contextlib.contextmanager
@@ -54,6 +66,7 @@ def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
         args.started = time.perf_counter() - _process_age()
     from pymc_lbp.models.uai import (
         ImpossibleEvidenceError,
+        NetworkTooLargeError,
         TreewidthTooLargeError,
         UAIFormatError,
     )
@@ -68,10 +81,41 @@ def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
         raise CLIError(f"impossible evidence: {err}", EXIT_IMPOSSIBLE) from err
     except TreewidthTooLargeError as err:
         raise CLIError(f"exact marginals infeasible: {err}", EXIT_INFEASIBLE) from err
+    except NetworkTooLargeError as err:
+        raise CLIError(
+            f"network too large for this machine: {args.network}: variable {err.variable} has "
+            f"{err.cardinality} states; the marginals of all {err.states} states need about "
+            f"{_gib(err.states * BYTES_PER_STATE)} of memory ({BYTES_PER_STATE} bytes per "
+            f"state), {_gib(available_memory() or 0)} available",
+            EXIT_TOO_LARGE,
+        ) from err
     except OSError as err:
         where = f"{err.filename}: " if err.filename else ""
         reason = err.strerror or str(err)
         raise CLIError(f"{where}{reason}", EXIT_FILE) from err
+
+
+def available_memory() -> int | None:
+    """Bytes of memory a run can still use: ``MemAvailable`` of ``/proc/meminfo`` (else the
+    physical memory), less where a cgroup (v2) limit leaves less; None where neither is known."""
+    try:
+        meminfo = Path("/proc/meminfo").read_text()
+        free = int(re.search(r"^MemAvailable:\s+(\d+) kB", meminfo, re.MULTILINE)[1]) * 1024
+    except (OSError, TypeError):
+        try:
+            free = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, OSError, ValueError):
+            return None
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            used = int(Path("/sys/fs/cgroup/memory.current").read_text())
+            free = min(free, int(limit) - used)
+    return max(free, 0)
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
 
 
 _COUNTED_START = False
@@ -130,6 +174,51 @@ def check_output(path: str) -> Path:
         reason = exc.strerror or str(exc)
         raise CLIError(f"output {path}: cannot be written: {reason}", EXIT_FILE) from exc
     return p
+
+
+def check_distinct(
+    outputs: Sequence[tuple[str, str | Path]], inputs: Sequence[tuple[str, str | Path]]
+) -> None:
+    """Check, before any work, that no output is an input or another output.
+
+    Two paths are one file when they resolve to the same path (links followed; a file that does
+    not exist yet), or when both exist and are one file (``os.path.samefile``: the same device
+    and inode, e.g. a hard link).
+
+    Parameters
+    ----------
+    outputs, inputs : sequence of (what, path)
+        ``what`` names the path in the message, e.g. ``("-o", "out.MAR")``.
+
+    Raises
+    ------
+    CLIError
+        With :data:`EXIT_USAGE`, naming both.
+    """
+    known: dict[object, tuple[str, str | Path]] = {}
+    for what, path in inputs:
+        for key in _file_keys(path):
+            known.setdefault(key, (what, path))
+    for what, path in outputs:
+        keys = _file_keys(path)
+        clash = next((known[key] for key in keys if key in known), None)
+        if clash is not None:
+            raise CLIError(
+                f"{what} {path} is the same file as {clash[0]} {clash[1]}: writing it would "
+                "overwrite that; give another path",
+                EXIT_USAGE,
+            )
+        known.update(dict.fromkeys(keys, (what, path)))
+
+
+def _file_keys(path: str | Path) -> list[object]:
+    """What tells a file: its resolved path, and its device and inode where it exists."""
+    resolved = Path(path).resolve()
+    keys: list[object] = [resolved]
+    with contextlib.suppress(OSError):
+        stat = resolved.stat()
+        keys.append((stat.st_dev, stat.st_ino))
+    return keys
 
 
 def _probe_output(p: Path, path: str) -> None:
@@ -236,10 +325,20 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
     # every check before any work: files, output, layout, sampler
     network_path = _check_readable(args.network, "network file")
     evidence_path = _check_readable(args.evidence, "evidence file") if args.evidence else None
+    outputs = [("-o", args.output)]
+    if getattr(args, "mcse", None):
+        outputs.append(("--mcse", args.mcse))
+    inputs = [("the network file", args.network)]
+    if evidence_path is not None:
+        inputs.append(("the evidence file", args.evidence))
+    check_distinct(outputs, inputs)
     output = check_output(args.output)
     mcse = check_output(args.mcse) if getattr(args, "mcse", None) else None
     _check_time_limit(args)
-    network = read_network(network_path)
+    free = available_memory()
+    network = read_network(
+        network_path, max_states=None if free is None else free // BYTES_PER_STATE
+    )
     evidence = read_evidence(evidence_path, network)
     kind = None if args.kind == "file" else args.kind
     try:
@@ -277,8 +376,35 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
             print(f"pymc_lbp mar: {chosen} marginals ({why})", file=err)
         return code
     except ImpossibleEvidenceError as exc:
-        where = f"{evidence_path}: " if evidence_path is not None else ""
-        raise CLIError(f"impossible evidence: {where}{exc}", EXIT_IMPOSSIBLE) from exc
+        raise _impossible_evidence(exc, evidence_path, network, evidence) from exc
+
+
+def _impossible_evidence(
+    exc: Any, evidence_path: Path | None, network: Any, evidence: dict[int, int]
+) -> CLIError:
+    """The command line's words for an :class:`ImpossibleEvidenceError`: the library's where
+    it was proven (it names the factor or the exact check), else what was tried and what the
+    user can do (the library's advice, a start state, has no option here)."""
+    where = f"{evidence_path}: " if evidence_path is not None else ""
+    if exc.definitive:
+        return CLIError(f"impossible evidence: {where}{exc}", EXIT_IMPOSSIBLE)
+    if evidence:
+        shown = ", ".join(f"x{v}={x}" for v, x in list(evidence.items())[:8])
+        more = f" and {len(evidence) - 8} more" if len(evidence) > 8 else ""
+        what, fix = (
+            f"the evidence {shown}{more}",
+            "check the evidence for a value the others rule out",
+        )
+    else:
+        what, fix = "the network", "check the zeros of the factors"
+    return CLIError(
+        f"the evidence appears impossible: {where}no state of non-zero probability agrees with "
+        f"{what} (forward sampling and greedy repair found none, and no single factor rules it "
+        "out; the network is too wide for the exact check); "
+        f"{fix}, or write a feasible state of every variable to {network.path}.MAP "
+        "(UAI MAP format) for the chains to start from",
+        EXIT_IMPOSSIBLE,
+    )
 
 
 def _check_time_limit(args: argparse.Namespace) -> None:
@@ -299,11 +425,13 @@ def _check_time_limit(args: argparse.Namespace) -> None:
 def _write_mcse(path: Path, errors: list) -> None:
     """The MCSE file: the MAR layout (``N card e .. card e ..``) under the header ``MCSE``;
     an entry ArviZ cannot estimate (fewer than 4 draws per chain) is ``nan``."""
+    from pymc_lbp.models.uai.tokens import write_text_atomically
+
     parts = [str(len(errors))]
     for e in errors:
         parts.append(str(len(e)))
         parts += [format(float(x), ".6g") for x in e]
-    path.write_text("MCSE\n" + " ".join(parts) + "\n")
+    write_text_atomically(path, "MCSE\n" + " ".join(parts) + "\n")
 
 
 def _choose_method(method: str, args: argparse.Namespace, network: Any, evidence: dict):
@@ -336,6 +464,30 @@ def _exact(args: argparse.Namespace, network: Any, evidence: dict, output: Path,
         file=out,
     )
     return EXIT_OK
+
+
+def _write_results(files: tuple[Path, Path | None], marginals: list, errors: list | None) -> None:
+    """The MAR file and, with ``--mcse``, the MCSE file (``errors``): both are written before an
+    interrupt (Ctrl-C) takes effect."""
+    from pymc_lbp.models.uai import write_mar
+
+    output, mcse = files
+    with deferred_interrupts():
+        write_mar(output, marginals)
+        if mcse is not None:
+            _write_mcse(mcse, errors)
+
+
+def _check_complete(idata: Any, chains: int, draws: int) -> None:
+    """Raise :class:`Interrupted` unless ``pm.sample`` made every draw of every chain: PyMC
+    returns the draws made so far when a chain is interrupted (a ``KeyboardInterrupt`` that did
+    not reach this process's handler, e.g. sent to a chain's process alone)."""
+    made = idata.posterior.sizes["chain"], idata.posterior.sizes["draw"]
+    if made != (chains, draws):
+        raise Interrupted(
+            f"sampling stopped after {made[1]} of {draws} draws ({made[0]} of {chains} "
+            "chains): no marginals written"
+        )
 
 
 def _describe_starts(starts: Any, sources: list[str]) -> str:
@@ -384,10 +536,8 @@ def _sample(
     info = uai_variable_map(model)
     n_free = int(sum(info.members[n].size for n in info.free_names))
     if n_free == 0:
-        write_mar(output, uai_marginals({}, model))
+        _write_results(files, uai_marginals({}, model), [[0.0] * int(k) for k in network.cards])
         print(f"{network.name}: every variable is fixed; wrote the deltas -> {output}", file=out)
-        if mcse is not None:
-            _write_mcse(mcse, [[0.0] * int(k) for k in network.cards])
         return EXIT_OK
     initvals = [uai_point_from_state(state, model) for state in starts]
     steps_per_draw = steps_per_draw_for(args.sampler, n_free, args.steps_per_draw)
@@ -407,22 +557,44 @@ def _sample(
             compute_convergence_checks=False,
         )
         if time_limit is None:
+            draws = args.draws or DEFAULT_DRAWS
             t0 = time.perf_counter()
             try:
-                idata = pm.sample(draws=args.draws or DEFAULT_DRAWS, **kwargs)
+                idata = pm.sample(draws=draws, **kwargs)
             except pm.exceptions.SamplingError as exc:
                 raise CLIError(f"sampling failed: {exc}", EXIT_SAMPLING) from exc
             seconds = time.perf_counter() - t0
-            write_mar(output, uai_marginals(idata, model, rao_blackwellize=rb))
+            _check_complete(idata, args.chains, draws)
+            errors = uai_marginal_mcse(idata, model, rao_blackwellize=rb) if mcse else None
+            _write_results(files, uai_marginals(idata, model, rao_blackwellize=rb), errors)
             budget_lines: list[str] = []
         else:
-            from pymc_lbp.cli.timed import sample_until
+            from pymc_lbp.cli.timed import NoDrawsError, sample_until
 
-            run = sample_until(pm, info, kwargs, args, started, time_limit, rb)
+            deadline = started + 0.98 * time_limit - 0.25  # sample_until's: limit less margin
+            try:
+                with interrupts_before(deadline):
+                    run = sample_until(pm, info, kwargs, args, started, time_limit, rb)
+            except NoDrawsError as exc:  # no draw in time: the exact marginals where they fit
+                chosen, why = _choose_method("auto", args, target, evidence)
+                if chosen != "exact":
+                    raise
+                code = _exact(args, target, evidence, output, out)
+                if mcse is not None:
+                    _write_mcse(mcse, [[0.0] * int(k) for k in network.cards])
+                print(
+                    f"pymc_lbp mar: --time-limit {time_limit:g} s: {exc.why}: exact marginals "
+                    f"instead ({why}), written {time.perf_counter() - started:.2f} s after the "
+                    "start",
+                    file=err,
+                )
+                return code
             seconds = run.seconds
             write_mar(output, run.recorder.marginals())
             written = time.perf_counter() - started
             idata = run.inference_data()
+            if mcse is not None:
+                _write_mcse(mcse, uai_marginal_mcse(idata, model, rao_blackwellize=rb))
             budget_lines = run.report(written)
             print(budget_lines[-1], file=err)
     if args.sampler == "pymc_gibbs":
@@ -441,7 +613,6 @@ def _sample(
     estimator = "rao-blackwell" if rb else "counts"
     print(f"marginals -> {output} (estimator: {estimator})", file=out)
     if mcse is not None:
-        _write_mcse(mcse, uai_marginal_mcse(idata, model, rao_blackwellize=rb))
         print(f"Monte Carlo standard errors (ArviZ mcse) -> {mcse}", file=out)
     disagree = chain_disagreement(idata, model)
     if disagree:

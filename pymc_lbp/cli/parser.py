@@ -27,6 +27,8 @@ EXIT_IMPOSSIBLE = 5
 EXIT_INFEASIBLE = 6
 EXIT_DISAGREE = 7
 EXIT_BATCH_FAILED = 8
+EXIT_TOO_LARGE = 9
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C ended
 
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "success",
@@ -38,6 +40,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_INFEASIBLE: "--exact is infeasible (the elimination table would be too large)",
     EXIT_DISAGREE: "chains disagree: the marginals are not certified (--strict)",
     EXIT_BATCH_FAILED: "mar-batch: some networks failed (their rows in DIR/summary.csv say why)",
+    EXIT_TOO_LARGE: "the network needs more memory than is available (refused before reading it)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C): no result of the cut-short run is written",
 }
 
 
@@ -83,6 +87,12 @@ def _nonnegative_int(text: str) -> int:
     return value
 
 
+def _path(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("the path is empty")
+    return text
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -121,9 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_sampler_epilog() + "\n\n" + _exit_code_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    mar.add_argument("network", metavar="NETWORK.uai", help="the network file")
-    mar.add_argument("-o", "--output", metavar="OUT.MAR", required=True, help="MAR file to write")
-    mar.add_argument("--evidence", metavar="FILE", help="evidence file (.evid); default: none")
+    mar.add_argument("network", metavar="NETWORK.uai", type=_path, help="the network file")
+    mar.add_argument(
+        "-o", "--output", metavar="OUT.MAR", type=_path, required=True, help="MAR file to write"
+    )
+    mar.add_argument(
+        "--evidence", metavar="FILE", type=_path, help="evidence file (.evid); default: none"
+    )
     mar.add_argument(
         "--sampler",
         choices=[*SAMPLERS, *RENAMED_SAMPLERS],
@@ -159,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     mar.add_argument(
         "--mcse",
         metavar="FILE",
+        type=_path,
         default=None,
         help="also write the Monte Carlo standard error of every marginal entry (ArviZ's "
         "mcse of the per-draw values) to FILE, laid out as the MAR file under the header MCSE",
@@ -166,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     mar.add_argument("--tune", type=_nonnegative_int, default=200, help="tuning draws (200)")
     mar.add_argument("--chains", type=_positive_int, default=2, help="chains (2)")
     mar.add_argument("--cores", type=_positive_int, default=1, help="parallel processes (1)")
-    mar.add_argument("--seed", type=int, default=None, help="random seed (default: random)")
+    mar.add_argument(
+        "--seed", type=_nonnegative_int, default=None, help="random seed >= 0 (default: random)"
+    )
     mar.add_argument(
         "--steps-per-draw",
         type=_positive_int,
@@ -241,17 +258,22 @@ def _add_mar_batch(sub: argparse._SubParsersAction, mar: argparse.ArgumentParser
         epilog=(
             "exit codes:\n"
             f"  {EXIT_OK}  every network succeeded\n"
-            f"  {EXIT_USAGE}  usage error (bad or missing arguments, two networks of one name)\n"
-            f"  {EXIT_FILE}  DIR cannot be written, the dask extra is missing, or the "
-            "scheduler cannot be reached\n"
+            f"  {EXIT_USAGE}  usage error (bad or missing arguments, two networks of one name, a "
+            "result file that is an input)\n"
+            f"  {EXIT_FILE}  DIR cannot be written, the dask extra (or bokeh for --dashboard) is "
+            "missing, or the scheduler cannot be reached\n"
             f"  {EXIT_BATCH_FAILED}  {EXIT_CODES[EXIT_BATCH_FAILED]}\n"
+            f"  {EXIT_INTERRUPTED}  interrupted (Ctrl-C): the networks that finished have their "
+            "results and rows, the others a row that says so\n"
             "a network's own row has mar's exit code (see 'mar --help')"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    batch.add_argument("networks", metavar="NETWORK.uai", nargs="+", help="the network files")
     batch.add_argument(
-        "--out", metavar="DIR", required=True, help="directory of the results (created)"
+        "networks", metavar="NETWORK.uai", type=_path, nargs="+", help="the network files"
+    )
+    batch.add_argument(
+        "--out", metavar="DIR", type=_path, required=True, help="directory of the results (created)"
     )
     where = batch.add_mutually_exclusive_group()
     where.add_argument(
@@ -267,6 +289,13 @@ def _add_mar_batch(sub: argparse._SubParsersAction, mar: argparse.ArgumentParser
         metavar="N",
         help="worker processes of the local cluster, one thread each (default: one per "
         "network, at most the number of CPUs)",
+    )
+    batch.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="open the local cluster's Dask dashboard on 127.0.0.1, on a port the system "
+        "chooses, and print its address on stderr (default: no dashboard; it needs bokeh; not "
+        "with --scheduler, whose cluster has its own)",
     )
     batch.add_argument(
         "--seed",

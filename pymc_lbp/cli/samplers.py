@@ -1,29 +1,35 @@
 """The samplers of ``python -m pymc_lbp mar --sampler NAME``: name -> factory, help, defaults.
 
 A factory builds the steps for a :func:`~pymc_lbp.models.uai.read_uai` model's free variables;
-:func:`check_sampler` refuses an inapplicable choice before any work. Imports only the standard
-library at import time (the samplers are imported inside the factories).
+:func:`check_sampler` refuses an inapplicable choice before any work, among them a sampler whose
+moves cannot cross the walls that zero factors put between regions of states
+(:func:`split_regions`). Imports only the standard library at import time (the samplers,
+NumPy and SciPy are imported inside the functions).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "BLOCK_GIBBS_MAX_TABLE_SIZE",
     "DEFAULT_SAMPLER",
     "DEFAULT_STEPS_PER_DRAW",
+    "REGION_CHECK_MAX_STATES",
     "RENAMED_SAMPLERS",
     "SAMPLERS",
     "SAMPLER_HELP",
     "SamplerFactory",
     "SamplerNotApplicableError",
+    "SplitRegion",
     "check_sampler",
     "default_steps_per_draw",
     "grid_blocks",
     "make_steps",
+    "split_regions",
     "steps_per_draw_for",
 ]
 
@@ -208,17 +214,179 @@ DEFAULT_STEPS_PER_DRAW: dict[str, str] = {
 }
 
 
-def check_sampler(name: str, network: Any, evidence: dict[int, int] | None = None) -> None:
+#: :func:`split_regions`: the most joint states of a group of variables coupled by zero factors
+#: that it enumerates; a larger group is reported unchecked.
+REGION_CHECK_MAX_STATES = 2**16
+
+
+@dataclass(frozen=True)
+class SplitRegion:
+    """A group of free variables coupled by zero factors whose states of positive probability
+    a sampler's moves may not connect.
+
+    Attributes
+    ----------
+    variables : tuple of int
+        The group: network variable indices, sorted.
+    states : int
+        Its joint states (the product of its cardinalities).
+    regions : int or None
+        Into how many regions, none reachable from another, the moves split the group's
+        states of positive probability (2 or more); None: not checked, more than
+        ``max_states`` joint states.
+    """
+
+    variables: tuple[int, ...]
+    states: int
+    regions: int | None
+
+
+def split_regions(
+    network: Any,
+    evidence: Mapping[int, int] | None = None,
+    units: Sequence[Sequence[int]] = (),
+    *,
+    max_states: int = REGION_CHECK_MAX_STATES,
+) -> list[SplitRegion]:
+    """The groups of variables whose positive states a sampler's moves split into regions.
+
+    Only factors with a zero entry (after the evidence is substituted) restrict where a
+    chain can go. They couple the free variables into groups (connected by zero factors on
+    two or more free variables); the states of positive probability are the product of the
+    groups' positive states, and a move changes each group's part independently, so the moves
+    connect them iff they connect every group's. A group of at most ``max_states`` joint
+    states is checked exactly: its states are enumerated, those at which every zero factor on
+    its variables is positive kept, and two are linked when they differ only on one site or
+    only inside one unit (a move may change the unit's sites together); the connected
+    components are the regions. A larger group is reported unchecked.
+
+    Parameters
+    ----------
+    network : UAINetwork
+    evidence : mapping of int to int, optional
+        Evidence variables (and those of cardinality 1) are fixed, in no group.
+    units : sequence of sequence of int
+        Sets of network variables a move may change together, besides every single site (a
+        single-site sampler: none; ``neural_block``: its blocks).
+    max_states : int
+        The most joint states of a group that is enumerated.
+
+    Returns
+    -------
+    list of SplitRegion
+        The groups split into two or more regions and the unchecked ones, by first variable;
+        empty when the moves reach every state of positive probability from every other.
+    """
+    import numpy as np
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from pymc_lbp.models.uai.network import reduce_factors
+
+    fixed = {v: 0 for v in range(network.n_vars) if network.cards[v] == 1} | dict(evidence or {})
+    zero = [
+        (scope, np.isfinite(log_table))
+        for scope, log_table in reduce_factors(network, fixed)[0]
+        if np.isneginf(log_table).any()
+    ]
+    parent = list(range(network.n_vars))
+
+    def root(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = v = parent[parent[v]]
+        return v
+
+    for scope, _ in zero:
+        for v in scope[1:]:
+            parent[root(v)] = root(scope[0])
+    groups: dict[int, list[int]] = {}
+    for scope, _ in zero:
+        if len(scope) > 1:
+            groups.setdefault(root(scope[0]), [])
+    for v in range(network.n_vars):
+        if v not in fixed and root(v) in groups:
+            groups[root(v)].append(v)
+    found = []
+    for group in sorted(groups.values()):
+        cards = [int(network.cards[v]) for v in group]
+        states = math.prod(cards)
+        if states > max_states:
+            found.append(SplitRegion(tuple(group), states, None))
+            continue
+        position = {v: i for i, v in enumerate(group)}
+        digits = np.unravel_index(np.arange(states), cards)  # one row per variable
+        positive = np.ones(states, dtype=bool)
+        for scope, finite in zero:
+            if scope[0] in position:
+                positive &= finite[tuple(digits[position[v]] for v in scope)]
+        strides = np.cumprod([1, *cards[:0:-1]])[::-1]  # C order
+        moves = [[p] for p in range(len(group))]
+        inside = ([position[v] for v in unit if v in position] for unit in units)
+        moves += [sites for sites in inside if len(sites) > 1]
+        # a bipartite graph: each positive state is linked to one hub per move, the state with
+        # the move's sites zeroed; states that share a hub differ only on the move's sites
+        rows, hubs = [], []
+        index = np.flatnonzero(positive)
+        for m, sites in enumerate(moves):
+            key = index - sum(digits[p][index] * strides[p] for p in sites)
+            rows.append(index)
+            hubs.append(states * (1 + m) + key)
+        rows, hubs = np.concatenate(rows), np.concatenate(hubs)
+        n = states * (1 + len(moves))
+        graph = coo_matrix((np.ones(rows.size, dtype=np.int8), (rows, hubs)), shape=(n, n))
+        labels = connected_components(graph, directed=False)[1]
+        regions = np.unique(labels[index]).size
+        if regions > 1:
+            found.append(SplitRegion(tuple(group), states, regions))
+    return found
+
+
+def _split_message(name: str, split: list[SplitRegion], max_states: int) -> str:
+    """Why sampler ``name`` is refused: the first split group, how many others."""
+    moves = "one site or 3 x 3 block at a time" if name == "neural_block" else "one site at a time"
+    first = split[0]
+    shown = ", ".join(f"x{v}" for v in first.variables[:6])
+    if len(first.variables) > 6:
+        shown += f", ... ({len(first.variables)} variables)"
+    if first.regions is not None:
+        what = (
+            f"zero factors split the states of {shown} into {first.regions} regions that its "
+            f"moves ({moves}) cannot cross, so a chain would stay in the region it starts in"
+        )
+    else:
+        what = (
+            f"zero factors couple {shown}: {first.states:.3g} joint states, too many (> "
+            f"{max_states}) to check that its moves ({moves}) reach every state of positive "
+            "probability"
+        )
+    more = f" (and {len(split) - 1} more such group(s))" if len(split) > 1 else ""
+    return f"{what}{more}; --sampler block_gibbs (the default) draws such variables together"
+
+
+def check_sampler(name: str, network: Any, evidence: Mapping[int, int] | None = None) -> None:
     """Raise :class:`SamplerNotApplicableError` if sampler ``name`` cannot sample ``network``.
 
     Called before the model is built, so that an inapplicable choice costs nothing:
-    ``neural_block`` needs a binary grid BN; ``evidence`` is for samplers whose applicability
-    depends on it (none at present).
+    ``neural_block`` needs a binary grid BN; every sampler but ``block_gibbs`` (which draws the
+    variables of every zero factor in one block) is refused where zero factors split the
+    states of positive probability (given ``evidence``) into regions its moves cannot cross,
+    or couple more variables than :func:`split_regions` can check, since its chains would stay
+    in the regions they start in. ``neural_block`` moves one site or one of its 3 x 3 blocks at
+    a time, the others one site at a time: ``path_auxiliary_lbp`` changes several sites in a
+    step, but only sites whose change alone has positive probability (its paths are drawn from
+    the single-site moves' weights at the current state), so a wall single-site moves cannot
+    cross may still be crossed by its paths, never the other way round (conservative).
     """
     if name not in SAMPLERS:
         raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}")
-    if name == "neural_block":
-        grid_blocks(network)
+    if name == "block_gibbs":
+        return
+    units = (
+        [b.block.tolist() for b in grid_blocks(network).blocks] if name == "neural_block" else []
+    )
+    split = split_regions(network, evidence, units)
+    if split:
+        raise SamplerNotApplicableError(_split_message(name, split, REGION_CHECK_MAX_STATES))
 
 
 def steps_per_draw_for(name: str, n_sites: int, requested: int | None) -> int | None:

@@ -16,17 +16,46 @@ A chain stops before its deadline when the draw after the next would pass it (th
 is expected to take as long as the slowest of the last ones), so the run ends on time also
 when one draw takes long, and the processes of parallel chains, which finish the draw they
 are in before they stop, are back in time. Draws of one chain are never reused by another.
+
+The time left after the build is divided: a chain's tuning ends after ``--tune`` draws or
+when :data:`TUNING_SHARE` of the chain's time is spent, whichever comes first
+(:class:`TimedTuning`, in the chain's own process), so every chain has time left to sample.
+When no draw after tuning is made all the same, :class:`NoDrawsError` says how long the build
+took and what limit would do.
 """
 
 from __future__ import annotations
 
+import math
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pymc.step_methods import CompoundStep
 
-__all__ = ["BudgetRecorder", "default_draws_cap"]
+from pymc_lbp.cli.parser import EXIT_SAMPLING, CLIError
+
+__all__ = [
+    "TUNING_SHARE",
+    "BudgetRecorder",
+    "NoDrawsError",
+    "TimedTuning",
+    "chain_deadline",
+    "default_draws_cap",
+    "sample_until",
+]
+
+TUNING_SHARE = 0.5
+"""The most of a chain's time (the time left after the build, shared by the chains that run
+one after the other) that its tuning may take: tuning ends then, whatever ``--tune`` says."""
+
+_TUNING_STAT = "timed_tuning"
+""":class:`TimedTuning`'s own stat: whether a draw was made while tuning."""
+
+_MIN_DRAWS = 10
+"""Draws after tuning per chain that the limit :class:`NoDrawsError` proposes leaves time for."""
 
 _BATCH = 256
 """Draws added to the running estimate at once."""
@@ -36,6 +65,18 @@ def default_draws_cap(n_free: int) -> int:
     """The ``--draws`` cap of a ``--time-limit`` run when none is given: as many draws as fit
     2^24 values (128 MiB of PyMC's int64 trace) per chain, at least 1000, at most 10^6."""
     return int(min(10**6, max(1000, (1 << 24) // max(1, n_free))))
+
+
+def _limit(seconds: float) -> int:
+    """The least whole ``--time-limit`` that leaves ``seconds`` before the writing margin."""
+    return math.ceil((seconds + 0.25) / 0.98 + 1e-9)
+
+
+def chain_deadline(now: float, end: float, chains_left: int, parallel: bool) -> float:
+    """When a chain starting ``now`` has to stop: parallel chains all at ``end``; a chain of
+    those run one after the other at an equal share of the time left (``chains_left``: it and
+    the chains after it)."""
+    return end if parallel else now + max(0.0, end - now) / chains_left
 
 
 _STATS = ("accept", "jump_distance")
@@ -103,15 +144,12 @@ class BudgetRecorder:
         now = time.perf_counter()
         chain = self.chains[draw.chain]
         if chain.deadline is None:  # the chain's first draw
-            if self.parallel:
-                chain.deadline = self.end
-            else:
-                left = len(self.chains) - draw.chain
-                chain.deadline = now + max(0.0, self.end - now) / left
+            left = len(self.chains) - draw.chain
+            chain.deadline = chain_deadline(now, self.end, left, self.parallel)
         elif chain.last is not None:
             chain.slowest = max(0.8 * chain.slowest, now - chain.last)
         chain.last = now
-        if draw.tuning:
+        if draw.stats[-1].get(_TUNING_STAT, draw.tuning):  # TimedTuning's, else PyMC's count
             chain.tuning += 1
         else:
             state = self.base.copy()
@@ -246,6 +284,7 @@ class TimedRun:
     cap_given: bool
     sampling_end: float
     margin: float
+    tune: int
     idata: Any = None
     length: int = 0
 
@@ -259,7 +298,8 @@ class TimedRun:
         rec = self.recorder
         cap = f"--draws {self.cap}" if self.cap_given else f"default {self.cap}"
         per_chain = ", ".join(
-            f"chain {c}: {t} tuning + {d} draws ({'cap' if d >= self.cap else 'time'})"
+            f"chain {c}: {t} tuning{' (time)' if t < self.tune else ''} + {d} draws "
+            f"({'cap' if d >= self.cap else 'time'})"
             for c, (t, d) in enumerate(zip(rec.tuning, rec.draws, strict=True))
         )
         empty = [c for c, d in enumerate(rec.draws) if d == 0]
@@ -269,7 +309,8 @@ class TimedRun:
         return [
             f"time limit {self.time_limit:g} s: sampling stopped {self.sampling_end:.2f} s after "
             f"the start ({self.margin:.2f} s kept for writing), MAR written at {written:.2f} s; "
-            f"each chain stops on time or at {cap} draws",
+            f"each chain stops on time or at {cap} draws; tuning ends after --tune {self.tune} "
+            f"draws or {TUNING_SHARE:.0%} of a chain's time ('tuning (time)')",
             f"draws in the time limit: {per_chain}",
             f"marginals from all {rec.estimate[1]} draws; the diagnostics below use each "
             f"chain's first {self.length}{left_out}",
@@ -277,6 +318,110 @@ class TimedRun:
             f"{', '.join(map(str, rec.draws))} draws per chain after tuning, MAR written "
             f"{written:.2f} s after the start",
         ]
+
+
+class NoDrawsError(CLIError):
+    """No chain made a draw after tuning within ``--time-limit`` (or the time was up before
+    sampling could start), exit code :data:`EXIT_SAMPLING`: the message says why, how long
+    the build took and which limit would leave time to sample (:data:`_MIN_DRAWS` draws per
+    chain after as many tuning draws, at the draw time measured).
+
+    Parameters
+    ----------
+    why : str
+        What happened (kept as ``why``).
+    time_limit, build, margin : float
+        The limit, the seconds from the start to sampling, the seconds kept for writing.
+    draw_seconds : float or None
+        A draw's seconds as measured, if any was.
+    chains_in_turn : int
+        Chains that run one after the other (1 when they run in parallel).
+    """
+
+    def __init__(
+        self,
+        why: str,
+        time_limit: float,
+        build: float,
+        margin: float,
+        draw_seconds: float | None,
+        chains_in_turn: int,
+    ) -> None:
+        took = f"building the model and the sampler took {build:.2f} s"
+        if draw_seconds is None:
+            would_do = f"the build alone needs a --time-limit of {_limit(build):g} s, sampling more"
+        else:
+            took += f", a draw {draw_seconds:.3g} s"
+            sampling = chains_in_turn * 2 * _MIN_DRAWS * draw_seconds  # tuning: at most half
+            would_do = (
+                f"a --time-limit of {_limit(build + sampling):g} s would leave time for "
+                f"{_MIN_DRAWS} draws per chain after tuning"
+            )
+        super().__init__(
+            f"--time-limit {time_limit:g} s: {why} ({took}, {margin:.2f} s are kept for "
+            f"writing): no marginals written; {would_do}",
+            EXIT_SAMPLING,
+        )
+        self.why = why
+
+
+class TimedTuning(CompoundStep):
+    """The steps of a chain, one after the other, whose tuning ends on time.
+
+    PyMC ends tuning after ``tune`` draws (``stop_tuning``); this ends it earlier, before the
+    first draw that starts when :data:`TUNING_SHARE` of the chain's time
+    (:func:`chain_deadline`, from the chain's first draw) is spent, in the chain's own process
+    (the clock, ``time.perf_counter``, is the machine's, so parallel chains keep time too).
+    Each draw's stats end with a group of its own, ``{"timed_tuning": bool}``: whether the draw
+    was made while tuning, which :class:`BudgetRecorder` counts by instead of PyMC's ``tune``.
+
+    Parameters
+    ----------
+    methods : list of step methods
+    end : float
+        ``time.perf_counter()`` by which sampling has to stop.
+    chains : int
+    parallel : bool
+        As for :class:`BudgetRecorder`.
+    """
+
+    def __init__(self, methods: list, end: float, chains: int, parallel: bool) -> None:
+        super().__init__(methods)
+        self.end, self.chains, self.parallel = end, chains, parallel
+        self.started = 0  # chains started with this object (one after the other)
+        self.tune_until: float | None = None
+        n = len(self.methods)
+        self.stats_dtypes = [*self.stats_dtypes, {_TUNING_STAT: bool}]
+        self.stats_dtypes_shapes = {
+            **self.stats_dtypes_shapes,
+            f"sampler_{n}__{_TUNING_STAT}": (bool, []),
+        }
+
+    def reset_tuning(self) -> None:
+        """PyMC: a chain starts (run one after the other: this object again)."""
+        super().reset_tuning()
+        self.tune, self.tune_until = True, None
+
+    def stop_tuning(self) -> None:
+        super().stop_tuning()
+        self.tune = False
+
+    def _make_progressbar_update_functions(self) -> list:
+        """PyMC's progress bar takes one function per stats group; this group shows nothing."""
+        return [*super()._make_progressbar_update_functions(), lambda step_stats: {}]
+
+    def step(self, point: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        now = time.perf_counter()
+        if self.tune_until is None:  # the chain's first draw
+            left = max(1, self.chains - self.started)
+            deadline = chain_deadline(now, self.end, left, self.parallel)
+            self.tune_until = now + TUNING_SHARE * (deadline - now)
+            self.started += 1
+        if self.tune and now >= self.tune_until:
+            self.stop_tuning()
+        tuning = bool(self.tune)
+        point, stats = super().step(point)
+        return point, [*stats, {_TUNING_STAT: tuning}]
 
 
 def sample_until(
@@ -289,53 +434,60 @@ def sample_until(
     rao_blackwellize: bool,
 ) -> TimedRun:
     """Run ``pm.sample(**kwargs)`` with a :class:`BudgetRecorder` until ``time_limit`` seconds
-    after ``started`` (less a margin for writing: 0.25 s + 2 % of the limit).
+    after ``started`` (less a margin for writing: 0.25 s + 2 % of the limit), the steps'
+    tuning ended on time (:class:`TimedTuning`).
 
     Raises
     ------
+    NoDrawsError
+        The time is up before sampling starts or before any chain makes a draw after tuning
+        (no marginals are written).
     CLIError
-        With :data:`EXIT_SAMPLING` when the time is up before sampling starts or before any
-        chain makes a draw after tuning (no marginals are written), or when PyMC raises a
-        ``SamplingError``.
+        With :data:`EXIT_SAMPLING` when PyMC raises a ``SamplingError``.
     """
-    from pymc_lbp.cli.parser import EXIT_SAMPLING, CLIError
-
     n_free = int(sum(info.members[n].size for n in info.free_names))
     cap = args.draws or default_draws_cap(n_free)
     margin = 0.25 + 0.02 * time_limit
     end = started + time_limit - margin
     chains = kwargs["chains"]
     parallel = kwargs["cores"] > 1 and chains > 1
+    in_turn = 1 if parallel else chains
     recorder = BudgetRecorder(info, end, chains, parallel, rao_blackwellize)
     t0 = time.perf_counter()
+    tune = kwargs["tune"]
     if t0 >= end:
-        raise CLIError(
-            f"--time-limit {time_limit:g} s: the time was up before sampling could start "
-            f"(reading the network and building the sampler took {t0 - started:.2f} s, "
-            f"{margin:.2f} s are kept for writing): no marginals written",
-            EXIT_SAMPLING,
-        )
+        why = "the time was up before sampling could start"
+        raise NoDrawsError(why, time_limit, t0 - started, margin, None, in_turn)
     watchdog = _Watchdog(end, recorder)
     try:
         try:
-            pm.sample(draws=cap, callback=recorder, return_inferencedata=False, **kwargs)
+            step = TimedTuning(kwargs["step"], end, chains, parallel)
+            with warnings.catch_warnings():  # PyMC's trace is not used: tuning draws are kept
+                warnings.filterwarnings("ignore", "Tuning samples will be included")
+                pm.sample(
+                    draws=cap,
+                    callback=recorder,
+                    return_inferencedata=False,
+                    discard_tuned_samples=False,  # PyMC's count of tuning draws is not ours
+                    **{**kwargs, "step": step},
+                )
         finally:
             watchdog.stop()  # an interrupt it asked for lands here at the latest
     except KeyboardInterrupt:  # the watchdog's, outside the part of PyMC that catches it
         pass
-    except ValueError:  # PyMC: "Not enough samples to build a trace." (all still tuning)
-        if sum(recorder.draws):
+    except ValueError:  # PyMC: "Not enough samples to build a trace." (no draw at all)
+        if sum(recorder.tuning) + sum(recorder.draws):
             raise
     except pm.exceptions.SamplingError as exc:
         raise CLIError(f"sampling failed: {exc}", EXIT_SAMPLING) from exc
     seconds = time.perf_counter() - t0
     if not sum(recorder.draws):
-        raise CLIError(
-            f"--time-limit {time_limit:g} s: no chain made a draw after tuning in the time "
-            f"(tuning draws made per chain: {', '.join(map(str, recorder.tuning))} of --tune "
-            f"{kwargs['tune']}): no marginals written; give more time or fewer tuning draws",
-            EXIT_SAMPLING,
+        why = (
+            f"no chain made a draw after tuning in the time (tuning draws made per chain: "
+            f"{', '.join(map(str, recorder.tuning))} of --tune {tune})"
         )
+        draw_seconds = seconds / max(1, sum(recorder.tuning))  # none made: a lower bound
+        raise NoDrawsError(why, time_limit, t0 - started, margin, draw_seconds, in_turn)
     return TimedRun(
         recorder=recorder,
         seconds=seconds,
@@ -344,4 +496,5 @@ def sample_until(
         cap_given=args.draws is not None,
         sampling_end=time.perf_counter() - started,
         margin=margin,
+        tune=tune,
     )

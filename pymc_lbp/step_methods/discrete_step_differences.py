@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 
 from pymc_lbp.logp.differences import Differences, ExactDifferences, GradientDifferences
-from pymc_lbp.logp.layout import BlockLayout
+from pymc_lbp.logp.layout import INTEGER, BlockLayout
 from pymc_lbp.logp.relaxed_values import NotRelaxableError
 from pymc_lbp.samplers.balancing import log_sqrt
 from pymc_lbp.samplers.pairwise.couplings import pairwise_differences
@@ -145,17 +145,25 @@ class DiscreteStepDifferences:
                 self.var_names,
             )
 
-    def _check_values(self, x: np.ndarray, where: str) -> None:
+    def _check_values(self, x: np.ndarray, where: str, *, integers: bool = False) -> None:
         """A ``ValueError`` naming the variable when a site holds no value of its own (a
-        categorical value outside ``0 .. K - 1``, a binary one not 0 or 1)."""
-        bad = self.layout.outside_categories(x)
+        categorical value outside ``0 .. K - 1``, a binary one not 0 or 1; with ``integers``, an
+        integer one outside its support, whose bounds were just refreshed at ``x``)."""
+        layout = self.layout
+        bad = layout.outside_categories(x)
+        if integers:
+            outside = (layout.site_kind == INTEGER) & ((x < layout.lower) | (x > layout.upper))
+            bad = np.union1d(bad, np.flatnonzero(outside))
         if bad.size == 0:
             return
         site = int(bad[0])
         spec = next(s for s in self.specs if s.offset <= site < s.offset + s.size)
         index = np.unravel_index(site - spec.offset, spec.shape) if spec.shape else ()
         at = f"{spec.name}[{', '.join(map(str, index))}]" if index else spec.name
-        values = "0 or 1" if spec.kind == "binary" else f"0 .. {spec.n_categories - 1}"
+        if spec.kind == "integer":
+            values = f"{layout.lower[site]:.0f} .. {layout.upper[site]:.0f}"
+        else:
+            values = "0 or 1" if spec.kind == "binary" else f"0 .. {spec.n_categories - 1}"
         raise ValueError(
             f"{type(self).__name__}: {where} has {at} = {int(x[site])}, which is not a value of "
             f"{spec.name!r} ({spec.kind}: {values}); {bad.size} site(s) of the block are out of "
@@ -167,6 +175,7 @@ class DiscreteStepDifferences:
         within its values and a finite logp, else a ``ValueError`` that says so."""
         self._check_values(x, "the start point")
         self.differences.refresh_bounds(x)
+        self._check_values(x, "the start point", integers=True)
         logp = self.differences.logp(x)
         if not np.isfinite(logp):
             raise ValueError(

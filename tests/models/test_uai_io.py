@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import resource
+import signal
 import time
 
 import numpy as np
 import pytest
 
+from pymc_lbp.cli.mar import _write_mcse
 from pymc_lbp.models.uai import (
     UAIFormatError,
     UAINetwork,
@@ -358,3 +362,96 @@ def test_pr_and_map(tmp_path, net3):
 
 def test_shipped_pr_is_log10(uai_dir):
     assert read_pr(uai_dir / "uai2014_mar" / "Grids_12.uai.PR") == pytest.approx(303.086)
+
+
+# --------------------------------------------------------------------------- issue #55
+@contextlib.contextmanager
+def file_size_limit(n: int):
+    """Within the block a write past ``n`` bytes fails (``EFBIG``), as a full disk or a run
+    killed while writing would stop it halfway."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (n, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+def _summary(path):
+    from pymc_lbp.cli.batch import COLUMNS, write_summary
+
+    write_summary([dict.fromkeys(COLUMNS, "a cell")] * 50, path.parent)
+
+
+BIG = UAINetwork("MARKOV", [3] * 200, [(v,) for v in range(200)], [np.ones(3)] * 200)
+WRITERS = {  # every file is longer than 1000 bytes
+    "net.uai": lambda path: write_network(path, BIG),
+    "net.evid": lambda path: write_evidence(path, {v: 1 for v in range(1000)}),
+    "net.MAR": lambda path: write_mar(path, [np.full(3, 1 / 3)] * 200),
+    "net.MAP": lambda path: write_map(path, [1] * 1000),
+    "net.MCSE": lambda path: _write_mcse(path, [[0.01] * 3] * 200),  # mar --mcse
+    "summary.csv": _summary,  # mar-batch (then summary.md)
+}
+
+
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_writers_replace_a_file_whole_or_not_at_all(tmp_path, name):
+    """Issue #55.5: a writer stopped halfway (SIGTERM, a full disk) left a part of the new
+    file, the previous one gone. Now the previous file stays, and no temporary file."""
+    path = tmp_path / name
+    path.write_text("the previous result\n")
+    path.chmod(0o640)
+    with file_size_limit(1000), pytest.raises(OSError, match="too large"):
+        WRITERS[name](path)
+    assert path.read_text() == "the previous result\n"
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    WRITERS[name](path)
+    assert path.read_text() != "the previous result\n"
+    assert path.stat().st_mode & 0o777 == 0o640  # its permissions kept
+
+
+def test_max_states_refuses_a_network_from_its_header(tmp_path):
+    """Issue #55.12: the states are judged from the header, before the factor tables are read
+    (this file's table, 10^12 entries, is not even there)."""
+    from pymc_lbp.models.uai import NetworkTooLargeError
+
+    path = tmp_path / "huge.uai"
+    path.write_text("MARKOV\n3\n2 1000000000000 5\n1\n1 1\n1000000000000\n0.5\n")
+    with pytest.raises(NetworkTooLargeError) as err:
+        read_network(path, max_states=10**9)
+    assert (err.value.variable, err.value.cardinality) == (1, 10**12)
+    assert err.value.states == 10**12 + 7
+    assert str(err.value).startswith(f"{path}: variable 1 has 1000000000000 states")
+    (tmp_path / "ok.uai").write_text(GOOD)
+    assert read_network(tmp_path / "ok.uai", max_states=7).n_vars == 3  # 2 + 2 + 3 states
+    with pytest.raises(NetworkTooLargeError):
+        read_network(tmp_path / "ok.uai", max_states=6)
+
+
+def test_evidence_with_a_non_numeric_token_names_it(tmp_path, net3):
+    """Issue #55.13: '1 0 1 extra' was read as the other form (an even count of tokens) and
+    reported without the bad token."""
+    path = tmp_path / "bad.evid"
+    path.write_text("1 0 1 extra")
+    with pytest.raises(UAIFormatError, match=r"token 4 \('extra'\): non-numeric token"):
+        read_evidence(path, net3)
+
+
+def test_utf8_byte_order_mark_is_skipped(tmp_path, net3):
+    """Issue #55.13: a BOM showed as 'ï»¿MARKOV', an unknown network type."""
+    bom = b"\xef\xbb\xbf"
+    (tmp_path / "bom.uai").write_bytes(bom + GOOD.encode())
+    assert read_network(tmp_path / "bom.uai").cards.tolist() == [2, 2, 3]
+    (tmp_path / "bom.evid").write_bytes(bom + b"1 2 1\n")
+    assert read_evidence(tmp_path / "bom.evid", net3) == {2: 1}
+
+
+def test_not_a_bayesian_network_names_the_file_once(tmp_path):
+    """Issue #55.13: 'dir/bad_bn.uai: bad_bn.uai: not a Bayesian network: ...'."""
+    path = tmp_path / "bad_bn.uai"
+    path.write_text("BAYES\n2\n2 2\n2\n1 0\n1 0\n2\n0.5 0.5\n2\n0.1 0.9\n")
+    with pytest.raises(UAIFormatError) as err:
+        read_network(path)
+    assert str(err.value).startswith(f"{path}: not a Bayesian network: variable 0 is ")

@@ -137,6 +137,19 @@ def test_categorical_start_out_of_range_names_the_variable():
             pymc_lbp.unregister()
 
 
+def test_integer_start_outside_its_support_names_the_variable():
+    """Issue #55.13: a DiscreteUniform start outside its support was refused as 'the starting
+    point has log-probability -inf (variables [...])', without the variable."""
+    with pm.Model():
+        x = pm.DiscreteUniform("x", 0, 5)
+        y = pm.DiscreteUniform("y", 0, 5, shape=3)
+        step = LocallyBalanced([x, y])
+        with pytest.raises(
+            ValueError, match=r"y\[1\] = 9, which is not a value of 'y' \(integer: 0 \.\. 5\)"
+        ):
+            pm.sample(5, tune=0, chains=1, step=step, initvals={"y": np.array([1, 9, 2])})
+
+
 def test_minus_inf_neighbours_are_never_visited():
     """Category 2 has probability zero; with balancing 'max' (g(0) = 1) it must not be proposed."""
     with pm.Model():

@@ -5,7 +5,8 @@ Files
 network
     ``UAINetwork``, the in-memory network, and small structural helpers.
 errors
-    ``UAIFormatError``, ``ImpossibleEvidenceError``, ``TreewidthTooLargeError``.
+    ``UAIFormatError``, ``ImpossibleEvidenceError``, ``TreewidthTooLargeError``,
+    ``NetworkTooLargeError``.
 io
     Reading and writing ``.uai`` networks; every reader and writer of the family is importable
     from it. On ``tokens`` (token streams with positioned errors), ``evidence_io`` (``.evid``
@@ -29,6 +30,7 @@ generate
 from pymc_lbp.models.uai.clusters import deterministic_scopes, uai_clusters
 from pymc_lbp.models.uai.errors import (
     ImpossibleEvidenceError,
+    NetworkTooLargeError,
     TreewidthTooLargeError,
     UAIFormatError,
 )
@@ -85,6 +87,7 @@ __all__ = [
     "ExactResult",
     "FullConditionals",
     "ImpossibleEvidenceError",
+    "NetworkTooLargeError",
     "TreewidthTooLargeError",
     "UAIFormatError",
     "UAIModelInfo",

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-__all__ = ["ImpossibleEvidenceError", "TreewidthTooLargeError", "UAIFormatError"]
+__all__ = [
+    "ImpossibleEvidenceError",
+    "NetworkTooLargeError",
+    "TreewidthTooLargeError",
+    "UAIFormatError",
+]
 
 
 class UAIFormatError(ValueError):
@@ -44,3 +49,26 @@ class TreewidthTooLargeError(MemoryError):
         super().__init__(message)
         self.table_size = table_size
         self.induced_width = induced_width
+
+
+class NetworkTooLargeError(MemoryError):
+    """A network declares more states (the sum of its variables' cardinalities) than allowed.
+
+    Raised by :func:`~pymc_lbp.models.uai.read_network` with ``max_states`` from the header
+    alone, before the factor tables are read.
+
+    Attributes
+    ----------
+    variable : int
+        The variable with the most states.
+    cardinality : int
+        Its number of states.
+    states : int
+        The network's states: the sum of the cardinalities.
+    """
+
+    def __init__(self, message: str, *, variable: int, cardinality: int, states: int) -> None:
+        super().__init__(message)
+        self.variable = variable
+        self.cardinality = cardinality
+        self.states = states

@@ -12,8 +12,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+
 from pymc_lbp.models.uai.network import UAINetwork
-from pymc_lbp.models.uai.tokens import PathLike, _Cursor, _read_text, _Tokens
+from pymc_lbp.models.uai.tokens import (
+    PathLike,
+    _Cursor,
+    _read_text,
+    _Tokens,
+    write_text_atomically,
+)
 
 __all__ = ["read_evidence", "write_evidence"]
 
@@ -54,6 +62,11 @@ def read_evidence(
     if len(toks) == 0:
         return {}
     cur = _Cursor(toks, 0)
+    bad = np.isnan(cur.values)
+    if bad.any():  # before the form is guessed from the count of tokens
+        i = int(np.argmax(bad))
+        what = "NaN" if toks.is_numeric(i) else "non-numeric token"
+        raise toks.error(i, f"{what} in the evidence: expected integers")
     if len(toks) % 2 == 0 and cur.values[0] == 1:  # other years: sample count 1, then N v x ..
         cur.pos = 1
     count_pos = cur.pos
@@ -100,4 +113,6 @@ def _check_evidence_mapping(source: Mapping[int, int], network: UAINetwork) -> d
 def write_evidence(path: PathLike, evidence: Mapping[int, int]) -> None:
     """Write evidence as ``N v1 x1 .. vN xN`` (one line)."""
     items = sorted((int(v), int(x)) for v, x in evidence.items())
-    Path(path).write_text(" ".join(map(str, [len(items), *(t for p in items for t in p)])) + "\n")
+    write_text_atomically(
+        path, " ".join(map(str, [len(items), *(t for p in items for t in p)])) + "\n"
+    )

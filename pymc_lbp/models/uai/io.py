@@ -10,7 +10,8 @@
 * ``.MAP``: ``MAP`` then ``N x_0 .. x_{N-1}``.
 
 Every reader raises :class:`UAIFormatError` naming the file and the line and 1-based token
-number of the offending field.
+number of the offending field, and skips a leading UTF-8 byte-order mark; every writer writes
+its file whole or not at all (:func:`~pymc_lbp.models.uai.tokens.write_text_atomically`).
 
 The token streams are in :mod:`pymc_lbp.models.uai.tokens`; evidence is read and written in
 :mod:`pymc_lbp.models.uai.evidence_io`, the ``.MAR``, ``.PR`` and ``.MAP`` files in
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_lbp.models.uai.errors import UAIFormatError
+from pymc_lbp.models.uai.errors import NetworkTooLargeError, UAIFormatError
 from pymc_lbp.models.uai.evidence_io import read_evidence, write_evidence
 from pymc_lbp.models.uai.network import NETWORK_KINDS, UAINetwork
 from pymc_lbp.models.uai.results_io import (
@@ -36,7 +37,15 @@ from pymc_lbp.models.uai.results_io import (
     write_mar,
     write_pr,
 )
-from pymc_lbp.models.uai.tokens import PathLike, _Cursor, _fmt, _read_text, _Tokens
+from pymc_lbp.models.uai.tokens import (
+    _MAX_INT,
+    PathLike,
+    _Cursor,
+    _fmt,
+    _read_text,
+    _Tokens,
+    write_text_atomically,
+)
 
 __all__ = [
     "parse_network",
@@ -54,13 +63,17 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- networks
-def read_network(path: PathLike) -> UAINetwork:
-    """Read a ``.uai`` network file (MARKOV or BAYES).
+def read_network(path: PathLike, *, max_states: int | None = None) -> UAINetwork:
+    """Read a ``.uai`` network file (MARKOV or BAYES; a leading UTF-8 byte-order mark is
+    skipped).
 
     Parameters
     ----------
     path : str or os.PathLike
         The file.
+    max_states : int, optional
+        Refuse a network whose cardinalities sum to more (:class:`NetworkTooLargeError`),
+        judged from the header before the factor tables are read. Default: no limit.
 
     Returns
     -------
@@ -70,12 +83,20 @@ def read_network(path: PathLike) -> UAINetwork:
     ------
     UAIFormatError
         On any format error, with the file, line and token position in the message.
+    NetworkTooLargeError
+        More than ``max_states`` states.
     """
     path = Path(path)
-    return parse_network(_read_text(path), source=str(path), path=path)
+    return parse_network(_read_text(path), source=str(path), path=path, max_states=max_states)
 
 
-def parse_network(text: str, source: str = "<string>", path: PathLike | None = None) -> UAINetwork:
+def parse_network(
+    text: str,
+    source: str = "<string>",
+    path: PathLike | None = None,
+    *,
+    max_states: int | None = None,
+) -> UAINetwork:
     """Parse the text of a ``.uai`` network; see :func:`read_network`.
 
     Parameters
@@ -86,7 +107,11 @@ def parse_network(text: str, source: str = "<string>", path: PathLike | None = N
         Name used in error messages.
     path : str or os.PathLike, optional
         Stored as ``UAINetwork.path``.
+    max_states : int, optional
+        As for :func:`read_network`.
     """
+    if max_states is not None:
+        _check_states(text, source, max_states)
     toks = _Tokens(text, source)
     if len(toks) == 0:
         raise toks.error(0, "empty file: expected MARKOV or BAYES")
@@ -104,9 +129,50 @@ def parse_network(text: str, source: str = "<string>", path: PathLike | None = N
     if kind == "BAYES":
         try:
             network.cpt_children()
-        except ValueError as exc:
-            raise UAIFormatError(f"{source}: {exc}") from None
+        except ValueError as exc:  # its message names the network: the file, once
+            reason = str(exc).removeprefix(f"{network.name}: ")
+            raise UAIFormatError(f"{source}: {reason}") from None
     return network
+
+
+def _declared_cards(text: str) -> np.ndarray | None:
+    """The cardinalities a network's header declares, from its first tokens alone (the rest of
+    the text is not split); None where the header is malformed (the full parse reports it)."""
+    head = text.split(None, 2)
+    try:
+        n = float(head[1])
+    except (IndexError, ValueError):
+        return None
+    if not (1 <= n <= _MAX_INT and n == int(n)):
+        return None
+    try:
+        cards = np.array(text.split(None, int(n) + 2)[2 : int(n) + 2], dtype=np.float64)
+    except ValueError:
+        return None
+    if cards.size != n or not np.all(
+        (cards >= 1) & (cards <= _MAX_INT) & (cards == np.round(cards))
+    ):
+        return None
+    return cards.astype(np.int64)
+
+
+def _check_states(text: str, source: str, max_states: int) -> None:
+    """Raise :class:`NetworkTooLargeError` when the header declares more than ``max_states``
+    states (the sum of the cardinalities)."""
+    cards = _declared_cards(text)
+    if cards is None:
+        return
+    states = int(cards.sum(dtype=object))
+    if states <= max_states:
+        return
+    v = int(np.argmax(cards))
+    raise NetworkTooLargeError(
+        f"{source}: variable {v} has {cards[v]} states ({states} states in all variables, more "
+        f"than {max_states})",
+        variable=v,
+        cardinality=int(cards[v]),
+        states=states,
+    )
 
 
 def _parse_body(
@@ -298,4 +364,4 @@ def write_network(path: PathLike, network: UAINetwork, *, digits: int = 17) -> N
     for table in network.tables:
         lines.append(str(table.size))
         lines.append(" ".join(_fmt(x, digits) for x in table.ravel()))
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_text_atomically(path, "\n".join(lines) + "\n")

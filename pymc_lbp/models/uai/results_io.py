@@ -17,7 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from pymc_lbp.models.uai.network import UAINetwork
-from pymc_lbp.models.uai.tokens import PathLike, _Cursor, _fmt, _read_text, _Tokens
+from pymc_lbp.models.uai.tokens import (
+    PathLike,
+    _Cursor,
+    _fmt,
+    _read_text,
+    _Tokens,
+    write_text_atomically,
+)
 
 __all__ = ["read_map", "read_mar", "read_pr", "write_map", "write_mar", "write_pr"]
 
@@ -70,7 +77,7 @@ def write_mar(path: PathLike, marginals: Sequence[np.ndarray], *, digits: int = 
             raise ValueError("every marginal must be a non-empty vector of finite values >= 0")
         parts.append(str(p.size))
         parts += [_fmt(x, digits) for x in p]
-    Path(path).write_text("MAR\n" + " ".join(parts) + "\n")
+    write_text_atomically(path, "MAR\n" + " ".join(parts) + "\n")
 
 
 def read_pr(path: PathLike) -> float:
@@ -86,7 +93,7 @@ def read_pr(path: PathLike) -> float:
 
 def write_pr(path: PathLike, log10_z: float, *, digits: int = 10) -> None:
     """Write a ``.PR`` file holding ``log10_z``."""
-    Path(path).write_text(f"PR\n{_fmt(log10_z, digits)}\n")
+    write_text_atomically(path, f"PR\n{_fmt(log10_z, digits)}\n")
 
 
 def read_map(path: PathLike, network: UAINetwork | None = None) -> np.ndarray:
@@ -123,4 +130,4 @@ def read_map(path: PathLike, network: UAINetwork | None = None) -> np.ndarray:
 def write_map(path: PathLike, state: Sequence[int]) -> None:
     """Write one full assignment as a ``.MAP`` file."""
     state = np.asarray(state, dtype=np.int64).ravel()
-    Path(path).write_text("MAP\n" + " ".join(map(str, [state.size, *state.tolist()])) + "\n")
+    write_text_atomically(path, "MAP\n" + " ".join(map(str, [state.size, *state.tolist()])) + "\n")
