@@ -56,11 +56,17 @@ class DiscreteStepTuning:
             return
         name = f"{type(self).__name__} on {self.var_names}"
         if self._tune_accepted == 0:
+            other = (
+                "PathAuxiliaryLBP"
+                if type(self).__name__ == "BlockGibbs"
+                else "BlockGibbs, which updates the variables of a zero-probability constraint "
+                "together"
+            )
             warnings.warn(
                 f"{name}: the chain did not move during tuning ({n} draws, no step accepted). "
                 "Either the posterior is concentrated on the start point or the sampler is "
                 "stuck there; the draws will not explore the posterior. Check the start point, "
-                "the model, or try another sampler (e.g. PathAuxiliaryLBP).",
+                f"the model, or try another sampler (e.g. {other}).",
                 UserWarning,
                 stacklevel=2,
             )
