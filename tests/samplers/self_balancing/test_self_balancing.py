@@ -473,7 +473,7 @@ def test_reset_tuning_restores_the_untuned_parameters():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"parametrization": "lsb3"}, "Unknown parametrization 'lsb3'"),
+        ({"balancing": "lsb3"}, "Unknown parametrization 'lsb3'"),
         ({"learning_rate": 0.0}, "learning_rate must be a positive"),
         ({"learning_rate": -1e-3}, "learning_rate must be a positive"),
         ({"learning_rate": float("nan")}, "learning_rate must be a positive"),
@@ -526,7 +526,7 @@ def test_exact_and_gradient_chains_coincide_on_a_multilinear_model(general_paths
         ({"n_particles": 10**7}, r"n_particles=10000000 is out of range"),
         ({"n_particles": MAX_PARTICLES + 1}, r"n_particles=100001 is out of range"),
         (
-            {"parametrization": "lsb2", "hidden": 10**6},
+            {"balancing": "lsb2", "hidden": 10**6},
             r"would need about \d+\.\d GiB .*1000000 hidden units",
         ),
     ],
