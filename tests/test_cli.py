@@ -905,3 +905,84 @@ def test_evidence_that_appears_impossible_says_what_the_user_can_do(tmp_path, tw
     )
     assert "check the evidence for a value the others rule out" in err
     assert f"write a feasible state of every variable to {two}.MAP (UAI MAP format)" in err
+
+
+# ------------------------------------------------------------ issue #55 review
+def test_block_gibbs_table_budget_fits_the_largest_free_variable():
+    from pymc_lbp.cli.samplers import BLOCK_GIBBS_MAX_TABLE_SIZE, block_gibbs_table_size
+
+    assert block_gibbs_table_size([2, 3]) == BLOCK_GIBBS_MAX_TABLE_SIZE
+    assert block_gibbs_table_size([]) == BLOCK_GIBBS_MAX_TABLE_SIZE
+    assert block_gibbs_table_size([2, 70_000, 3]) == 70_000
+
+
+@pytest.fixture
+def wide_variable(tmp_path):
+    """x0 of 70,000 states (more than block_gibbs' 2^16 table entries) and a binary x1."""
+    rng = np.random.default_rng(5)
+    weights = rng.random(70_000) + 0.05
+    path = tmp_path / "wide.uai"
+    path.write_text(
+        "MARKOV\n2\n70000 2\n2\n1 0\n1 1\n\n70000\n"
+        + " ".join(f"{w:.6f}" for w in weights)
+        + "\n\n2\n1 3\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("how", ["draws", "time limit"])
+def test_the_default_sampler_samples_a_variable_of_more_than_65536_states(
+    tmp_path, wide_variable, how
+):
+    """Issue #55 review: block_gibbs (the default) crashed with a traceback ("max_table_size=
+    65536 is below the largest cardinality 70000") on any variable of more than 2^16 states;
+    its table budget now fits the variable, which is drawn exactly from its 70,000-entry
+    conditional. Each draw's full conditional of x0 is its marginal (x0 and x1 share no factor),
+    so the Rao-Blackwellised MAR is exact; --time-limit's counts are whole numbers of draws."""
+    target = tmp_path / "o.MAR"
+    argv = ["mar", str(wide_variable), "-o", str(target), "--method", "sample", "--quiet"]
+    argv += ["--chains", "2", "--tune", "5", "--draws", "30", "--seed", "3"]
+    if how == "time limit":
+        argv += ["--time-limit", "60", "--estimator", "counts"]
+    code, out, err = run(*argv)
+    assert code == 0, err
+    assert "block_gibbs, steps_per_draw=1," in out
+    got = read_mar(target)
+    if how == "draws":
+        for g, want in zip(got, exact_marginals(read_network(wide_variable)), strict=True):
+            np.testing.assert_allclose(g, want, rtol=1e-5)
+    else:
+        assert "chain 0: 5 tuning + 30 draws (cap), chain 1: 5 tuning + 30 draws (cap)" in out
+        for g in got:
+            np.testing.assert_allclose(g * 60, np.round(g * 60), atol=1e-4)
+            assert np.isclose(g.sum(), 1.0)
+
+
+def test_writing_the_batch_summary_imports_no_heavy_module(tmp_path):
+    """Issue #55 review: mar-batch's parent process imported PyMC (2.6 s) to write the summary
+    and the logs, through the atomic writer's home in pymc_lbp.models.uai.tokens; the writer
+    is now pymc_lbp.files, which imports only the standard library."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from pymc_lbp.cli import batch\n"
+        f"out = Path({str(tmp_path)!r})\n"
+        "staging = out / 'staging'\n"
+        "staging.mkdir()\n"
+        "(staging / 'net.MAR').write_text('MAR\\n1 2 0.5 0.5\\n')\n"
+        "row = dict.fromkeys(batch.COLUMNS, '') | {'network': 'net', 'exit_code': 0, 'log': 'x'}\n"
+        "batch._commit([row], {'net'}, staging, out)\n"
+        f"packages, modules = {HEAVY_PACKAGES!r}, {HEAVY_MODULES!r}\n"
+        "loaded = sorted(m for m in sys.modules\n"
+        "                if m.split('.')[0] in packages or m.startswith(modules))\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "LOADED []" in proc.stderr, proc.stderr[:400]
+    assert (tmp_path / "net.MAR").read_text() == "MAR\n1 2 0.5 0.5\n"
+    assert (tmp_path / "net.log").read_text() == "x"
+    assert (tmp_path / "summary.csv").read_text().startswith("network,method,")

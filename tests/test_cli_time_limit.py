@@ -148,3 +148,69 @@ def test_no_draw_in_time_writes_the_exact_marginals_where_elimination_fits(uai_d
     for got, want in zip(read_mar(target), exact_marginals(read_network(network)), strict=True):
         np.testing.assert_allclose(got, want, atol=1e-9)
     assert mcse.read_text().split()[0] == "MCSE"
+
+
+def test_ctrl_c_ends_a_time_limit_run_of_chains_in_turn_at_once(tmp_path, monkeypatch):
+    """Issue #55 review: with --cores 1 and several chains, Ctrl-C ended only the chain it fell
+    in, PyMC started the next one, and the run went on until the limit before it exited 130.
+    Now the user's Ctrl-C ends the run at once (the watchdog's interrupts still end chains):
+    no other chain starts, one line, exit 130, the MAR file left as it was."""
+    import os
+    import signal
+    import time
+
+    path = tmp_path / "two.uai"
+    path.write_text("MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 2 3 4\n")
+    target = tmp_path / "o.MAR"
+    target.write_text("MAR\n1 2 0.5 0.5\n")
+    chains: list[int] = []
+    real = timed.BudgetRecorder._record
+
+    def record(self, draw):
+        chains.append(draw.chain)
+        if len(chains) == 3:  # the user presses Ctrl-C during chain 0
+            os.kill(os.getpid(), signal.SIGINT)
+        return real(self, draw)
+
+    monkeypatch.setattr(timed.BudgetRecorder, "_record", record)
+    argv = ["mar", str(path), "-o", str(target), "--method", "sample", "--sampler", "pymc_gibbs"]
+    argv += ["--chains", "3", "--cores", "1", "--tune", "0", "--time-limit", "60", "--quiet"]
+    t0 = time.perf_counter()
+    code, out, err = run(*argv)
+    assert (code, err) == (130, "pymc_lbp: error: interrupted: no marginals written\n"), err
+    assert set(chains) == {0} and time.perf_counter() - t0 < 30, chains
+    assert target.read_text() == "MAR\n1 2 0.5 0.5\n"
+
+
+def test_the_writing_margin_is_one_formula():
+    """The deadline of sampling, the margin the report gives and the limit a NoDrawsError
+    proposes come from one formula (mar.py repeated it)."""
+    assert timed.writing_margin(10.0) == pytest.approx(0.45)
+    assert timed.sampling_deadline(100.0, 10.0) == 100.0 + 10.0 - timed.writing_margin(10.0)
+    for seconds in (0.0, 1.0, 9.3, 100.0):
+        limit = timed._limit(seconds)
+        assert limit - timed.writing_margin(limit) >= seconds
+        assert (limit - 1) - timed.writing_margin(limit - 1) < seconds
+
+
+def test_a_time_limit_run_outside_the_main_thread_interrupts_no_other_thread(tmp_path, monkeypatch):
+    """A ``mar-batch`` task samples on a Dask worker thread: the watchdog's interrupt of the
+    main thread would land in the worker's own loop (a ``dask worker`` shuts down on SIGINT),
+    so there is none; the callback alone stops the chains, between draws."""
+    import threading
+
+    def no_watchdog(*args, **kwargs):
+        raise AssertionError("a watchdog outside the main thread")
+
+    monkeypatch.setattr(timed, "_Watchdog", no_watchdog)
+    path = tmp_path / "two.uai"
+    path.write_text("MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 2 3 4\n")
+    argv = ["mar", str(path), "-o", str(tmp_path / "o.MAR"), "--method", "sample", "--quiet"]
+    argv += ["--sampler", "pymc_gibbs", "--time-limit", "5", "--tune", "0", "--draws", "20"]
+    result: list = []
+    thread = threading.Thread(target=lambda: result.append(run(*argv)))
+    thread.start()
+    thread.join(60)
+    ((code, out, err),) = result
+    assert code == 0, err
+    assert "chain 0: 0 tuning + 20 draws (cap), chain 1: 0 tuning + 20 draws (cap)" in out

@@ -18,6 +18,9 @@ __all__ = ["DISAGREEMENT_RHAT", "DISAGREEMENT_SHARE", "chain_disagreement", "dis
 DISAGREEMENT_RHAT = 1.05
 #: :func:`chain_disagreement`: a chain never visits a value another chain spends this share in.
 DISAGREEMENT_SHARE = 0.5
+#: :func:`chain_disagreement`: the most indicator entries (chains x draws x values x members)
+#: compared at once.
+_ENTRIES = 1 << 22
 
 
 def chain_disagreement(
@@ -29,15 +32,17 @@ def chain_disagreement(
 ) -> dict[int, str]:
     """The network variables on which the chains disagree beyond sampling noise.
 
-    For every free variable and value, the indicator series ``x_i == k`` of every chain is
-    compared: the chains disagree on the variable when, for some value, ArviZ's R-hat of the
-    indicator (``method="identity"``: the classic Gelman-Rubin statistic of whole chains, which
-    compares the chains' frequencies with the noise within them; the split and rank-normalised
-    variants also react to trends within a chain) exceeds ``rhat_threshold`` or is undefined
-    while the value is visited (chains that each stay at one value, different ones), or when
-    one chain never visits a value that another chain spends at least ``share`` of its draws
-    in. Chains that started in different regions of a network split by zero factors, under a
-    sampler that never leaves its region, disagree in this way.
+    For every free variable and value that a draw takes, the indicator series ``x_i == k`` of
+    every chain is compared: the chains disagree on the variable when, for some value, ArviZ's
+    R-hat of the indicator (``method="identity"``: the classic Gelman-Rubin statistic of whole
+    chains, which compares the chains' frequencies with the noise within them; the split and
+    rank-normalised variants also react to trends within a chain) exceeds ``rhat_threshold`` or
+    is undefined while the value is visited (chains that each stay at one value, different
+    ones), or when one chain never visits a value that another chain spends at least ``share``
+    of its draws in. Chains that started in different regions of a network split by zero
+    factors, under a sampler that never leaves its region, disagree in this way. The values no
+    draw takes are not compared (nothing varies), and the others are compared together, so a
+    variable of many states costs what its draws do.
 
     Parameters
     ----------
@@ -71,22 +76,28 @@ def chain_disagreement(
             return {}
         members = info.members[name]
         card = int(info.network.cards[members[0]])
-        for k in range(1 if card == 2 else 0, card):  # a binary variable: its value 1 suffices
-            ind = (values == k).astype(np.float64)
-            freq = ind.mean(axis=1)  # (chain, members)
+        observed = np.unique(values)  # a value no draw takes is not compared (nothing varies)
+        observed = observed[observed >= (1 if card == 2 else 0)]  # binary: its value 1 suffices
+        # the values in groups whose indicators (chain x draw x value x member) fit _ENTRIES
+        per_value = max(1, values.size)
+        for lo in range(0, observed.size, max(1, _ENTRIES // per_value)):
+            ks = observed[lo : lo + max(1, _ENTRIES // per_value)]
+            ind = (values[:, :, None, :] == ks[:, None]).astype(np.float64)
+            ind = ind.reshape(*values.shape[:2], -1)  # value-major: (k0, m0), (k0, m1), ..
+            freq = ind.mean(axis=1)  # (chain, value x member)
             varies = ind.min(axis=(0, 1)) < ind.max(axis=(0, 1))
             with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
                 warnings.simplefilter("ignore", RuntimeWarning)
-                data = xr.Dataset({"ind": (("chain", "draw", "member"), ind)})
+                data = xr.Dataset({"ind": (("chain", "draw", "entry"), ind)})
                 rhat = np.asarray(az.rhat(data, method="identity")["ind"], dtype=np.float64)
             never = (freq.min(axis=0) == 0) & (freq.max(axis=0) >= share)
             bad = varies & (~np.isfinite(rhat) | (rhat > rhat_threshold) | never)
-            for i in np.flatnonzero(bad).tolist():
-                v = int(members[i])
-                r = float(rhat[i])
+            for j in np.flatnonzero(bad).tolist():  # by value, then member, as before
+                k, v = int(ks[j // members.size]), int(members[j % members.size])
+                r = float(rhat[j])
                 how = f"R-hat {r:.2f}" if np.isfinite(r) else "every chain stays at one value"
-                lo, hi = freq[:, i].min(), freq[:, i].max()
-                text = f"x{v}={k}: {how}, chain frequencies {lo:.2f}-{hi:.2f}"
+                lo_f, hi_f = freq[:, j].min(), freq[:, j].max()
+                text = f"x{v}={k}: {how}, chain frequencies {lo_f:.2f}-{hi_f:.2f}"
                 score = r if np.isfinite(r) else np.inf
                 if v not in found or score > found[v][0]:
                     found[v] = (score, text)

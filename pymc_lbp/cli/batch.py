@@ -54,6 +54,7 @@ from pymc_lbp.cli.parser import (
     CLIError,
     build_parser,
 )
+from pymc_lbp.files import write_text_atomically
 
 ENV_FOR_WORKERS = ("PYTENSOR_FLAGS", "OPENBLAS_NUM_THREADS")
 """Environment variables the local workers get as the parent has them."""
@@ -320,8 +321,6 @@ def _cell(value: Any) -> str:
 def write_summary(rows: list[dict[str, Any]], out_dir: Path) -> str:
     """Write ``summary.csv`` and ``summary.md`` in ``out_dir`` (each whole or not at all);
     return the markdown table."""
-    from pymc_lbp.models.uai.tokens import write_text_atomically
-
     buffer = io.StringIO(newline="")
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
@@ -369,8 +368,6 @@ def _commit(rows: list[dict[str, Any]], ran: set[str], staging: Path, out_dir: P
     ``staging`` into ``out_dir``; a file no such run wrote is removed there (no previous batch's
     result beside this batch's row); write every network's log and the summary; return the
     markdown table."""
-    from pymc_lbp.models.uai.tokens import write_text_atomically
-
     for row in rows:
         name = row["network"]
         for suffix in RESULTS[:2]:

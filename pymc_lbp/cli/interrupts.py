@@ -2,11 +2,12 @@
 :data:`~pymc_lbp.cli.parser.EXIT_INTERRUPTED`, and no result is written from a run it cut short.
 
 PyMC catches ``KeyboardInterrupt`` in every chain and returns the draws made so far (or raises
-``ValueError: Not enough samples to build a trace.`` during tuning), so the command's handler
-raises :class:`Interrupted` instead, which PyMC lets through. ``--time-limit``'s watchdog
-interrupts the main thread through the same handler and needs PyMC's behaviour: around that
-sampling :func:`interrupts_before` raises ``KeyboardInterrupt`` and tells the user's interrupts
-(before the watchdog's time) from the watchdog's.
+``ValueError: Not enough samples to build a trace.`` during tuning), and run one after the other
+it goes on with the next chain, so the command's handler raises :class:`Interrupted` instead,
+which PyMC lets through. ``--time-limit``'s watchdog interrupts the main thread through the same
+handler and needs PyMC's behaviour: it interrupts through :func:`interrupt_main`, and around
+that sampling :func:`own_interrupts_end_chains` raises ``KeyboardInterrupt`` for those
+interrupts and :class:`Interrupted` for the user's.
 :func:`deferred_interrupts` holds an interrupt until the results are all written.
 
 Signal handlers belong to the main thread: elsewhere (a ``mar-batch`` task on a Dask worker
@@ -15,11 +16,12 @@ thread) these change nothing.
 
 from __future__ import annotations
 
+import _thread
+import collections
 import contextlib
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 
@@ -27,7 +29,8 @@ __all__ = [
     "Interrupted",
     "deferred_interrupts",
     "ignored_interrupts",
-    "interrupts_before",
+    "interrupt_main",
+    "own_interrupts_end_chains",
     "raising_interrupts",
 ]
 
@@ -68,24 +71,50 @@ def raising_interrupts() -> contextlib.AbstractContextManager[None]:
     return _sigint(handler)
 
 
+_OWN: collections.deque[None] = collections.deque()
+"""The program's own interrupts of the main thread (:func:`interrupt_main`) not yet handled."""
+
+
+def interrupt_main() -> None:
+    """Interrupt the main thread on the program's behalf, as ``--time-limit``'s watchdog does
+    (``_thread.interrupt_main``: the SIGINT handler runs in the main thread); within
+    :func:`own_interrupts_end_chains` it raises ``KeyboardInterrupt``, a user's ``Interrupted``.
+    Safe to call from any thread."""
+    _OWN.append(None)
+    _thread.interrupt_main()
+
+
 @contextlib.contextmanager
-def interrupts_before(deadline: float) -> Iterator[None]:
-    """SIGINT raises ``KeyboardInterrupt`` within the block, as Python's own handler does: PyMC
-    ends a chain on it, and ``--time-limit``'s watchdog, which interrupts the main thread
-    through this handler from ``deadline`` (``time.perf_counter()`` seconds) on, relies on that.
-    When the block ends, an interrupt that came before ``deadline`` (the user's) raises
-    :class:`Interrupted` in place of whatever the block did or raised."""
-    times: list[float] = []
+def own_interrupts_end_chains() -> Iterator[None]:
+    """Within the block the program's own interrupts (:func:`interrupt_main`) raise
+    ``KeyboardInterrupt``, as Python's own handler does: PyMC ends a chain on it, which
+    ``--time-limit``'s watchdog relies on. A user's Ctrl-C raises :class:`Interrupted` at once,
+    which PyMC lets through: no further chain starts (run one after the other, PyMC would start
+    the next chain after a ``KeyboardInterrupt``), and nothing is written. Should some code
+    swallow it all the same, it is raised again when the block ends, in place of whatever the
+    block did or raised. A process forked in the block (PyMC's parallel chains) raises
+    ``KeyboardInterrupt`` as PyMC expects.
+
+    A user's Ctrl-C that arrives while an interrupt of the program's is pending is one signal
+    with it (the operating system merges them) and counts as the program's: that happens only
+    once the watchdog interrupts, when the time is up and the run is ending anyway."""
+    pid = os.getpid()
+    users: list[int] = []
+    _OWN.clear()
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        times.append(time.perf_counter())
-        raise KeyboardInterrupt
+        if os.getpid() != pid or _OWN:
+            _OWN.clear()
+            raise KeyboardInterrupt
+        users.append(signum)
+        raise Interrupted("no marginals written")
 
     try:
         with _sigint(handler):
             yield
     finally:
-        if any(t < deadline for t in times):
+        _OWN.clear()
+        if users:
             raise Interrupted("no marginals written")
 
 

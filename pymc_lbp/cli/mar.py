@@ -6,8 +6,8 @@ Used by :func:`pymc_lbp.cli.main`; :func:`check_output` is importable from :mod:
 too. A ``--time-limit`` run samples through :func:`pymc_lbp.cli.timed.sample_until`; the
 marginals are Rao-Blackwellised (``--estimator``, :mod:`pymc_lbp.models.uai.rao_blackwell`) and
 ``--mcse`` writes their Monte Carlo standard errors beside the MAR file. Every result file is
-written whole or not at all (:func:`~pymc_lbp.models.uai.tokens.write_text_atomically`), only
-after a run that was not cut short (:mod:`pymc_lbp.cli.interrupts`).
+written whole or not at all (:func:`~pymc_lbp.files.write_text_atomically`), only after a run
+that was not cut short (:mod:`pymc_lbp.cli.interrupts`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pymc_lbp.cli.agreement import chain_disagreement, disagreement_warning
-from pymc_lbp.cli.interrupts import Interrupted, deferred_interrupts, interrupts_before
+from pymc_lbp.cli.interrupts import Interrupted, deferred_interrupts, own_interrupts_end_chains
 from pymc_lbp.cli.parser import (
     EXIT_DISAGREE,
     EXIT_FILE,
@@ -43,6 +43,7 @@ from pymc_lbp.cli.samplers import (
     make_steps,
     steps_per_draw_for,
 )
+from pymc_lbp.files import write_text_atomically
 
 DEFAULT_DRAWS = 1000
 """``--draws`` without ``--time-limit``."""
@@ -425,8 +426,6 @@ def _check_time_limit(args: argparse.Namespace) -> None:
 def _write_mcse(path: Path, errors: list) -> None:
     """The MCSE file: the MAR layout (``N card e .. card e ..``) under the header ``MCSE``;
     an entry ArviZ cannot estimate (fewer than 4 draws per chain) is ``nan``."""
-    from pymc_lbp.models.uai.tokens import write_text_atomically
-
     parts = [str(len(errors))]
     for e in errors:
         parts.append(str(len(e)))
@@ -571,9 +570,8 @@ def _sample(
         else:
             from pymc_lbp.cli.timed import NoDrawsError, sample_until
 
-            deadline = started + 0.98 * time_limit - 0.25  # sample_until's: limit less margin
-            try:
-                with interrupts_before(deadline):
+            try:  # the watchdog's interrupts end chains, a user's Ctrl-C the run
+                with own_interrupts_end_chains():
                     run = sample_until(pm, info, kwargs, args, started, time_limit, rb)
             except NoDrawsError as exc:  # no draw in time: the exact marginals where they fit
                 chosen, why = _choose_method("auto", args, target, evidence)

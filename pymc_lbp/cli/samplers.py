@@ -25,6 +25,7 @@ __all__ = [
     "SamplerFactory",
     "SamplerNotApplicableError",
     "SplitRegion",
+    "block_gibbs_table_size",
     "check_sampler",
     "default_steps_per_draw",
     "grid_blocks",
@@ -35,7 +36,8 @@ __all__ = [
 
 #: Largest elimination table of a ``block_gibbs`` block
 #: (:data:`pymc_lbp.samplers.block.elimination.DEFAULT_MAX_TABLE_SIZE`, written out here so that
-#: importing the CLI stays light).
+#: importing the CLI stays light), raised to the largest free variable's states where that is
+#: more (:func:`block_gibbs_table_size`).
 BLOCK_GIBBS_MAX_TABLE_SIZE = 2**16
 
 #: A sampler factory: ``factory(value_vars, steps_per_draw) -> step or list of steps``, called
@@ -101,18 +103,37 @@ def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
     )
 
 
+def block_gibbs_table_size(cards: Sequence[int]) -> int:
+    """``max_table_size`` of ``block_gibbs`` on a network whose free variables have ``cards``
+    states: :data:`BLOCK_GIBBS_MAX_TABLE_SIZE`, or the largest cardinality where that is more.
+
+    A block's elimination tables hold at least one variable each, so a variable of ``K`` states
+    needs a budget of ``K`` entries; with it, the variable's block is the variable alone or
+    more (its neighbours cut where they would overflow the table), drawn exactly from its
+    ``K``-entry conditional, which costs what one draw of its ``K`` states costs. Without it,
+    :func:`~pymc_lbp.samplers.block.elimination.elimination_blocks` refuses the network.
+    """
+    return max(BLOCK_GIBBS_MAX_TABLE_SIZE, max((int(k) for k in cards), default=1))
+
+
 def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
     """:class:`~pymc_lbp.BlockGibbs` on elimination blocks of the network
     (:mod:`pymc_lbp.samplers.block.elimination`: every free variable but a small cutset, drawn
-    whole by bucket elimination within :data:`BLOCK_GIBBS_MAX_TABLE_SIZE` table entries; one
+    whole by bucket elimination within :func:`block_gibbs_table_size` table entries; one
     block, independent exact draws, when the network fits): exact block Gibbs, whose moves cross
     determinism; ``steps_per_draw=None``: one update per block on average."""
+    import pymc as pm
+
     from pymc_lbp.step_methods.block_gibbs import BlockGibbs
 
+    info = getattr(pm.modelcontext(None), "uai_info", None)
+    if info is None:
+        raise SamplerNotApplicableError("block_gibbs needs a model built by read_uai")
+    free = info.fixed_values < 0
     return BlockGibbs(
         vars,
         blocks="elimination",
-        max_table_size=BLOCK_GIBBS_MAX_TABLE_SIZE,
+        max_table_size=block_gibbs_table_size(info.network.cards[free].tolist()),
         steps_per_draw=steps_per_draw,
         differences="auto",
     )

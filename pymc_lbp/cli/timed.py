@@ -27,6 +27,7 @@ took and what limit would do.
 from __future__ import annotations
 
 import math
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 from pymc.step_methods import CompoundStep
 
+from pymc_lbp.cli.interrupts import interrupt_main
 from pymc_lbp.cli.parser import EXIT_SAMPLING, CLIError
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
     "chain_deadline",
     "default_draws_cap",
     "sample_until",
+    "sampling_deadline",
+    "writing_margin",
 ]
 
 TUNING_SHARE = 0.5
@@ -67,9 +71,25 @@ def default_draws_cap(n_free: int) -> int:
     return int(min(10**6, max(1000, (1 << 24) // max(1, n_free))))
 
 
+_MARGIN_SECONDS, _MARGIN_SHARE = 0.25, 0.02
+"""The writing margin of a ``--time-limit`` (:func:`writing_margin`): seconds, and share."""
+
+
+def writing_margin(time_limit: float) -> float:
+    """Seconds of ``time_limit`` kept for writing the results: 0.25 s + 2 % of the limit."""
+    return _MARGIN_SECONDS + _MARGIN_SHARE * time_limit
+
+
+def sampling_deadline(started: float, time_limit: float) -> float:
+    """``time.perf_counter()`` by which sampling has to stop in a run that started at
+    ``started`` with ``--time-limit time_limit``: the limit less :func:`writing_margin`."""
+    return started + time_limit - writing_margin(time_limit)
+
+
 def _limit(seconds: float) -> int:
-    """The least whole ``--time-limit`` that leaves ``seconds`` before the writing margin."""
-    return math.ceil((seconds + 0.25) / 0.98 + 1e-9)
+    """The least whole ``--time-limit`` that leaves ``seconds`` before the writing margin
+    (the inverse of :func:`writing_margin`)."""
+    return math.ceil((seconds + _MARGIN_SECONDS) / (1 - _MARGIN_SHARE) + 1e-9)
 
 
 def chain_deadline(now: float, end: float, chains_left: int, parallel: bool) -> float:
@@ -178,8 +198,11 @@ class BudgetRecorder:
         if self.rao_blackwellize:
             added = np.moveaxis(self.plan.probabilities(states), -1, 0).sum(axis=1)
         else:
-            values = states[:, self.plan.free]
-            added = np.stack([(values == k).sum(axis=0) for k in range(self.plan.kmax)])
+            values = states[:, self.plan.free]  # counts by (value, variable), no loop over values
+            n_free = values.shape[1]
+            cells = (values * n_free + np.arange(n_free)).ravel()
+            added = np.bincount(cells, minlength=self.plan.kmax * n_free)
+            added = added.reshape(self.plan.kmax, n_free)
         total, n_added = self.estimate
         self.estimate = (total + added, n_added + states.shape[0])
 
@@ -239,15 +262,16 @@ class _Watchdog:
 
     The callback can only stop a chain between draws; a draw that takes long (a sampler that
     compiles during tuning, a huge block) would run past the deadline. From ``end`` on, a
-    thread interrupts the main thread (``_thread.interrupt_main``: a ``KeyboardInterrupt``)
-    every 0.25 s until :meth:`stop`, unless the callback is running (it stops the chain itself
-    when it returns). PyMC ends the chain on it (one after the other: the next chain starts, and
-    is interrupted in turn; parallel: PyMC terminates the chains' processes, waiting up to 2 s).
+    thread interrupts the main thread (:func:`~pymc_lbp.cli.interrupts.interrupt_main`: a
+    ``KeyboardInterrupt`` within :func:`~pymc_lbp.cli.interrupts.own_interrupts_end_chains`,
+    where a user's Ctrl-C is an ``Interrupted``) every 0.25 s until :meth:`stop`, unless the
+    callback is running (it stops the chain itself when it returns). PyMC ends the chain on it
+    (one after the other: the next chain starts, and is interrupted in turn; parallel: PyMC
+    terminates the chains' processes, waiting up to 2 s). Only where sampling runs in the main
+    thread (a ``mar-batch`` task on a Dask worker thread: none, the callback alone stops it).
     """
 
     def __init__(self, end: float, recorder: BudgetRecorder) -> None:
-        import threading
-
         self.end = end
         self.recorder = recorder
         self.done = threading.Event()
@@ -255,12 +279,10 @@ class _Watchdog:
         self.thread.start()
 
     def _run(self) -> None:
-        import _thread
-
         wait = self.end - time.perf_counter()
         while not self.done.wait(max(0.0, wait)):
             if not self.recorder.in_callback:
-                _thread.interrupt_main()
+                interrupt_main()
             wait = 0.25
 
     def stop(self) -> None:
@@ -434,7 +456,7 @@ def sample_until(
     rao_blackwellize: bool,
 ) -> TimedRun:
     """Run ``pm.sample(**kwargs)`` with a :class:`BudgetRecorder` until ``time_limit`` seconds
-    after ``started`` (less a margin for writing: 0.25 s + 2 % of the limit), the steps'
+    after ``started`` (less the margin for writing, :func:`sampling_deadline`), the steps'
     tuning ended on time (:class:`TimedTuning`).
 
     Raises
@@ -447,8 +469,8 @@ def sample_until(
     """
     n_free = int(sum(info.members[n].size for n in info.free_names))
     cap = args.draws or default_draws_cap(n_free)
-    margin = 0.25 + 0.02 * time_limit
-    end = started + time_limit - margin
+    margin = writing_margin(time_limit)
+    end = sampling_deadline(started, time_limit)
     chains = kwargs["chains"]
     parallel = kwargs["cores"] > 1 and chains > 1
     in_turn = 1 if parallel else chains
@@ -458,7 +480,8 @@ def sample_until(
     if t0 >= end:
         why = "the time was up before sampling could start"
         raise NoDrawsError(why, time_limit, t0 - started, margin, None, in_turn)
-    watchdog = _Watchdog(end, recorder)
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    watchdog = _Watchdog(end, recorder) if in_main_thread else None
     try:
         try:
             step = TimedTuning(kwargs["step"], end, chains, parallel)
@@ -472,7 +495,8 @@ def sample_until(
                     **{**kwargs, "step": step},
                 )
         finally:
-            watchdog.stop()  # an interrupt it asked for lands here at the latest
+            if watchdog is not None:
+                watchdog.stop()  # an interrupt it asked for lands here at the latest
     except KeyboardInterrupt:  # the watchdog's, outside the part of PyMC that catches it
         pass
     except ValueError:  # PyMC: "Not enough samples to build a trace." (no draw at all)

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.files import write_text_atomically
 from pymc_lbp.models.uai.network import UAINetwork
 from pymc_lbp.models.uai.tokens import (
     PathLike,
     _Cursor,
     _read_text,
     _Tokens,
-    write_text_atomically,
 )
 
 __all__ = ["read_evidence", "write_evidence"]

@@ -11,7 +11,7 @@
 
 Every reader raises :class:`UAIFormatError` naming the file and the line and 1-based token
 number of the offending field, and skips a leading UTF-8 byte-order mark; every writer writes
-its file whole or not at all (:func:`~pymc_lbp.models.uai.tokens.write_text_atomically`).
+its file whole or not at all (:func:`~pymc_lbp.files.write_text_atomically`).
 
 The token streams are in :mod:`pymc_lbp.models.uai.tokens`; evidence is read and written in
 :mod:`pymc_lbp.models.uai.evidence_io`, the ``.MAR``, ``.PR`` and ``.MAP`` files in
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.files import write_text_atomically
 from pymc_lbp.models.uai.errors import NetworkTooLargeError, UAIFormatError
 from pymc_lbp.models.uai.evidence_io import read_evidence, write_evidence
 from pymc_lbp.models.uai.network import NETWORK_KINDS, UAINetwork
@@ -44,7 +45,6 @@ from pymc_lbp.models.uai.tokens import (
     _fmt,
     _read_text,
     _Tokens,
-    write_text_atomically,
 )
 
 __all__ = [

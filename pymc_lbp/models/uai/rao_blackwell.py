@@ -214,11 +214,14 @@ class FullConditionals:
             x = np.concatenate([states[lo_d:hi_d], np.zeros((hi_d - lo_d, 1), index)], axis=1)
             base = foffsets + (x[:, fvars] * fstrides).sum(axis=-1, dtype=index)  # (D, F')
             row = base[:, used] - x[:, var_cols] * inc_stride  # (D, E): entry 0 of the row
-            for k in range(self.kmax):
-                gathered = self.flat[row + steps[k]]
-                out[k, lo_d:hi_d] = np.add.reduceat(gathered, segments, axis=1)
-        for k in range(1, self.kmax):  # categories a variable does not have
-            out[k][:, cards <= k] = -np.inf
+            # categories in groups of about _CHUNK_ENTRIES gathered entries (all of them at once
+            # unless one draw's are more): no Python loop over the states of a large variable
+            per_k = max(1, row.size)
+            for lo_k, hi_k in _chunks(self.kmax, max(1, _CHUNK_ENTRIES // per_k)):
+                gathered = self.flat[row[None] + steps[lo_k:hi_k, None, :]]  # (K', D, E)
+                out[lo_k:hi_k, lo_d:hi_d] = np.add.reduceat(gathered, segments, axis=2)
+        missing = ks[:, None] >= cards[None, :]  # (kmax, V): categories a variable does not have
+        np.putmask(out, np.broadcast_to(missing[:, None, :], out.shape), -np.inf)
         _normalise(out, states[:, self.free[start:stop]])
         return out
 
@@ -231,21 +234,16 @@ def _chunks(total: int, size: int) -> Iterator[tuple[int, int]]:
 def _normalise(logits: np.ndarray, values: np.ndarray) -> None:
     """Softmax over the first axis, in place; where every entry is ``-inf`` (no possible value)
     the indicator of ``values`` (shape ``logits.shape[1:]``) instead."""
-    top = logits[0].copy()
-    for k in range(1, logits.shape[0]):
-        np.maximum(top, logits[k], out=top)
+    top = logits.max(axis=0)
     dead = ~np.isfinite(top)
     top[dead] = 0.0
     logits -= top
     np.exp(logits, out=logits)
-    total = logits[0].copy()
-    for k in range(1, logits.shape[0]):
-        total += logits[k]
+    total = logits.sum(axis=0)  # the first axis: added in order, one slice after the other
     total[dead] = 1.0
     logits /= total
     if dead.any():
-        for k in range(logits.shape[0]):
-            logits[k][dead] = values[dead] == k
+        logits[:, dead] = values[dead][None, :] == np.arange(logits.shape[0])[:, None]
 
 
 def _deltas(plan: FullConditionals, cards: np.ndarray) -> list[np.ndarray]:

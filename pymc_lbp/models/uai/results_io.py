@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.files import write_text_atomically
 from pymc_lbp.models.uai.network import UAINetwork
 from pymc_lbp.models.uai.tokens import (
     PathLike,
@@ -23,7 +24,6 @@ from pymc_lbp.models.uai.tokens import (
     _fmt,
     _read_text,
     _Tokens,
-    write_text_atomically,
 )
 
 __all__ = ["read_map", "read_mar", "read_pr", "write_map", "write_mar", "write_pr"]

@@ -2,20 +2,16 @@
 
 :class:`_Tokens` splits a file into whitespace-separated tokens and locates any of them (line,
 1-based token number) for a :class:`~pymc_lbp.models.uai.errors.UAIFormatError`; :class:`_Cursor`
-walks them as numbers, checking counts, integrality and ranges; ``_fmt`` writes the numbers and
-:func:`write_text_atomically` the files. Used by :mod:`pymc_lbp.models.uai.io` (networks),
-:mod:`pymc_lbp.models.uai.evidence_io` (evidence), :mod:`pymc_lbp.models.uai.results_io`
-(``.MAR``, ``.PR``, ``.MAP``) and the command line's result files.
+walks them as numbers, checking counts, integrality and ranges; ``_fmt`` writes the numbers (the
+files are written by :func:`pymc_lbp.files.write_text_atomically`). Used by
+:mod:`pymc_lbp.models.uai.io` (networks), :mod:`pymc_lbp.models.uai.evidence_io` (evidence) and
+:mod:`pymc_lbp.models.uai.results_io` (``.MAR``, ``.PR``, ``.MAP``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import shutil
-import uuid
-from pathlib import Path
 
 import numpy as np
 
@@ -164,39 +160,6 @@ def _read_text(path: PathLike) -> str:
     """The file's text (latin-1: every byte is a character), without a leading UTF-8 BOM."""
     with open(path, encoding="latin-1") as fh:
         return fh.read().removeprefix(_UTF8_BOM)
-
-
-def write_text_atomically(path: PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all.
-
-    The text goes to a temporary file in the same directory (its data synced to disk), which
-    then replaces ``path`` (``os.replace``): a run killed while writing, or a reader, sees the
-    previous file or the new one, never a part; on an error the temporary file is removed and
-    ``path`` is left as it was. A symbolic link is written through (its target is replaced);
-    an existing file's permissions are kept, a new file gets the usual ones (umask).
-
-    Parameters
-    ----------
-    path : str or os.PathLike
-    text : str
-        Written as UTF-8, line ends as they are.
-    """
-    target = Path(os.path.realpath(path))
-    tmp = target.with_name(f".{target.name[:200]}.{uuid.uuid4().hex[:12]}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            shutil.copymode(target, tmp)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        if isinstance(exc, OSError) and exc.filename == str(tmp):
-            exc.filename = os.fspath(path)  # the file asked for, not the temporary one
-        raise
 
 
 def _fmt(x: float, digits: int) -> str:
