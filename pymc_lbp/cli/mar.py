@@ -364,9 +364,8 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
         if chosen == "exact":
             if getattr(args, "time_limit", None) is not None:
                 print("--time-limit not used: the exact marginals need no sampling", file=out)
-            code = _exact(args, target, evidence, output, out)
+            code = _exact(args, target, evidence, (output, mcse), out)
             if mcse is not None:
-                _write_mcse(mcse, [[0.0] * int(k) for k in network.cards])
                 print(f"exact marginals: Monte Carlo standard errors 0 -> {mcse}", file=out)
         else:
             if args.strict and args.chains < 2:
@@ -449,17 +448,18 @@ def _choose_method(method: str, args: argparse.Namespace, network: Any, evidence
     return "sample", f"auto: elimination needs a table of {largest} > {limit} entries"
 
 
-def _exact(args: argparse.Namespace, network: Any, evidence: dict, output: Path, out: Any) -> int:
-    from pymc_lbp.models.uai import exact_marginals, write_mar
+def _exact(args: argparse.Namespace, network: Any, evidence: dict, files: tuple, out: Any) -> int:
+    """The exact marginals written to ``files`` (the MAR file and, with ``--mcse``, MCSE zeros)."""
+    from pymc_lbp.models.uai import exact_marginals
     from pymc_lbp.models.uai.exact import DEFAULT_MAX_TABLE_SIZE
 
     size = args.max_table_size or DEFAULT_MAX_TABLE_SIZE
     t0 = time.perf_counter()
     marginals = exact_marginals(network, evidence, max_table_size=size)
-    write_mar(output, marginals)
+    _write_results(files, marginals, [[0.0] * len(m) for m in marginals])
     print(
         f"exact marginals of {network.name} ({network.n_vars} variables, "
-        f"{len(evidence)} evidence) in {time.perf_counter() - t0:.2f} s -> {output}",
+        f"{len(evidence)} evidence) in {time.perf_counter() - t0:.2f} s -> {files[0]}",
         file=out,
     )
     return EXIT_OK
@@ -577,9 +577,7 @@ def _sample(
                 chosen, why = _choose_method("auto", args, target, evidence)
                 if chosen != "exact":
                     raise
-                code = _exact(args, target, evidence, output, out)
-                if mcse is not None:
-                    _write_mcse(mcse, [[0.0] * int(k) for k in network.cards])
+                code = _exact(args, target, evidence, files, out)
                 print(
                     f"pymc_lbp mar: --time-limit {time_limit:g} s: {exc.why}: exact marginals "
                     f"instead ({why}), written {time.perf_counter() - started:.2f} s after the "
@@ -588,11 +586,12 @@ def _sample(
                 )
                 return code
             seconds = run.seconds
-            write_mar(output, run.recorder.marginals())
-            written = time.perf_counter() - started
-            idata = run.inference_data()
-            if mcse is not None:
-                _write_mcse(mcse, uai_marginal_mcse(idata, model, rao_blackwellize=rb))
+            with deferred_interrupts():  # the MAR file at once, then the MCSE file: both
+                write_mar(output, run.recorder.marginals())
+                written = time.perf_counter() - started
+                idata = run.inference_data()
+                if mcse is not None:
+                    _write_mcse(mcse, uai_marginal_mcse(idata, model, rao_blackwellize=rb))
             budget_lines = run.report(written)
             print(budget_lines[-1], file=err)
     if args.sampler == "pymc_gibbs":
