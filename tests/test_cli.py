@@ -468,20 +468,6 @@ def test_sampler_names_are_the_step_classes_names():
     assert {cls.name for cls in classes} == set(SAMPLERS) - {"pymc_gibbs"}
 
 
-def test_former_sampler_name_works_for_one_release_with_a_warning(tmp_path, walled_uai):
-    path = walled_uai
-    args = ("--chains", "1", "--draws", "20", "--tune", "10", "--seed", "5", "--quiet")
-    args += ("--method", "sample")
-    old, new = tmp_path / "old.MAR", tmp_path / "new.MAR"
-    code, out, err = run("mar", str(path), "-o", str(old), "--sampler", "path_auxiliary", *args)
-    assert code == 0, err
-    assert err == "warning: --sampler path_auxiliary is now path_auxiliary_lbp\n"
-    assert "path_auxiliary_lbp, steps_per_draw=" in out
-    code, _, err = run("mar", str(path), "-o", str(new), "--sampler", "path_auxiliary_lbp", *args)
-    assert code == 0 and err == ""
-    assert old.read_text() == new.read_text()  # the same sampler, the same chain
-
-
 def test_chain_disagreement_compares_the_chains_not_trends_within_them(xor_uai):
     import arviz as az
 

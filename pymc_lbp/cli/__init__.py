@@ -96,7 +96,6 @@ from pymc_lbp.cli.parser import (
 )
 from pymc_lbp.cli.samplers import (
     DEFAULT_SAMPLER,  # noqa: F401 (re-exported)
-    RENAMED_SAMPLERS,
     SAMPLER_HELP,
     SAMPLERS,
     SamplerNotApplicableError,
@@ -143,10 +142,6 @@ def main(argv: Sequence[str] | None = None, *, stdout: Any = None, stderr: Any =
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    if getattr(args, "sampler", None) in RENAMED_SAMPLERS:
-        new = RENAMED_SAMPLERS[args.sampler]
-        print(f"warning: --sampler {args.sampler} is now {new}", file=err)
-        args.sampler = new
     try:
         with raising_interrupts():
             if args.command == "mar-batch":

@@ -13,7 +13,6 @@ import textwrap
 
 from pymc_lbp.cli.samplers import (
     DEFAULT_SAMPLER,
-    RENAMED_SAMPLERS,
     SAMPLER_HELP,
     SAMPLERS,
 )
@@ -140,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mar.add_argument(
         "--sampler",
-        choices=[*SAMPLERS, *RENAMED_SAMPLERS],
+        choices=list(SAMPLERS),
         default=DEFAULT_SAMPLER,
         metavar="NAME",
         help=f"one of {', '.join(SAMPLERS)} (default: {DEFAULT_SAMPLER}; see 'samplers' below)",

@@ -19,7 +19,6 @@ __all__ = [
     "DEFAULT_SAMPLER",
     "DEFAULT_STEPS_PER_DRAW",
     "REGION_CHECK_MAX_STATES",
-    "RENAMED_SAMPLERS",
     "SAMPLERS",
     "SAMPLER_HELP",
     "SamplerFactory",
@@ -206,10 +205,6 @@ SAMPLERS: dict[str, SamplerFactory] = {
     "pymc_gibbs": _pymc_gibbs,
 }
 DEFAULT_SAMPLER = "block_gibbs"
-
-#: Former ``--sampler`` names -> their names now (each a step class's ``name``); a former name
-#: is accepted for one release, with a warning on stderr.
-RENAMED_SAMPLERS: dict[str, str] = {"path_auxiliary": "path_auxiliary_lbp"}
 
 #: One line per sampler for ``--help``.
 SAMPLER_HELP: dict[str, str] = {
