@@ -9,7 +9,7 @@ Samplers, one process, the same seed for all on a model:
 
 * ``pymc_default``: ``pm.sample()``'s default step assignment (2 chains, ``cores=1``);
 * ``pymc_ours``: ``pm.sample()`` with ``LocallyBalanced(discrete vars)`` next to NUTS (same),
-  measured after a short warm-up run that compiles and records what the step defers;
+  measured after a short warm-up run that compiles what the step defers;
 * ``lbp_sample_{1,4,32}``: ``pymc_lbp.sample(chains=1/4/32, chain_method="vectorized")``;
   ``lbp_sample_seq_N`` (not run by default): ``chain_method="sequential"``, N chains one after
   another in the same compiled function;
@@ -129,34 +129,22 @@ def measure(spec: MixedModel, post: dict[str, np.ndarray], leapfrog: float) -> d
 
 @contextmanager
 def compiling_at_once() -> Iterator[None]:
-    """Our steps compile what they would defer (ski rental, ``pymc_lbp.compile_record``: the
-    integer jumps, the single-site scan kernel after ``COMPILE_AFTER_STEPS`` numpy steps) at its
-    first use, and the compile directory's record notes it."""
-    from pymc_lbp import compile_record
+    """Our steps compile what they would defer (the single-site scan kernel after
+    ``COMPILE_AFTER_STEPS`` numpy steps) at its first use, as the integer jumps always are."""
     from pymc_lbp.samplers.single_site import reference
 
-    saved = (
-        compile_record.COMPILE_AFTER_SECONDS_COLD,
-        compile_record.COMPILE_AFTER_SECONDS_WARM,
-        reference.COMPILE_AFTER_STEPS,
-    )
-    compile_record.COMPILE_AFTER_SECONDS_COLD = compile_record.COMPILE_AFTER_SECONDS_WARM = 0.0
+    saved = reference.COMPILE_AFTER_STEPS
     reference.COMPILE_AFTER_STEPS = 0
     try:
         yield
     finally:
-        (
-            compile_record.COMPILE_AFTER_SECONDS_COLD,
-            compile_record.COMPILE_AFTER_SECONDS_WARM,
-            reference.COMPILE_AFTER_STEPS,
-        ) = saved
+        reference.COMPILE_AFTER_STEPS = saved
 
 
 def warm_up_ours(spec: MixedModel, seed: int) -> None:
     """A short ``pm.sample`` with our step under :func:`compiling_at_once`: the measured run then
-    finds its graphs compiled and recorded, as a user's runs after the first on a model do (a
-    first run on a new model runs its jumps in numpy until compiling them pays, so its draws
-    cost more and its compiles come later)."""
+    finds its graphs compiled, as a user's runs after the first on a model do (a first run on a
+    new model compiles them, and runs its first single-site steps in numpy)."""
     from pymc_lbp import LocallyBalanced
 
     model = spec.build()

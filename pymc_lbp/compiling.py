@@ -19,7 +19,7 @@ holds the functions, and through them their shared variables, until they are evi
 
 **The same graph compiled in an earlier process.** A graph this process has not compiled is
 looked up in :mod:`pymc_lbp.function_store` (functions pickled in PyTensor's compile directory
-under a strict fingerprint of their graph) and loaded there, over the caller's shared variables,
+under a fingerprint of their graph) and loaded there, over the caller's shared variables,
 without rewriting; a function compiled is stored.
 
 **Python's collector while rewriting.** Rewriting a graph allocates tens of thousands of
@@ -49,7 +49,7 @@ from pytensor.graph.traversal import io_toposort
 from pytensor.tensor.random.type import RandomType
 
 from pymc_lbp import function_store
-from pymc_lbp.compile_record import config_key
+from pymc_lbp.fingerprint import config_key
 
 __all__ = [
     "CACHE_SIZE",

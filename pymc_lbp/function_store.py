@@ -6,8 +6,8 @@ warm (every C module already built), what is left of each compilation is rewriti
 test suite's time, spent again in every process for the same graphs. PyTensor can pickle a
 compiled function and load it without rewriting (that is how functions travel to
 ``pm.sample``'s worker processes). So :func:`pymc_lbp.compiling.pm_compile`, for a graph compiled
-in no earlier call of this process, first looks here: a function pickled under the strict
-fingerprint of its graph before rewriting (:func:`pymc_lbp.compile_record.graph_fingerprint`:
+in no earlier call of this process, first looks here: a function pickled under the
+fingerprint of its graph before rewriting (:func:`pymc_lbp.fingerprint.graph_fingerprint`:
 ops with their properties and inner graphs, constants' bytes, input types, PyTensor's version
 and settings, compiler flags, PyMC's version and the compile options) is loaded instead of
 compiled, and a function compiled is stored.
@@ -49,7 +49,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.utils import Scratchpad
 from pytensor.tensor.type_other import NoneConst
 
-from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
+from pymc_lbp.fingerprint import Unfingerprintable, graph_fingerprint
 
 __all__ = [
     "STORE_FOLDER",
@@ -102,9 +102,7 @@ def fingerprint(
     text["blas"] = repr(pytensor.config.blas__ldflags)  # BLAS ops are rewritten in where it links
     shared: list[SharedVariable] = []
     try:
-        key = graph_fingerprint(
-            inputs, outputs, {**text, "pymc": pymc.__version__}, strict=True, shared=shared
-        )
+        key = graph_fingerprint(inputs, outputs, {**text, "pymc": pymc.__version__}, shared=shared)
     except Unfingerprintable as err:
         _log.debug("Not storing a compiled function: %s", err)
         return None

@@ -29,7 +29,6 @@ from pytensor.graph.basic import Constant, Variable
 from pytensor.graph.replace import clone_replace, vectorize_graph
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_lbp.compile_record import graph_fingerprint, note_compiled
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.dependency_analysis import NotLocalError
 from pymc_lbp.logp.graphs import repeated_rows, set_per_row, substitute
@@ -226,7 +225,6 @@ class ExactDifferences(Differences):
         self._fn = None
         self._logp_fn = None
         self._graph_parts = None
-        self._batched_fingerprint = None
         self._local = None
         self.local_plan = None
         self.method, self.method_reason = "batched", "chosen by the caller"
@@ -274,8 +272,7 @@ class ExactDifferences(Differences):
         return self._graph_parts
 
     def _batched(self):
-        """The batched evaluation (compiled on first use when the local method is in use; the
-        compile directory's record notes it, :mod:`pymc_lbp.compile_record`)."""
+        """The batched evaluation (compiled on first use when the local method is in use)."""
         if self._fn is None:
             logp, logp_batch, sites, values = self._batched_graph()
             self._fn = pm_compile(
@@ -285,41 +282,12 @@ class ExactDifferences(Differences):
                 **self._compile_kwargs,
             )
             self._fn.trust_input = True
-            note_compiled(self.batched_fingerprint())
         return self._fn
-
-    def batched_fingerprint(self) -> str:
-        """:func:`~pymc_lbp.compile_record.graph_fingerprint` of the batched evaluation as
-        :meth:`_batched` compiles it (computed once)."""
-        if self._batched_fingerprint is None:
-            logp, logp_batch, sites, values = self._batched_graph()
-            options = {"on_unused_input": "ignore", **self._compile_kwargs}
-            self._batched_fingerprint = graph_fingerprint(
-                [self._x, sites, values], [logp, logp_batch], options
-            )
-        return self._batched_fingerprint
 
     def site_logp_function(self):
         """The compiled ``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] =
         values[r] for every r)`` (the batched evaluation; compiled on first use)."""
         return self._batched()
-
-    def site_logp_rows(
-        self, x: np.ndarray, sites: np.ndarray, values: np.ndarray
-    ) -> tuple[float, np.ndarray]:
-        """:meth:`site_logp_function`'s outputs evaluated row after row with :meth:`model_logp`
-        (``len(sites) + 1`` evaluations; int64 arrays, as the compiled function takes them),
-        ``x`` left as it was. No vectorised graph is compiled: with an empty compile cache the
-        batched evaluation's C modules cost 7-12 s on the gallery models, where the logp's are
-        mostly those that NUTS's logp and gradient, or PyMC's own steps, compile anyway."""
-        logp = self.model_logp
-        y = x.copy()
-        rows = np.empty(len(sites), dtype=np.float64)
-        for r, (site, value) in enumerate(zip(sites.tolist(), values.tolist(), strict=True)):
-            y[site] = value
-            rows[r] = logp(y)
-            y[site] = x[site]
-        return logp(x), rows
 
     def site_logp_graph(
         self, x: Variable, sites: Variable, values: Variable

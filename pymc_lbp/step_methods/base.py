@@ -80,6 +80,27 @@ class DiscreteStepState(StepMethodState):
     tune: bool
 
 
+PYMC_ARGUMENTS = "{pymc_arguments}"
+"""The line of a step class's docstring replaced by :data:`PYMC_ARGUMENTS_DOC` when the class is
+made (:meth:`DiscreteStep.__init_subclass__`)."""
+
+PYMC_ARGUMENTS_DOC = """**kwargs
+    PyMC's step-method arguments ``model``, ``rng``, ``initial_point``, ``compile_kwargs`` and
+    ``blocked``, passed on to :class:`~pymc_lbp.step_methods.base.DiscreteStep` (documented
+    there)."""
+
+
+def model_and_start(kwargs: dict) -> tuple[pm.Model, dict]:
+    """The model and start point of PyMC's step-method arguments ``kwargs`` (see
+    :class:`DiscreteStep`), for a step class that needs them before it builds its base: the model
+    in context and its initial point by default, written into ``kwargs`` so that the start point
+    is computed once."""
+    model = kwargs["model"] = pm.modelcontext(kwargs.get("model"))
+    if kwargs.get("initial_point") is None:
+        kwargs["initial_point"] = model.initial_point()
+    return model, kwargs["initial_point"]
+
+
 def _supported_rv(rv) -> bool:
     op = getattr(rv.owner, "op", None)
     if isinstance(op, BernoulliRV | CategoricalRV):
@@ -98,6 +119,11 @@ def _supported_rv(rv) -> bool:
 
 class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTuning, ArrayStepShared):
     """Base class of the pymc_lbp step methods (not used directly).
+
+    The last five parameters are PyMC's own step-method arguments, which ``pm.sample`` passes
+    when it builds the steps; they are documented here once, and the subclasses take them as
+    ``**kwargs`` and pass them on to this class (:func:`model_and_start` where they need the
+    model first), with the docstring entry :data:`PYMC_ARGUMENTS_DOC`.
 
     Parameters
     ----------
@@ -121,10 +147,13 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
         (with its reason and measurements), logged (logger ``"pymc_lbp"``, INFO), and recorded in
         the stat ``exact_differences``.
     model : pymc.Model, optional
+        The model; default: the one in context.
     rng : RandomGenerator, optional
+        The step's random generator (``pm.sample`` gives each chain's steps their own).
     initial_point : dict, optional
+        The start point the block is read at; default: the model's initial point.
     compile_kwargs : dict, optional
-        Passed to pytensor compilation.
+        Passed to pytensor compilation (``{"mode": "NUMBA"}``, ``{"mode": "JAX"}``, ...).
     blocked : bool, default True
         PyMC's flag; with ``False`` each variable gets its own step.
     """
@@ -167,6 +196,16 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
     _state_class = DiscreteStepState
     _registered: ClassVar[bool] = False
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        doc = cls.__dict__.get("__doc__")
+        for line in (doc or "").splitlines():  # the entry of PyMC's arguments, written once
+            if line.strip() == PYMC_ARGUMENTS:
+                indent = line[: len(line) - len(line.lstrip())]
+                entry = "\n".join(indent + part for part in PYMC_ARGUMENTS_DOC.splitlines())
+                cls.__doc__ = doc.replace(line, entry, 1)
+                break
+
     def __new__(cls, *args, **kwargs):
         # PyMC's BlockedStep.__new__ inspects vars first; give our errors before its own
         vars = args[0] if args else kwargs.get("vars")
@@ -189,6 +228,7 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
         vars = self._resolve_vars(vars, model)
         if initial_point is None:
             initial_point = model.initial_point()
+        self._compile_kwargs = compile_kwargs  # for the kernels the subclasses compile
         if differences not in DIFFERENCES:
             raise ValueError(f"differences must be one of {DIFFERENCES}, got {differences!r}")
 
@@ -252,11 +292,6 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
             self._jump_exponent = self._block_jump_exponent()
             self._move_classes = self._independent_classes(model)
             self._jump_compile_kwargs = compile_kwargs
-            # numpy jumps until compiling them pays (samplers/integer/numpy_jumps.py)
-            self._integer_moves = 0
-            self._numpy_jump_seconds = self._numpy_seconds_recorded = 0.0
-            self._jumps_known: dict[int, tuple[str, bool, float]] = {}
-            self._numpy_jumps = None
             stats.update(dtypes_shapes("integer_accept", "integer_jump"))
         self._site_pieces = None  # the classes keep what they need
         if stats != self.stats_dtypes_shapes:

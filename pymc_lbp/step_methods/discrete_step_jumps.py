@@ -1,5 +1,6 @@
 """DiscreteStep's integer sites: which are drawn from their full conditional over a small support
-(support Gibbs) and which jump, the compiled jumps, and the tuning of the jumps' scale exponent.
+(support Gibbs) and which jump, the compiled jumps (compiled at the first draw that moves an
+integer site, the one rule), and the tuning of the jumps' scale exponent.
 
 A mixin of :class:`pymc_lbp.step_methods.base.DiscreteStep`; the jump kernel itself is in
 :mod:`pymc_lbp.samplers.integer`.
@@ -7,28 +8,18 @@ A mixin of :class:`pymc_lbp.step_methods.base.DiscreteStep`; the jump kernel its
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from pymc_lbp.compile_record import (
-    compiled_before,
-    note_compiled,
-    numpy_seconds,
-    record_seconds,
-)
 from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.layout import BINARY, INTEGER
 from pymc_lbp.logp.site_colouring import greedy_colouring
 from pymc_lbp.logp.site_pieces import site_pieces
 from pymc_lbp.samplers.balancing import log_sqrt
-from pymc_lbp.samplers.integer import numpy_jumps
 from pymc_lbp.samplers.integer.graph import CompiledJumps
-from pymc_lbp.samplers.integer.numpy_jumps import NumpyJumps
 from pymc_lbp.samplers.integer.reference import (
     LARGEST_SCALE_EXPONENT,
     MAX_SCALE_EXPONENT,
@@ -157,80 +148,22 @@ class DiscreteStepJumps:
         only on first use)."""
         return self._jump_target.site_logp_function()
 
-    def _numpy_site_logp(self):
-        """What the numpy jumps score rows with, compiled: the batched logp (:attr:`_site_logp`)
-        where the compile directory's record has it, else the model's logp row after row
-        (:meth:`~pymc_lbp.logp.differences.ExactDifferences.site_logp_rows`: its C modules are
-        mostly those NUTS's logp and gradient, or PyMC's own steps, compile anyway)."""
-        target = self._jump_target
-        if compiled_before(target.batched_fingerprint()):
-            return self._site_logp
-        target.model_logp(self._x0)
-        return target.site_logp_rows
-
     @property
     def jumps(self) -> CompiledJumps:
         """The compiled integer jumps (:class:`pymc_lbp.samplers.integer.graph.CompiledJumps`),
-        compiled on first use."""
+        compiled on first use: the step's first draw that moves an integer site, and again
+        after tuning grows ``J``."""
         if self._jumps is None:
             self._jumps = self._compile_jumps()
         return self._jumps
 
     def _compile_jumps(self) -> CompiledJumps:
         """The compiled jumps at the current :attr:`_jump_exponent` (kept per exponent: chains
-        that tune ``J`` again from their start reuse them), noted in the compile directory's
-        record (:mod:`pymc_lbp.compile_record`)."""
+        that tune ``J`` again from their start reuse them)."""
         cached = self.__dict__.setdefault("_jumps_by_exponent", {})
-        if self._jump_exponent in cached:
-            return cached[self._jump_exponent]
-        jumps = cached[self._jump_exponent] = self.build_jumps(compile_now=True)
-        note_compiled(self._jumps_record()[0])
-        return jumps
-
-    def _jumps_fingerprint(self) -> str:
-        """The compiled jumps' fingerprint at the current ``J``: the batched logp's
-        (:meth:`~pymc_lbp.logp.differences.ExactDifferences.batched_fingerprint`, the graph the
-        jumps are built on) with what else :meth:`build_jumps` builds them from."""
-        jump_classes, gibbs_classes, pieces = self._move_classes
-        lower, upper = self._site_supports(self._gibbs_sites)
-        parts = (
-            "integer jumps",
-            self._jump_target.batched_fingerprint(),
-            self._balancing()[0],
-            self._jump_exponent,
-            self._jump_sites.tolist(),
-            self._gibbs_sites.tolist(),
-            np.asarray(lower).tolist(),
-            np.asarray(upper).tolist(),
-            [c.tolist() for c in jump_classes or []],
-            [c.tolist() for c in gibbs_classes or []],
-            pieces is None,
-            sorted((k, repr(v)) for k, v in (self._jump_compile_kwargs or {}).items()),
-        )
-        return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
-
-    def _jumps_record(self) -> tuple[str, bool, float]:
-        """The jumps at the current ``J`` in the compile directory's record: their fingerprint,
-        whether they were compiled there before, and the numpy seconds earlier runs recorded
-        for them (read once per ``J``, so compiling them does not change the rule midway)."""
-        known = self._jumps_known
-        if self._jump_exponent not in known:
-            fp = self._jumps_fingerprint()
-            known[self._jump_exponent] = (fp, compiled_before(fp), numpy_seconds(fp))
-        return known[self._jump_exponent]
-
-    def _compiling_jumps_pays(self) -> bool:
-        """:func:`~pymc_lbp.samplers.integer.numpy_jumps.compiling_pays` for this step now."""
-        _, compiled, seconds_before = self._jumps_record()
-        return numpy_jumps.compiling_pays(self._numpy_jump_seconds, seconds_before, compiled)
-
-    def _record_numpy_seconds(self, flush: bool = False) -> None:
-        """Add the numpy moves' seconds not yet recorded to the record of jumps never compiled
-        (every quarter second, and when the step compiles them)."""
-        fp, compiled, _ = self._jumps_record()
-        self._numpy_seconds_recorded = record_seconds(
-            fp, compiled, self._numpy_jump_seconds, self._numpy_seconds_recorded, flush
-        )
+        if self._jump_exponent not in cached:
+            cached[self._jump_exponent] = self.build_jumps(compile_now=True)
+        return cached[self._jump_exponent]
 
     def build_jumps(self, compile_now: bool = False) -> CompiledJumps:
         """The integer sites' moves at the current :attr:`_jump_exponent` as one
@@ -288,10 +221,8 @@ class DiscreteStepJumps:
         return out[0], out[1], pieces
 
     def _jump_integer_sites(self, x: np.ndarray) -> tuple[np.ndarray, float, dict, int, int]:
-        """One move per integer site: in numpy for the step's first site moves
-        (:meth:`_jumps_in_numpy`), then in one compiled call (:attr:`jumps`), the same moves
-        from the same uniforms; returns the state, its logp, the stats, the jumps accepted and
-        the logp evaluations made.
+        """One move per integer site in one compiled call (:attr:`jumps`); returns the state,
+        its logp, the stats, the jumps accepted and the logp evaluations made.
 
         While tuning, the jumps' exponent ``J`` adapts where the supports do not fix it
         (:meth:`_tune_jump_exponent`); after tuning it is frozen, so the kernel is one fixed
@@ -300,51 +231,12 @@ class DiscreteStepJumps:
         if self.tune and self._jump_exponent_grows and self._tune_draws == 0:
             self._restart_jump_exponent(x)  # a chain's first tuning draw: J from its start
         n = self._integer_sites.size
-        uniforms = self.rng.random((n, 2))
-        if self._compiling_jumps_pays():
-            if self._jumps is None:
-                self._record_numpy_seconds(flush=True)
-            jumps = self.jumps
-            res, evals = jumps(x, uniforms), jumps.logp_evals_per_call
-        else:  # the same moves from the same uniforms, without compiling (yet)
-            in_numpy = self._jumps_in_numpy()
-            start = time.perf_counter()
-            res = in_numpy(x, uniforms)
-            self._numpy_jump_seconds += time.perf_counter() - start
-            self._record_numpy_seconds()
-            evals = in_numpy.logp_evals
-        self._integer_moves += n
+        jumps = self.jumps
+        res = jumps(x, self.rng.random((n, 2)))
         if self.tune and self._jump_exponent_grows:
             self._tune_jump_exponent(x, res.x)
         stats = {"integer_accept": res.sum_accept / n, "integer_jump": res.sum_distance / n}
-        return res.x, res.logp, stats, res.n_accepted, evals
-
-    def _jumps_in_numpy(self) -> NumpyJumps:
-        """The numpy twin of :attr:`jumps` at the current ``J``
-        (:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`), what a step runs until
-        compiling its jumps pays (:func:`~pymc_lbp.samplers.integer.numpy_jumps.compiling_pays`),
-        so a run that moves few integer sites never compiles the jumps. Its rows come from
-        :meth:`_numpy_site_logp`, compiled here (its compilation is not time spent moving)."""
-        jumps = self._numpy_jumps
-        if jumps is None or jumps.exponent != self._jump_exponent:
-            site_logp = self._numpy_site_logp()
-            _, fn = self._balancing()
-            jump_classes, gibbs_classes, _ = self._move_classes
-            lower, upper = self._site_supports(self._gibbs_sites)
-            jumps = NumpyJumps(
-                self._jump_sites,
-                self._gibbs_sites,
-                self._jump_exponent,
-                site_logp,
-                self._jump_target.bounds_at,
-                lower,
-                upper,
-                fn if callable(fn) else log_sqrt,
-                jump_classes,
-                gibbs_classes,
-            )
-            self._numpy_jumps = jumps
-        return jumps
+        return res.x, res.logp, stats, res.n_accepted, jumps.logp_evals_per_call
 
     def _jump_exponent_at(self, x: np.ndarray) -> int:
         """``J`` a chain started at ``x`` starts from, on a block whose supports do not fix it:

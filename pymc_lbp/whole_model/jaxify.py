@@ -12,13 +12,13 @@ variables held as constants, PyTensor's JAX rewrites, then ``jax_funcify``.
 **Rewritten graphs kept on disk.** The rewrites are most of a warm build's time (seconds per
 graph, ~10 s for the hidden Markov model's four graphs on a slow 2-core machine), and they give
 the same graph every time for the same graph, PyTensor and settings. So the rewritten graph is
-pickled into PyTensor's compile directory (``<compiledir>/pymc_lbp_jax_graphs/<fingerprint>``,
-beside :mod:`pymc_lbp.compile_record`'s record), named by the strict fingerprint of the graph
-before rewriting (:func:`pymc_lbp.compile_record.graph_fingerprint`: ops with their properties,
-inner graphs, constants' bytes, input types, PyTensor's version and settings, PyMC's and JAX's
-versions), and a later process converts the stored graph instead of rewriting again (files
-compressed and pruned as :mod:`pymc_lbp.function_store`'s, which keeps the compiled PyTensor
-functions of the steps the same way). A graph the
+pickled into PyTensor's compile directory (``<compiledir>/pymc_lbp_jax_graphs/<fingerprint>``),
+named by the fingerprint of the graph before rewriting
+(:func:`pymc_lbp.fingerprint.graph_fingerprint`: ops with their properties, inner graphs,
+constants' bytes, input types, PyTensor's version and settings, PyMC's and JAX's versions), and
+a later process converts the stored graph instead of rewriting again (files compressed and
+pruned as :mod:`pymc_lbp.function_store`'s, which keeps the compiled PyTensor functions of the
+steps the same way). A graph the
 fingerprint cannot stand for (an op known only by its name), one that cannot be pickled, or a
 stored file that cannot be read is rewritten as PyMC does, and nothing is stored or the file is
 replaced: only the time changes, never the function.
@@ -39,8 +39,8 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
 
 from pymc_lbp import function_store
-from pymc_lbp.compile_record import Unfingerprintable, graph_fingerprint
 from pymc_lbp.compiling import _Uncacheable, graph_key
+from pymc_lbp.fingerprint import Unfingerprintable, graph_fingerprint
 from pymc_lbp.function_store import read, write_atomically
 
 _log = logging.getLogger("pymc_lbp")
@@ -193,7 +193,7 @@ def jaxified_graph(inputs: Sequence, outputs: Sequence) -> Callable[..., list]:
     graph = _shared_as_constants(list(outputs))
     versions = {"pymc": pymc.__version__, "jax": jax.__version__, "backend": "jax"}
     try:
-        path = store_folder() / graph_fingerprint(inputs, graph, versions, strict=True)
+        path = store_folder() / graph_fingerprint(inputs, graph, versions)
     except Unfingerprintable as err:
         _log.debug("Rewriting for JAX without the store: %s", err)
         path = None

@@ -515,32 +515,3 @@ def test_class_rows_equal_the_batched_rows(build):
         compared += 1
         impossible += int((~ok).sum())
     assert compared >= 5 and impossible > 0
-
-
-@pytest.mark.parametrize("build", [_occupancy, _n_mixture, _shifted_binomial])
-def test_rows_one_after_another_equal_the_batched_rows(build):
-    """``site_logp_rows`` (the compiled model logp at each one-site change in turn: what the
-    numpy jumps score with while the batched graph is new to the compile directory) gives the
-    batched evaluation's ``(logp(x), rows)``, the rows where a parameter check fails or the data
-    are impossible at ``-inf`` too, also from impossible states; and it leaves ``x`` as it was."""
-    model, state = build()
-    batched, _, _ = _pair(model)
-    n = batched.layout.n_sites
-    site_logp = batched.site_logp_function()
-    rng = np.random.default_rng(6)
-    impossible = 0
-    for _ in range(20):
-        xv = state(rng)
-        sites = rng.integers(0, n, size=9)  # a site may come twice
-        values = (xv[sites] + rng.integers(-4, 5, size=9)).clip(0)
-        before = xv.copy()
-        logp_x, rows = batched.site_logp_rows(xv, sites, values)
-        np.testing.assert_array_equal(xv, before)
-        want_x, want = site_logp(xv, sites, values)
-        np.testing.assert_allclose(logp_x, want_x, rtol=1e-12)
-        want = np.asarray(want)
-        np.testing.assert_array_equal(np.isneginf(rows), np.isneginf(want))
-        ok = np.isfinite(want)
-        np.testing.assert_allclose(rows[ok], want[ok], rtol=1e-12, atol=1e-9)
-        impossible += int((~ok).sum())
-    assert impossible > 0

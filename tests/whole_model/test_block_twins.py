@@ -4,7 +4,7 @@ A block's draw takes its uniforms from its key (:mod:`pymc_lbp.whole_model.discr
 the single-site steps' from the first half of ``jax.random.split(key)``, the jumps' from the
 second); the same uniforms given to the numpy references
 (:func:`pymc_lbp.samplers.single_site.reference.single_site_steps`,
-:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`) must give the same states and
+:func:`pymc_lbp.samplers.integer.reference.block_jumps`) must give the same states and
 summaries, with the other variables at the values the draw was given.
 """
 
@@ -24,6 +24,7 @@ from pymc_lbp.samplers.single_site.reference import single_site_steps  # noqa: E
 from pymc_lbp.whole_model.discrete_blocks import block_draw  # noqa: E402
 from pymc_lbp.whole_model.jaxify import model_value_replacements  # noqa: E402
 from pymc_lbp.whole_model.sampling import _require_jax  # noqa: E402
+from tests.helpers.integer_jumps import reference_jumps  # noqa: E402
 
 
 def _jax_block(model, step, point):
@@ -81,14 +82,14 @@ def test_integer_jumps_match_the_numpy_reference():
     with model:
         step = pymc_lbp.LocallyBalanced([n], initial_point=point)
     block, values, x = _jax_block(model, step, point)
-    numpy_jumps = step._jumps_in_numpy()
+    _, reference = reference_jumps(step)
     n_moves = step._integer_sites.size  # one move per integer site
     moved = 0
     for seed in range(5):
         key = jax.random.PRNGKey(seed)
         new, _, stats = jax.jit(block.draw, static_argnums=3)(key, values, (), False)
         uniforms = np.asarray(jax.random.uniform(jax.random.split(key)[1], (n_moves, 2)))
-        ref = numpy_jumps(x, uniforms)
+        ref = reference(x, uniforms)
         np.testing.assert_array_equal(np.asarray(new[1]), ref.x)
         np.testing.assert_allclose(float(stats["integer_accept"]), ref.sum_accept / n_moves)
         moved += int(np.any(ref.x != x))

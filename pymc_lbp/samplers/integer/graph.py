@@ -30,14 +30,17 @@ site, and no Python between sites. Given colour classes of sites that share no t
 moves are independent, so the decisions are those of the site-after-site moves with the same
 uniforms, from one or two batched evaluations for the whole class.
 
+A step runs its integer moves with :class:`CompiledJumps` only, compiled at the first draw that
+moves an integer site (and again when tuning grows ``J``); the numpy reference of a call is
+:func:`pymc_lbp.samplers.integer.reference.block_jumps`, which the tests compare it with move for
+move.
+
 The one-site moves are built in :mod:`pymc_lbp.samplers.integer.site_moves`, the moves of a
 colour class at once in :mod:`pymc_lbp.samplers.integer.class_moves`; this module puts them
 together in :class:`CompiledJumps`, and their names stay importable from here.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pytensor
@@ -49,7 +52,7 @@ from pymc_lbp.samplers.integer.class_moves import (
     integer_jumps_at_once,
     support_gibbs_at_once,
 )
-from pymc_lbp.samplers.integer.reference import offsets
+from pymc_lbp.samplers.integer.reference import JumpsResult, offsets
 from pymc_lbp.samplers.integer.site_moves import (
     BoundsGraph,
     ClassRowsGraph,
@@ -96,17 +99,6 @@ def move_order(
         + [gibbs_sites[c] for c in _classes(gibbs_classes, gibbs_sites.size)]
         + [np.zeros(0, np.int64)]
     ).astype(np.int64)
-
-
-@dataclass
-class JumpsResult:
-    """State after one jump per integer site, and the jumps' summaries."""
-
-    x: np.ndarray
-    logp: float
-    sum_accept: float
-    sum_distance: int
-    n_accepted: int
 
 
 class CompiledJumps:

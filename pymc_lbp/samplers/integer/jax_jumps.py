@@ -4,7 +4,7 @@ The graphs are those of :class:`pymc_lbp.samplers.integer.graph.CompiledJumps` (
 jump per jumping site, one full-conditional draw per support-Gibbs site, colour classes at
 once), converted to JAX by ``to_jax``; two uniforms per moved site come from a JAX key, so given
 the same uniforms the moves are the numpy reference's
-(:class:`pymc_lbp.samplers.integer.numpy_jumps.NumpyJumps`).
+(:func:`pymc_lbp.samplers.integer.reference.block_jumps`).
 """
 
 from __future__ import annotations

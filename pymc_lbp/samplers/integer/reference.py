@@ -42,12 +42,18 @@ whole support (:func:`support_gibbs`, a heat-bath update as PyMC's CategoricalGi
 makes for categories): one batched logp evaluation of ``width + 1`` rows, no MH correction needed,
 and the site's next value is independent of its current one. On a population size with support
 0..1000 this turns ~0.13 effective draws per draw of the jump into ~1.
+
+**A block's moves.** :func:`block_jumps` makes one move per integer site of a block from a call's
+uniforms, site after site, with :func:`jump` and :func:`support_gibbs`: the reference the
+compiled call (:class:`pymc_lbp.samplers.integer.graph.CompiledJumps`, what the steps run) and
+its JAX version are tested against move for move.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -269,11 +275,73 @@ def uses_support_gibbs(lower: float, upper: float) -> bool:
     return math.isfinite(width) and width + 1 <= SUPPORT_GIBBS_MAX_VALUES
 
 
+@dataclass
+class JumpsResult:
+    """State after one move per integer site of a block, and the moves' summaries."""
+
+    x: np.ndarray
+    logp: float
+    sum_accept: float
+    sum_distance: int
+    n_accepted: int
+
+
+class _GivenUniforms:
+    """A generator stand-in whose ``random()`` hands out one row of a call's uniforms."""
+
+    def __init__(self, row: np.ndarray):
+        self._row = iter(np.asarray(row, dtype=np.float64).tolist())
+
+    def random(self) -> float:
+        return next(self._row)
+
+
+def block_jumps(
+    site_logp: SiteLogp,
+    x: np.ndarray,
+    uniforms: np.ndarray,
+    order: np.ndarray,
+    exponent: int,
+    log_g: LogBalancing,
+    supports: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
+    gibbs_supports: Mapping[int, tuple[float, float]],
+) -> JumpsResult:
+    """One move per site of ``order`` from ``x``, row ``r`` of ``uniforms`` (shape
+    ``(len(order), 2)``) moving site ``order[r]``: a support-Gibbs site (a key of
+    ``gibbs_supports``, its fixed ``(lower, upper)``) by :func:`support_gibbs`, any other by
+    :func:`jump` with offsets up to ``2^exponent`` within its support at the current state
+    (``supports(x) -> (lower, upper)``, every site's).
+
+    The numpy reference of :class:`pymc_lbp.samplers.integer.graph.CompiledJumps`' call with
+    the same ``order`` (its :attr:`~pymc_lbp.samplers.integer.graph.CompiledJumps.order`): the
+    sites of a colour class share no term, so moving them one by one is moving them at once."""
+    x = np.asarray(x, dtype=np.int64).copy()
+    logp = None
+    sum_accept, sum_distance, n_moved = 0.0, 0, 0
+    for row, site in enumerate(np.asarray(order, dtype=np.int64).tolist()):
+        given = _GivenUniforms(uniforms[row])
+        if site in gibbs_supports:
+            out = support_gibbs(site_logp, x, site, gibbs_supports[site], given)
+        else:
+            lower, upper = supports(x)
+            support = (float(lower[site]), float(upper[site]))
+            out = jump(site_logp, x, site, exponent, log_g, given, support)
+        x, logp = out.x, out.logp
+        sum_accept += out.accept
+        sum_distance += out.distance
+        n_moved += int(out.distance > 0)
+    if logp is None:
+        logp = float(site_logp(x, np.zeros(0, np.int64), np.zeros(0, np.int64))[0])
+    return JumpsResult(x, float(logp), float(sum_accept), int(sum_distance), n_moved)
+
+
 __all__ = [
     "LARGEST_SCALE_EXPONENT",
     "MAX_SCALE_EXPONENT",
     "SUPPORT_GIBBS_MAX_VALUES",
     "Jump",
+    "JumpsResult",
+    "block_jumps",
     "grown_exponent",
     "jump",
     "neighbourhood_log_weights",

@@ -32,14 +32,15 @@ from pymc_lbp.samplers.integer.reference import (
     support_gibbs,
 )
 from tests.helpers.ess import mcse_z
+from tests.helpers.integer_jumps import reference_jumps
 
 ALPHA = 1e-4
 Z_MAX = 4.0
 # twin tests (compiled against reference moves from the same uniforms): enough calls to hit
 # every branch, which each test asserts (accepted and rejected moves, every slot type)
 STEPS = 60
-# a step's draws on the moving-supports model: numpy for SWITCH_DRAWS draws, then compiled
-SWITCH_DRAWS, N_DRAWS = 5, 15
+# a step's draws on the moving-supports model before its jumps are compared with the reference
+N_DRAWS = 15
 SAMPLE = dict(cores=1, progressbar=False, compute_convergence_checks=False)
 
 
@@ -297,34 +298,21 @@ def fixed_step():
         return LocallyBalanced(vars)
 
 
-def _chain(model, vars, n_draws: int):
-    """``n_draws`` draws of a new step (seed 11) as one array, and the step."""
+@pytest.fixture(scope="module")
+def moving_step():
+    """A step on the model whose supports move with other sites, after N_DRAWS draws (its
+    jumps compiled at the first, ``J`` tuned from the start)."""
+    model, vars = _moving_supports_model()
     with model:
         step = LocallyBalanced(vars, rng=np.random.default_rng(11))
-    point, out = model.initial_point(), []
-    for _ in range(n_draws):
+    assert step._jumps is None  # nothing compiled before a draw moves an integer site
+    point, seen = model.initial_point(), set()
+    for draw in range(N_DRAWS):
         point, _ = step.step(point)
-        out.append(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]))
-    return np.array(out), step
-
-
-def _draws(model, vars, threshold: int, n_draws: int):
-    """``n_draws`` draws of a step (seed 11) that compiles its jumps after ``threshold`` site
-    moves, and the step."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            LocallyBalanced, "_compiling_jumps_pays", lambda self: self._integer_moves >= threshold
-        )
-        return _chain(model, vars, n_draws)
-
-
-@pytest.fixture(scope="module")
-def moving_switched():
-    """The model whose supports move with other sites, and a step on it that made its first
-    SWITCH_DRAWS draws in numpy and the rest compiled: ``(model, vars, draws, step)``."""
-    model, vars = _moving_supports_model()
-    draws, step = _draws(model, vars, 4 * SWITCH_DRAWS, N_DRAWS)  # 4 integer sites
-    return model, vars, draws, step
+        assert step.__dict__.get("_jumps_by_exponent"), draw  # compiled at the first draw
+        seen.add(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]).tobytes())
+    assert len(seen) > 2  # the chain moved
+    return step
 
 
 @pytest.mark.parametrize("mode", ["at once", "unrolled", "scan"])
@@ -377,17 +365,18 @@ def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_de
     assert moved > 0.6 * STEPS and 0 < jumps_accepted < 2 * STEPS, (moved, jumps_accepted)
 
 
-def _numpy_and_compiled_agree(step, n_steps: int) -> tuple[int, int, int]:
-    """:class:`NumpyJumps` and :class:`CompiledJumps` of ``step`` from the same uniforms, chained
-    for ``n_steps`` calls: (calls that moved the state, site moves accepted, site moves)."""
-    numpy_jumps, compiled = step._jumps_in_numpy(), step.jumps
-    np.testing.assert_array_equal(numpy_jumps.order, compiled.order)
+def _reference_and_compiled_agree(step, n_steps: int) -> tuple[int, int, int]:
+    """The numpy reference (:func:`block_jumps` site after site) and :class:`CompiledJumps` of
+    ``step`` from the same uniforms, chained for ``n_steps`` calls: (calls that moved the
+    state, site moves accepted, site moves)."""
+    (order, reference), compiled = reference_jumps(step), step.jumps
+    np.testing.assert_array_equal(order, compiled.order)
     rng = np.random.default_rng(5)
     x = step._x0.copy()
     moved = accepted = 0
     for _ in range(n_steps):
         u = rng.random((compiled.order.size, 2))
-        a, b = numpy_jumps(x, u), compiled(x, u)
+        a, b = reference(x, u), compiled(x, u)
         np.testing.assert_array_equal(a.x, b.x)
         np.testing.assert_allclose(a.logp, b.logp, rtol=1e-12)
         np.testing.assert_allclose(a.sum_accept, b.sum_accept, rtol=1e-12)
@@ -401,15 +390,13 @@ def _numpy_and_compiled_agree(step, n_steps: int) -> tuple[int, int, int]:
 
 
 @pytest.mark.parametrize("dependent", [False, True], ids=["fixed", "moving"])
-def test_numpy_jumps_make_the_compiled_moves(dependent, request):
-    """:class:`NumpyJumps` (what a step runs before compiling) makes the moves of
+def test_the_reference_makes_a_steps_compiled_moves(dependent, request):
+    """The numpy reference of a block's moves (``block_jumps``: ``jump`` and ``support_gibbs``
+    site after site in the compiled call's order) makes the moves of a step's
     :class:`CompiledJumps` from the same uniforms: the same states, logps and summaries, with
     support-Gibbs sites, jumps and colour classes, or with a support that moves with another
-    site (on the step of :func:`moving_switched`, whose jumps are compiled already)."""
-    if dependent:
-        step = request.getfixturevalue("moving_switched")[3]
-    else:
-        step = request.getfixturevalue("fixed_step")
+    site (on the step of :func:`moving_step`, whose jumps are compiled and ``J`` tuned)."""
+    step = request.getfixturevalue("moving_step" if dependent else "fixed_step")
     compiled = step.jumps
     if dependent:
         assert len(compiled.gibbs_sites) == 0 and len(compiled.sites) == 4
@@ -417,70 +404,11 @@ def test_numpy_jumps_make_the_compiled_moves(dependent, request):
     else:
         assert len(compiled.gibbs_sites) == 2 and len(compiled.sites) == 2
         assert [len(c) for c in compiled.jump_classes + compiled.gibbs_classes] == [2, 2]
-    moved, accepted, site_moves = _numpy_and_compiled_agree(step, STEPS)
+    moved, accepted, site_moves = _reference_and_compiled_agree(step, STEPS)
     # the chain moved; some site moves were accepted and (the moving supports jump at every
     # site) some rejected: both branches were compared
     assert moved > 0.6 * STEPS and accepted > 0, (moved, accepted)
     assert not dependent or accepted < site_moves, (accepted, site_moves)
-
-
-def test_a_step_jumps_in_numpy_first_and_compiles_later_with_the_same_draws(moving_switched):
-    """A step makes its first integer moves in numpy and then compiles them; its draws are those
-    of a step that never compiles (what the default rule gives a short run of a few integer
-    sites). That the compiled moves are the numpy moves from the same uniforms is
-    test_numpy_jumps_make_the_compiled_moves, on this very step."""
-    model, vars, switched, step = moving_switched
-    assert step._integer_moves == 4 * N_DRAWS and step._jumps is not None
-    never, step = _draws(model, vars, 10**9, N_DRAWS)
-    assert step._jumps is None and not step.__dict__.get("_jumps_by_exponent")
-    np.testing.assert_array_equal(switched, never)
-    # a comparison with teeth: the chain moved, before and after the switch
-    assert len({d.tobytes() for d in switched[:SWITCH_DRAWS]}) > 2
-    assert len({d.tobytes() for d in switched[SWITCH_DRAWS:]}) > 2
-
-
-def test_what_the_numpy_jumps_score_with_and_when_they_compile_follow_the_record(
-    tmp_path, monkeypatch
-):
-    """The compile directory's record (pymc_lbp/compile_record.py) decides, never the draws. Jumps
-    new to it: rows scored with the model's logp one after another (no batched graph compiled),
-    the numpy seconds recorded, the jumps compiled once the runs' numpy seconds together reach
-    COMPILE_AFTER_SECONDS_COLD. Jumps compiled there before: that rule no longer applies
-    (COMPILE_AFTER_SECONDS_WARM does). Once the batched logp was compiled there, the numpy jumps
-    score with it. Every run makes the same draws."""
-    from pymc_lbp import compile_record
-
-    monkeypatch.setattr(compile_record, "record_folder", lambda: tmp_path)
-    monkeypatch.setattr(compile_record, "COMPILE_AFTER_SECONDS_WARM", np.inf)
-    model, vars = _moving_supports_model()
-
-    def run(cold_seconds: float):
-        monkeypatch.setattr(compile_record, "COMPILE_AFTER_SECONDS_COLD", cold_seconds)
-        return _chain(model, vars, N_DRAWS)
-
-    new, step = run(np.inf)
-    target, fp = step._jump_target, step._jumps_fingerprint()
-    assert step._numpy_jumps._site_logp == target.site_logp_rows
-    assert step._jumps is None and target._fn is None
-    step._record_numpy_seconds(flush=True)
-    spent = compile_record.numpy_seconds(fp)
-    assert spent == pytest.approx(step._numpy_jump_seconds) and spent > 0
-    assert not compile_record.compiled_before(fp)
-
-    compiled, step = run(spent)  # the earlier run's numpy seconds reach the rule: compiled at once
-    assert step._numpy_jumps is None and step._jumps is not None
-    assert compile_record.compiled_before(fp)
-
-    known, step = run(0.0)  # compiled there before: the cold rule does not apply
-    assert step._jumps is None
-    assert step._numpy_jumps._site_logp == step._jump_target.site_logp_rows
-
-    step._jump_target.site_logp_function()  # compiles the batched logp: noted in the record
-    batched, step = run(np.inf)
-    assert step._numpy_jumps._site_logp is step._jump_target.site_logp_function()
-    for draws in (compiled, known, batched):
-        np.testing.assert_array_equal(draws, new)
-    assert len({d.tobytes() for d in new}) > 2  # the chain moved
 
 
 # -- through pm.sample ---------------------------------------------------------------------------

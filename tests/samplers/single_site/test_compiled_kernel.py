@@ -333,28 +333,18 @@ def _integer_and_independent_draws(model, mode):
 @pytest.fixture(scope="module")
 def c_backend_integer_draws():
     """The C backend's draws of the integer and independent sites, computed once."""
-    from pymc_lbp.samplers.integer import numpy_jumps
-
     model = _integer_and_independent_model()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(numpy_jumps, "compiling_pays", lambda *_: True)
-        final, seen = _integer_and_independent_draws(model, None)
+    final, seen = _integer_and_independent_draws(model, None)
     # a comparison with teeth: both blocks moved
     assert len({s[:2].tobytes() for s in seen}) > 2 and len({s[2:].tobytes() for s in seen}) > 2
     return model, final
 
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
-def test_other_backends_for_integer_jumps_and_independent_sites(
-    backend, monkeypatch, c_backend_integer_draws
-):
+def test_other_backends_for_integer_jumps_and_independent_sites(backend, c_backend_integer_draws):
     """The integer jumps (and the full-conditional draws of independent sites, which share their
     compiled call) with the input shapes fixed under JAX: under JAX and NUMBA they make the C
-    backend's moves (compiled from the first draw here: a step otherwise makes its first moves
-    in numpy)."""
-    from pymc_lbp.samplers.integer import numpy_jumps
-
-    monkeypatch.setattr(numpy_jumps, "compiling_pays", lambda *_: True)
+    backend's moves (compiled at the first draw)."""
     _, mode = modes(backend)
     model, ref = c_backend_integer_draws
     final, _ = _integer_and_independent_draws(model, mode)
