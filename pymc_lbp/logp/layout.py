@@ -263,14 +263,17 @@ class BlockLayout:
             return int(self.site_offset[site] + old_value)
         return int(2 * self.site_offset[site] + 1 - slot)
 
-    def moves_of(self, slot: np.ndarray, old: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def moves_of(self, slot: np.ndarray, old: np.ndarray, xp=np) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`new_value` and :meth:`reverse_slot` elementwise over arrays: the value each
-        ``slot`` gives its site when the site holds ``old``, and the slot that moves it back."""
-        kind, arg = self.slot_kind[slot], self.slot_arg[slot]
-        offset = self.site_offset[self.slot_site[slot]]
-        new = np.where(kind == BINARY, 1 - old, np.where(kind == CATEGORICAL, arg, old + arg))
-        back = np.where(
-            kind == BINARY, slot, np.where(kind == CATEGORICAL, offset + old, 2 * offset + 1 - slot)
+        ``slot`` gives its site when the site holds ``old``, and the slot that moves it back
+        (``xp`` the array module: numpy, or ``jax.numpy`` in the JAX twins)."""
+        if self.all_binary:
+            return 1 - old, slot
+        kind, arg = xp.asarray(self.slot_kind)[slot], xp.asarray(self.slot_arg)[slot]
+        offset = xp.asarray(self.site_offset)[xp.asarray(self.slot_site)[slot]]
+        new = xp.where(kind == BINARY, 1 - old, xp.where(kind == CATEGORICAL, arg, old + arg))
+        back = xp.where(
+            kind == BINARY, slot, xp.where(kind == CATEGORICAL, offset + old, 2 * offset + 1 - slot)
         )
         return new, back
 

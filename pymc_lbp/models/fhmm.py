@@ -66,23 +66,15 @@ def fhmm_data(
 
 
 def fhmm_model(
-    length: int = 1000,
-    n_chains: int = 10,
-    sigma: float = 1.0,
-    alpha: float = 0.1,
-    beta: float = 0.8,
-    seed: int = 0,
-    *,
-    data: FHMMData | None = None,
-    name: str = "x",
-    multilinear: bool = True,
+    *args, data: FHMMData | None = None, name: str = "x", multilinear: bool = True, **kwargs
 ) -> pm.Model:
     """The FHMM posterior over the hidden chains as a PyMC model.
 
     Parameters
     ----------
-    length, n_chains, sigma, alpha, beta, seed
-        Simulation settings (ignored when ``data`` is given).
+    *args, **kwargs
+        The simulation's settings, as :func:`fhmm_data` takes them (``length``, ``n_chains``,
+        ``sigma``, ``alpha``, ``beta``, ``seed``; ignored when ``data`` is given).
     data : FHMMData, optional
         Use these observations instead of simulating.
     name : str, default "x"
@@ -97,7 +89,7 @@ def fhmm_model(
         The simulated data set is stored as ``model.fhmm_data``.
     """
     if data is None:
-        data = fhmm_data(length, n_chains, sigma, alpha, beta, seed)
+        data = fhmm_data(*args, **kwargs)
     L, K = data.x.shape
     p_first = np.full((L, K), 0.5)  # t >= 1: the flat 1/2 is a constant; transitions below
     p_first[0] = data.alpha

@@ -16,6 +16,8 @@ J sum_{i ~ j} [z_i = z_j]``.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -50,8 +52,9 @@ def lattice_edges(shape: tuple[int, ...], periodic: bool) -> np.ndarray:
     return np.concatenate(edges) if edges else np.zeros((0, 2), dtype=int)
 
 
-def _neighbour_sum(s, shape: tuple[int, ...], periodic: bool):
-    """``sum_{i ~ j} a_i a_j`` over lattice edges, written with shifts (cheap, relaxable)."""
+def _neighbour_sum(s, shape: tuple[int, ...], periodic: bool, pair=operator.mul):
+    """``sum_{i ~ j} pair(a_i, a_j)`` over lattice edges (default the product ``a_i a_j``),
+    written with shifts (cheap, relaxable)."""
     total = 0.0
     for axis, n in enumerate(shape):
         if n < 2:
@@ -59,12 +62,12 @@ def _neighbour_sum(s, shape: tuple[int, ...], periodic: bool):
         lo = [slice(None)] * len(shape)
         hi = [slice(None)] * len(shape)
         lo[axis], hi[axis] = slice(0, n - 1), slice(1, n)
-        total = total + pt.sum(s[tuple(lo)] * s[tuple(hi)])
+        total = total + pt.sum(pair(s[tuple(lo)], s[tuple(hi)]))
         if periodic and n > 2:
             first = [slice(None)] * len(shape)
             last = [slice(None)] * len(shape)
             first[axis], last[axis] = slice(0, 1), slice(n - 1, n)
-            total = total + pt.sum(s[tuple(first)] * s[tuple(last)])
+            total = total + pt.sum(pair(s[tuple(first)], s[tuple(last)]))
     return total
 
 
@@ -156,20 +159,7 @@ def potts_model(
     h = np.broadcast_to(h, shape + (n_states,))
     with pm.Model() as model:
         z = pm.Categorical(name, logit_p=h, shape=shape)
-        total = 0.0
-        for axis, n in enumerate(shape):
-            if n < 2:
-                continue
-            lo = [slice(None)] * len(shape)
-            hi = [slice(None)] * len(shape)
-            lo[axis], hi[axis] = slice(0, n - 1), slice(1, n)
-            total = total + pt.sum(pt.eq(z[tuple(lo)], z[tuple(hi)]))
-            if periodic and n > 2:
-                first = [slice(None)] * len(shape)
-                last = [slice(None)] * len(shape)
-                first[axis], last[axis] = slice(0, 1), slice(n - 1, n)
-                total = total + pt.sum(pt.eq(z[tuple(first)], z[tuple(last)]))
-        pm.Potential("coupling", coupling * total)
+        pm.Potential("coupling", coupling * _neighbour_sum(z, shape, periodic, pair=pt.eq))
     return model
 
 

@@ -120,8 +120,7 @@ class BlockGibbs(NeuralBlock):
     compiled : {"auto", True, False}, default "auto"
         As in :class:`NeuralBlock`: ``"auto"`` runs numpy updates for the step's first 100,000
         block updates, then the compiled random scan.
-    model, rng, initial_point, compile_kwargs, blocked
-        As in PyMC's step methods.
+    {pymc_arguments}
 
     Attributes
     ----------
@@ -173,11 +172,7 @@ class BlockGibbs(NeuralBlock):
         differences: str = "auto",
         max_exact_states: int = 65536,
         compiled: bool | str = "auto",
-        model=None,
-        rng=None,
-        initial_point: dict | None = None,
-        compile_kwargs: dict | None = None,
-        blocked: bool = True,
+        **kwargs,
     ):
         self.max_states = _positive_int("max_states", max_states)
         max_exact_states = _positive_int("max_exact_states", max_exact_states)
@@ -212,7 +207,6 @@ class BlockGibbs(NeuralBlock):
         self.structure: ModelStructure | None = None
         self.scopes: list[tuple[int, ...]] = []
         self.elimination_blocks: list[EliminationBlock] = []
-        self._compile_kwargs_given = dict(compile_kwargs or {})
         super().__init__(
             vars,
             blocks="auto",
@@ -220,18 +214,14 @@ class BlockGibbs(NeuralBlock):
             differences=differences,
             max_exact_states=max_exact_states,
             compiled=compiled,
-            model=model,
-            rng=rng,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
+            **kwargs,
         )
         self.clusters = [
             tuple(u.sites.tolist()) for u in self._units if u.kind in ("exact", "eliminate")
         ]
         for unit, block in zip(self._units, self.elimination_blocks, strict=False):
             unit.elimination = block
-        del self._requested_blocks, self._compile_kwargs_given
+        del self._requested_blocks
 
     def _check_block_options(self, layout, specs) -> None:
         kinds = {s.name: s.kind for s in specs}
@@ -274,7 +264,7 @@ class BlockGibbs(NeuralBlock):
             cards,
             self._x0,
             max_scope_states=self.max_exact_states,
-            compile_kwargs=self._compile_kwargs_given,
+            compile_kwargs=self._compile_kwargs,
         )
         self.scopes = list(self.structure.scopes)
         clusters = structure_clusters(self.structure, self.max_states)

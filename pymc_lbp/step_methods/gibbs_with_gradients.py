@@ -42,8 +42,7 @@ class GibbsWithGradients(LocallyBalanced):
         sites only makes no single-site steps by default; nor does a block of conditionally
         independent sites (each draw gives every site a draw from its full conditional, all at
         once: ``step.independent_sites``; giving ``steps_per_draw`` keeps single-site steps).
-    model, rng, initial_point, compile_kwargs, blocked
-        As in PyMC's step methods.
+    {pymc_arguments}
 
     Raises
     ------
@@ -60,25 +59,8 @@ class GibbsWithGradients(LocallyBalanced):
     name = "gibbs_with_gradients"
 
     def __init__(
-        self,
-        vars=None,
-        *,
-        differences: str = "auto",
-        steps_per_draw: int | None = None,
-        model=None,
-        rng=None,
-        initial_point: dict | None = None,
-        compile_kwargs: dict | None = None,
-        blocked: bool = True,
+        self, vars=None, *, differences: str = "auto", steps_per_draw: int | None = None, **kwargs
     ):
         super().__init__(
-            vars,
-            balancing="sqrt",
-            differences=differences,
-            steps_per_draw=steps_per_draw,
-            model=model,
-            rng=rng,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
+            vars, balancing="sqrt", differences=differences, steps_per_draw=steps_per_draw, **kwargs
         )

@@ -60,8 +60,7 @@ class LocallyBalanced(DiscreteStep):
         full conditional, all at once (``step.independent_sites``; giving ``steps_per_draw``
         keeps single-site steps). At most
         1,000,000 (see :data:`pymc_lbp.step_methods.base.MAX_STEPS_PER_DRAW`).
-    model, rng, initial_point, compile_kwargs, blocked
-        As in PyMC's step methods.
+    {pymc_arguments}
 
     Notes
     -----
@@ -80,27 +79,13 @@ class LocallyBalanced(DiscreteStep):
         balancing: str | LogBalancing = "sqrt",
         differences: str = "auto",
         steps_per_draw: int | None = None,
-        model=None,
-        rng=None,
-        initial_point: dict | None = None,
-        compile_kwargs: dict | None = None,
-        blocked: bool = True,
+        **kwargs,
     ):
         self.balancing, self.log_g = resolve_balancing(balancing)
         graph_balancing(self.balancing, self.log_g)  # a custom callable is checked now
         self._cache_key: np.ndarray | None = None
         self._cache = None
-        super().__init__(
-            vars,
-            steps_per_draw=steps_per_draw,
-            differences=differences,
-            model=model,
-            rng=rng,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-        )
-        self._compile_kwargs = compile_kwargs
+        super().__init__(vars, steps_per_draw=steps_per_draw, differences=differences, **kwargs)
         self._kernel = None
         self._numpy_steps = 0  # steps made in numpy before the kernel is compiled
         if self.pairwise_ready():

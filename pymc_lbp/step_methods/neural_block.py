@@ -14,7 +14,6 @@ import logging
 from typing import Any, ClassVar
 
 import numpy as np
-import pymc as pm
 from pymc.step_methods.compound import Competence
 from pymc.step_methods.state import dataclass_state
 
@@ -24,7 +23,7 @@ from pymc_lbp.samplers.block.motifs.motif_api import BlockSet
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan
 from pymc_lbp.samplers.block.sweep_graph import CompiledChainSweep
-from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult
+from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, model_and_start
 from pymc_lbp.step_methods.differences_choice import DifferencesChoice
 from pymc_lbp.step_methods.neural_block_compiled import (
     KERNEL_AFTER_BLOCK_UPDATES,  # noqa: F401 (re-exported)
@@ -127,8 +126,7 @@ class NeuralBlock(
         (:meth:`scan_step`, the same moves from the same uniforms, tested), ``"auto"`` numpy
         for the first :data:`KERNEL_AFTER_BLOCK_UPDATES` updates. Chain blocks without colour
         classes (parameters read from the model at every update) keep the numpy random scan.
-    model, rng, initial_point, compile_kwargs, blocked
-        As in PyMC's step methods.
+    {pymc_arguments}
 
     Attributes
     ----------
@@ -187,11 +185,7 @@ class NeuralBlock(
         differences: str = "auto",
         max_exact_states: int = 65536,
         compiled: bool | str = "auto",
-        model=None,
-        rng=None,
-        initial_point: dict | None = None,
-        compile_kwargs: dict | None = None,
-        blocked: bool = True,
+        **kwargs,
     ):
         if isinstance(blocks, str):
             if blocks != "auto":
@@ -247,19 +241,8 @@ class NeuralBlock(
         self.blocks_reason = "blocks given" if blocks is not None else "blocks=None: single sites"
         self.max_exact_states = int(max_exact_states)
         self._draw_evals = 0
-        model = pm.modelcontext(model)
-        if initial_point is None:
-            initial_point = model.initial_point()
-        super().__init__(
-            vars,
-            steps_per_draw=steps_per_draw,
-            differences="exact",
-            model=model,
-            rng=rng,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-        )
+        model, initial_point = model_and_start(kwargs)
+        super().__init__(vars, steps_per_draw=steps_per_draw, differences="exact", **kwargs)
         if not np.all(np.isin(self.layout.site_kind, (BINARY, CATEGORICAL))):
             bad = [s.name for s in self.specs if s.kind == "integer"]
             raise ValueError(

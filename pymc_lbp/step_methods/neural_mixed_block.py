@@ -31,7 +31,7 @@ from pymc_lbp.samplers.block.motifs.flag_value import (
 )
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal, load_proposal
 from pymc_lbp.samplers.common import mh_accept
-from pymc_lbp.step_methods.base import DiscreteStepState
+from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")
@@ -97,16 +97,14 @@ class NeuralMixedBlock(ArrayStepShared):
     """
 
     name = "neural_mixed_block"
-    default_blocked = True
+    # DiscreteStep's stats but the model's logp (NUTS records it) and the differences' kind
     stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
-        "tune",
-        "accept",
-        "n_accepted",
-        "mh_steps",
-        "jump_distance",
+        *(
+            s
+            for s in DiscreteStep.stats_dtypes_shapes
+            if s not in ("model_logp", "exact_differences")
+        ),
         "flags_on",
-        "logp_evals",
-        "grad_evals",
     )
     conditional_stats: ClassVar[tuple[str, ...]] = ()
     _state_class = DiscreteStepState

@@ -23,9 +23,7 @@ from pymc_lbp.samplers.path.reference import (
     draw_slots,
     log_prob_path,
     path_weights,
-    reverse_slots,
     site_weights,
-    slot_values,
 )
 from pymc_lbp.samplers.single_site.graph import graph_balancing
 from pymc_lbp.samplers.single_site.loop import needs_static_shapes
@@ -149,8 +147,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         blocks keep the loop. Under JAX, which compiles once per number of steps, tuning draws
         with ``steps_per_draw=None`` (whose number of steps follows the tuned scale) take the
         Python loop.
-    model, rng, initial_point, compile_kwargs, blocked
-        As in PyMC's step methods.
+    {pymc_arguments}
 
     Raises
     ------
@@ -186,11 +183,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         initial_path_length: float = 1.0,
         steps_per_draw: int | None = None,
         compiled: bool | str = "auto",
-        model=None,
-        rng=None,
-        initial_point: dict | None = None,
-        compile_kwargs: dict | None = None,
-        blocked: bool = True,
+        **kwargs,
     ):
         self.compiled = check_compiled(compiled)
         self.loop_steps = 0
@@ -218,18 +211,8 @@ class PathAuxiliaryLBP(DiscreteStep):
         self.adaptive = path_length is None
         self.balancing, self.log_g = resolve_balancing(balancing)
         graph_balancing(self.balancing, self.log_g)  # a custom callable is checked now
-        super().__init__(
-            vars,
-            steps_per_draw=steps_per_draw,
-            differences=differences,
-            model=model,
-            rng=rng,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-        )
+        super().__init__(vars, steps_per_draw=steps_per_draw, differences=differences, **kwargs)
         self.adaptation = PathLengthAdaptation(self.target_accept, self.layout.n_sites)
-        self._compile_kwargs = compile_kwargs
         self._path_kernel: CompiledPathSteps | None = None
         path_kernels.warm_up()  # compile (or load the cached) numba kernels now, not mid-draw
         if self.pairwise_ready():
@@ -437,14 +420,14 @@ class PathAuxiliaryLBP(DiscreteStep):
         sites = draw_sites(wx.lin, length, self.rng)
         slots = draw_slots(sites, wx.within, layout, self.rng)
         old = x[sites]
+        new, back = layout.moves_of(slots, old)
         y = x.copy()
-        y[sites] = slot_values(layout, x, slots)
+        y[sites] = new
         # one compiled call: logp, differences and (fused, for gradients) balanced weights at y
         logp_y, deltas_y, prep_y = self.differences.evaluate(y)
         log_q_fwd = log_prob_path(wx, sites, slots)
         if np.isfinite(logp_y) and prep_y is not None:
             wy = site_weights(prep_y[0], layout)
-            back = reverse_slots(layout, slots, old)
             log_q_rev = log_prob_path(wy, sites[::-1], back[::-1])
         else:
             wy, log_q_rev = None, -np.inf

@@ -144,8 +144,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         ``ceil(steps_per_draw / n_particles)``, so that learning evaluates the model about as
         often as the chain's steps do; one on a pairwise binary block (where the chain's steps
         run the numba kernel and evaluate nothing); none where the draw has no steps.
-    model, rng, initial_point, compile_kwargs, blocked
-        As in PyMC's step methods.
+    {pymc_arguments}
 
     Notes
     -----
@@ -185,11 +184,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         max_grad_norm: float = 10.0,
         steps_per_draw: int | None = None,
         learning_steps: int | None = None,
-        model=None,
-        rng=None,
-        initial_point: dict | None = None,
-        compile_kwargs: dict | None = None,
-        blocked: bool = True,
+        **kwargs,
     ):
         family = balancing
         if family not in PARAMETRIZATIONS:
@@ -217,16 +212,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
             *type(self).stats_dtypes_shapes, *self.parametrization.describe(np.zeros(4))
         )
         self.stats_dtypes = [{k: v[0] for k, v in self.stats_dtypes_shapes.items()}]
-        super().__init__(
-            vars,
-            steps_per_draw=steps_per_draw,
-            differences=differences,
-            model=model,
-            rng=rng,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            blocked=blocked,
-        )
+        super().__init__(vars, steps_per_draw=steps_per_draw, differences=differences, **kwargs)
         # memory of the learning step (particles x slots, network on its grid): refuse now
         check_learning_size(
             self.n_particles, self.layout.n_sites, self.layout.n_slots, learned_hidden
@@ -234,7 +220,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         # deterministic initialisation (not a draw from self.rng), so that results are
         # reproducible from pm.sample's random_seed whatever rng the step was built with
         self._initial_params = self.parametrization.initial_params(np.random.default_rng(INIT_SEED))
-        mode = (compile_kwargs or {}).get("mode")
+        mode = (self._compile_kwargs or {}).get("mode")
         self.learner = BalancingLearner(
             self.parametrization, self.learning_rate, max_grad_norm=max_grad_norm, mode=mode
         )
@@ -243,7 +229,6 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         self._version = 0
         self._lq_cache: list = []
         self._reset_particles()
-        self._compile_kwargs = compile_kwargs
         self._kernel = None
         self._g_params = None
         self._batched_rows = None

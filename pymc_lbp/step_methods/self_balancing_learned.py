@@ -16,6 +16,15 @@ from pymc_lbp.samplers.self_balancing.learning import (
 )
 
 
+def _adam_moment(name: str) -> property:
+    """The Adam state's moment ``name`` (``"m"`` or ``"v"``) as a property of the step, set as a
+    float array (PyMC's sampling state reads and sets it)."""
+    return property(
+        lambda self: getattr(self._adam, name),
+        lambda self, value: setattr(self._adam, name, np.array(value, dtype=float)),
+    )
+
+
 class SelfBalancingLearned:
     """The learned balancing function of :class:`SelfBalancing` and its learning."""
 
@@ -35,21 +44,8 @@ class SelfBalancingLearned:
         self._adam.params = value
         self._version += 1
 
-    @property
-    def lsb_adam_m(self) -> np.ndarray:
-        return self._adam.m
-
-    @lsb_adam_m.setter
-    def lsb_adam_m(self, value) -> None:
-        self._adam.m = np.array(value, dtype=float)
-
-    @property
-    def lsb_adam_v(self) -> np.ndarray:
-        return self._adam.v
-
-    @lsb_adam_v.setter
-    def lsb_adam_v(self, value) -> None:
-        self._adam.v = np.array(value, dtype=float)
+    lsb_adam_m = _adam_moment("m")
+    lsb_adam_v = _adam_moment("v")
 
     @property
     def lsb_adam_t(self) -> float:

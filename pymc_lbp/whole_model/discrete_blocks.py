@@ -330,11 +330,7 @@ def _learned_steps(step, d, to_jax):
             evals = evals + (n_updates + 1) * n_particles
         finite = jnp.isfinite(losses)
         stats = {
-            "accept": sum_accept / n_steps,
-            "n_accepted": n_accepted.astype(jnp.int64),
-            "mh_steps": jnp.int64(n_steps),
-            "logp_evals": (evals * d.logp_evals_per_call).astype(jnp.int64),
-            "grad_evals": (evals * d.grad_evals_per_call).astype(jnp.int64),
+            **_steps_stats(d, sum_accept, n_accepted, n_steps, evals),
             "lsb_loss": jnp.where(
                 finite.any(), jnp.sum(jnp.where(finite, losses, 0.0)) / finite.sum(), jnp.nan
             ),
@@ -346,10 +342,24 @@ def _learned_steps(step, d, to_jax):
     return run
 
 
-def _single_site_steps(step, d, log_g, to_jax):
-    """The LocallyBalanced / GibbsWithGradients part of a draw."""
+def _steps_stats(d, sum_accept, n_accepted, n_steps, evals, per=None) -> dict:
+    """The stats of a draw's ``n_steps`` steps, as :meth:`DiscreteStep.astep
+    <pymc_lbp.step_methods.base.DiscreteStep.astep>` records them: their mean acceptance (over
+    ``per`` steps, default ``n_steps``), the accepted ones, and the ``evals`` evaluations of the
+    differences ``d`` in logp and gradient evaluations."""
     import jax.numpy as jnp
 
+    return {
+        "accept": sum_accept / (n_steps if per is None else per),
+        "n_accepted": n_accepted.astype(jnp.int64),
+        "mh_steps": jnp.asarray(n_steps, dtype=jnp.int64),
+        "logp_evals": (evals * d.logp_evals_per_call).astype(jnp.int64),
+        "grad_evals": (evals * d.grad_evals_per_call).astype(jnp.int64),
+    }
+
+
+def _single_site_steps(step, d, log_g, to_jax):
+    """The LocallyBalanced / GibbsWithGradients part of a draw."""
     from pymc_lbp.samplers.single_site.jax_steps import single_site_steps_jax
 
     n_steps = int(step.steps_per_draw)
@@ -357,18 +367,8 @@ def _single_site_steps(step, d, log_g, to_jax):
 
     def run(key, x, values, state, tuning):
         res = run_steps(key, x, values)
-        evals = 1 + res.n_evaluated
-        return (
-            res.x,
-            state,
-            {
-                "accept": res.sum_accept / n_steps,
-                "n_accepted": res.n_accepted.astype(jnp.int64),
-                "mh_steps": jnp.int64(n_steps),
-                "logp_evals": (evals * d.logp_evals_per_call).astype(jnp.int64),
-                "grad_evals": (evals * d.grad_evals_per_call).astype(jnp.int64),
-            },
-        )
+        stats = _steps_stats(d, res.sum_accept, res.n_accepted, n_steps, 1 + res.n_evaluated)
+        return res.x, state, stats
 
     return run
 
@@ -431,11 +431,7 @@ def _path_steps(step, d, log_g, to_jax):
             res.x,
             state,
             {
-                "accept": res.sum_accept / per,
-                "n_accepted": res.n_accepted.astype(jnp.int64),
-                "mh_steps": n_steps.astype(jnp.int64),
-                "logp_evals": (evals * d.logp_evals_per_call).astype(jnp.int64),
-                "grad_evals": (evals * d.grad_evals_per_call).astype(jnp.int64),
+                **_steps_stats(d, res.sum_accept, res.n_accepted, n_steps, evals, per),
                 "mean_path_length": (res.sum_length / per).astype(jnp.float64),
                 "step_jump_distance": (res.sum_moved / per).astype(jnp.float64),
                 "path_scale": scale.astype(jnp.float64),

@@ -155,6 +155,9 @@ def test_one_name_one_default(name):
     for stat in ("tune", "accept", "n_accepted", "mh_steps", "model_logp", "jump_distance"):
         assert stat in doc, (name, stat)
     assert "``accepted``" not in doc
+    # PyMC's arguments: **kwargs passed on to DiscreteStep, their docstring entry written once
+    assert params["kwargs"].kind is inspect.Parameter.VAR_KEYWORD
+    assert "``compile_kwargs``" in doc and "{pymc_arguments}" not in doc
 
 
 def test_default_draw_is_one_sweep():

@@ -45,8 +45,7 @@ def pair_updates_jax(step, to_jax: Callable) -> Callable:
     ----------
     step : NeuralMixedBlock
     to_jax : callable
-        ``(inputs, outputs) -> f(*inputs, *values)``
-        (:func:`pymc_lbp.whole_model.jaxify.jax_function` bound to the model).
+        As :func:`pymc_lbp.samplers.block.jax_scan.random_scan_jax` takes it.
     """
     import jax
     import jax.numpy as jnp

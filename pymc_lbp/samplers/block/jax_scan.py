@@ -121,8 +121,7 @@ def chain_sweeps_jax(step, to_jax: Callable) -> Callable:
     ----------
     step : NeuralBlock
     to_jax : callable
-        ``(inputs, outputs) -> f(*inputs, *values)``
-        (:func:`pymc_lbp.whole_model.jaxify.jax_function` bound to the model).
+        As :func:`random_scan_jax` takes it.
     """
     import jax
     import jax.numpy as jnp

@@ -210,13 +210,7 @@ class NeuralProposal:
         self,
         data: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
         | tuple[np.ndarray, np.ndarray, np.ndarray],
-        *,
-        steps: int = 1000,
-        batch_size: int = 256,
-        learning_rate: float = 1e-3,
-        final_learning_rate: float | None = None,
-        seed: int = 0,
-        progressbar: bool = True,
+        **options,
     ) -> TrainingReport:
         """Maximum-likelihood training on motif samples ``(x_block, x_cond, params)``.
 
@@ -227,9 +221,11 @@ class NeuralProposal:
             :func:`~pymc_lbp.samplers.block.motifs.grid_bn.grid_bn_motif_samples`), or fixed arrays
             (e.g. from :func:`~pymc_lbp.samplers.block.motifs.training_samples.prior_motif_samples`)
             that minibatches are drawn from.
-        steps, batch_size, learning_rate, final_learning_rate, seed, progressbar
-            See :meth:`MixtureDensityNetwork.fit`. The same seed, data and starting weights
-            give the same trained proposal.
+        **options
+            The training's keyword arguments (``steps``, ``batch_size``, ``learning_rate``,
+            ``final_learning_rate``, ``seed``, ``progressbar``, ``report_every``), as
+            :meth:`MixtureDensityNetwork.fit` takes them. The same seed, data and starting
+            weights give the same trained proposal.
 
         Returns
         -------
@@ -245,15 +241,7 @@ class NeuralProposal:
         else:
             xb, xc, pr = data
             batches = (motif.features(xc, pr), np.asarray(xb, dtype=np.int64))
-        report = self.net.fit(
-            batches,
-            steps=steps,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            final_learning_rate=final_learning_rate,
-            seed=seed,
-            progressbar=progressbar,
-        )
+        report = self.net.fit(batches, **options)
         self.metadata.setdefault("training", []).append(report.as_dict())
         return report
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.samplers.common import draw_categorical, log_normalize
+from pymc_lbp.samplers.common import draw_categorical, inverse_cdf, log_normalize
 
 __all__ = [
     "block_log_prob",
@@ -71,23 +71,16 @@ def draw_block(log_w: np.ndarray, log_tables: np.ndarray, rng: np.random.Generat
     k = draw_categorical(log_w, rng)
     tab = log_tables[k]
     top = tab.max(axis=1, keepdims=True)
-    cdf = np.cumsum(np.exp(tab - top), axis=1)
-    u = rng.random(tab.shape[0]) * cdf[:, -1]
-    return (u[:, None] >= cdf).sum(axis=1).astype(np.int64)
+    return pick_index(np.exp(tab - top), rng.random(tab.shape[0])).astype(np.int64)
 
 
 def pick_index(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF picks along the last axis: index ``j`` with probability ``weights[..., j] /
     sum`` for uniforms ``u`` (shape ``weights.shape[:-1]``); a zero weight is never picked, even
-    where ``u * total`` rounds up to the total."""
+    where ``u * total`` rounds up to the total (:func:`~pymc_lbp.samplers.common.inverse_cdf`).
+    Where every weight is zero, the last entry, as the graph's ``pick_index_graph``."""
     cdf = np.cumsum(weights, axis=-1)
-    above = cdf > (u * cdf[..., -1])[..., None]
-    idx = np.argmax(above, axis=-1)
-    missed = ~above.any(axis=-1)
-    if missed.any():  # rounding: the last entry of positive weight
-        last = weights.shape[-1] - 1 - np.argmax(weights[..., ::-1] > 0, axis=-1)
-        idx = np.where(missed, last, idx)
-    return idx
+    return np.where(cdf[..., -1] > 0, inverse_cdf(cdf, u), weights.shape[-1] - 1)
 
 
 def draw_blocks(log_w: np.ndarray, log_tables: np.ndarray, u: np.ndarray) -> np.ndarray:

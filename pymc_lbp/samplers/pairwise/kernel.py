@@ -8,7 +8,8 @@ bottom (the math of :mod:`pymc_lbp.samplers.path.reference`, whose numpy functio
 reference):
 
 1. the path length: a single-site step (``R = 1``) with probability ``share``, else ``R`` the
-   stochastic rounding of the scale ``U`` (``E[R] = U``), within ``[1, n]``. ``share = 1`` is the
+   stochastic rounding of the scale ``U`` (``E[R] = U``), within ``[1, n]``
+   (:func:`pymc_lbp.samplers.path.reference.draw_path_length`). ``share = 1`` is the
    single-site proposal of :class:`~pymc_lbp.LocallyBalanced` and
    :class:`~pymc_lbp.GibbsWithGradients`;
 2. ``R`` distinct sites drawn without replacement, each pick proportional to the locally
@@ -24,10 +25,12 @@ reference):
    path (same sites, reversed order) is scored with them. The linear weights are
    ``exp(w - top)`` for a ``top`` fixed until a weight would overflow or the total underflow
    (then all are rescaled, ``O(n)``);
-5. the MH accept, with the semantics of :func:`pymc_lbp.samplers.common.mh_accept` (a non-finite
-   ratio is a rejection);
+5. the MH accept: :func:`pymc_lbp.samplers.common.mh_log_ratio` and
+   :func:`~pymc_lbp.samplers.common.mh_accept` (a non-finite ratio is a rejection);
 6. while tuning, the path scale's Robbins-Monro update on the path steps
-   (:meth:`pymc_lbp.samplers.path.adaptation.PathLengthAdaptation.update`, the same arithmetic).
+   (:func:`pymc_lbp.samplers.path.adaptation.adapt_update`).
+
+Those named functions are the numpy reference's own, plain Python compiled into the kernel.
 
 Randomness: the step's own ``self.rng`` (numba draws from a numpy ``Generator`` passed in, and
 its state advances as if the draws were made in Python), so seeding, ``set_rng`` and pickling are
@@ -42,12 +45,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_lbp.samplers.path.numba_pieces import (
-    adapt_update,
-    linear_weights_into,
-    log_prob_order_log,
-    njit,
-)
+from pymc_lbp.samplers.common import mh_accept, mh_log_ratio
+from pymc_lbp.samplers.path.adaptation import adapt_update
+from pymc_lbp.samplers.path.numba_pieces import linear_weights_into, log_prob_order_log, njit
+from pymc_lbp.samplers.path.reference import draw_path_length
 from pymc_lbp.samplers.self_balancing.parametrizations import D_CLIP, GRID_DENSITY
 
 BALANCING_CODES = {"sqrt": 0, "barker": 1, "min": 2, "max": 3}
@@ -204,15 +205,7 @@ def _steps(
     sum_moved = 0
     for _ in range(n_steps):
         # 1. the path length
-        path_step = True
-        if rng.random() < share:
-            length = 1
-            path_step = False
-        else:
-            u_scale = math.exp(log_u) if adapt else scale
-            lo = math.floor(u_scale)
-            length = int(lo) + (1 if rng.random() < u_scale - lo else 0)
-            length = min(max(length, 1), n)
+        length, path_step = draw_path_length(math.exp(log_u) if adapt else scale, share, n, rng)
         sum_length += length
         if pos < length:  # fewer movable sites than the path needs: no proposal
             if adapt and path_step:
@@ -266,16 +259,9 @@ def _steps(
             log_lin[:] = w - top
             tree_build(lin, tree, size)
         log_q_rev = log_prob_order_log(log_lin, lin, tree[1], path[::-1])
-        # 5. the MH accept
-        ratio = -np.inf
-        if math.isfinite(logp_y) and math.isfinite(log_q_fwd) and math.isfinite(log_q_rev):
-            ratio = logp_y - logp + log_q_rev - log_q_fwd
-        if math.isfinite(ratio):
-            prob = math.exp(min(ratio, 0.0))
-            accepted = rng.random() < prob
-        else:
-            prob = 1.0 if ratio > 0.0 else 0.0
-            accepted = ratio > 0.0
+        # 5. the MH accept (a certain outcome draws no uniform)
+        ratio = mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev)
+        prob, accepted = mh_accept(ratio, rng.random() if math.isfinite(ratio) else 0.0)
         sum_accept += prob
         if accepted:
             n_accepted += 1

@@ -7,15 +7,15 @@ reference
     (``PathAuxiliaryLBP.mh_step`` runs them).
 numba_pieces
     numba versions of the reference's per-step array work (weights, the exponential race,
-    order probabilities), used by the Python loop, and of the adaptation's update
-    (``adapt_update``), used by the pairwise kernels' loop.
+    order probabilities), used by the Python loop.
 graph
     The path kernel as one pytensor ``scan`` per draw, carrying the path-length adaptation
     while tuning.
 adaptation
     Robbins-Monro targeting of acceptance 0.574 by the path length (tune, then freeze): the one
-    path adaptation. Its update is also written as a graph (``update_graph``, inside ``graph``'s
-    scan) and in numba (``numba_pieces.adapt_update``), the same arithmetic branch for branch.
+    path adaptation. Its update (``adapt_update``) is plain Python that the pairwise kernels'
+    numba loop compiles too; its graph twin (``update_graph``, inside ``graph``'s scan) is the
+    same arithmetic branch for branch.
 numba kernel on pairwise blocks
     ``pymc_lbp.samplers.pairwise.kernel``.
 
@@ -23,5 +23,5 @@ Tests holding the twins together: ``tests/samplers/path/test_path_proposals.py``
 numpy), ``tests/samplers/path/test_compiled_path_kernel.py`` (graph == numpy move for move and
 update for update), ``tests/samplers/path/test_path_auxiliary_kernel.py`` (the enumerated mixture
 kernel leaves ``pi`` invariant, irreducibility), ``tests/samplers/pairwise/test_pairwise.py`` (the
-numba update == the numpy update).
+update compiled by numba == the update in Python).
 """

@@ -53,24 +53,68 @@ leaves leaves it after ``1 / s`` steps on average (10 by default).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
+from pymc_lbp.samplers.common import register_jitable
+
+
+def check_fraction(name: str, value: float, why: str) -> float:
+    """The option ``name``, checked: a number strictly between 0 and 1 (``why``: what the
+    bounds mean, appended to the error)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ValueError(f"{name} must be a float in (0, 1), got {value!r}")
+    if not 0.0 < float(value) < 1.0:
+        raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}{why}")
+    return float(value)
+
 
 def check_target_accept(target_accept: float) -> float:
     """Validate an acceptance-rate target: a float strictly between 0 and 1."""
-    if isinstance(target_accept, bool) or not isinstance(target_accept, int | float | np.floating):
-        raise ValueError(f"target_accept must be a float in (0, 1), got {target_accept!r}")
-    target = float(target_accept)
-    if not 0.0 < target < 1.0:
-        raise ValueError(
-            f"target_accept must lie strictly between 0 and 1, got {target_accept!r} "
-            "(0.574 is the optimal rate for locally balanced proposals, 0.234 the random-walk one)"
-        )
-    return target
+    return check_fraction(
+        "target_accept",
+        target_accept,
+        " (0.574 is the optimal rate for locally balanced proposals, 0.234 the random-walk one)",
+    )
+
+
+@register_jitable
+def adapt_update(
+    log_u, log_u_bar, count, accept, doubling, target, max_length, gamma0, t0, kappa, avg_kappa
+):
+    """:meth:`PathLengthAdaptation.update` with the adaptation's fields as arguments: the one
+    copy of the rule, plain Python that the numba kernels compile too
+    (:mod:`pymc_lbp.samplers.pairwise.kernel`); its graph twin is
+    :meth:`PathLengthAdaptation.update_graph`."""
+    log_max = math.log(max_length)
+    if doubling:
+        if accept >= target and log_u < log_max:
+            log_u = min(log_u + math.log(2.0), log_max)
+            return log_u, log_u, 0, True
+        doubling = False
+    gain = gamma0 * (count + 1 + t0) ** (-kappa)
+    log_u = min(max(log_u + gain * (accept - target), 0.0), log_max)
+    eta = (count + 1) ** (-avg_kappa)
+    log_u_bar = eta * log_u + (1.0 - eta) * log_u_bar
+    return log_u, log_u_bar, count + 1, doubling
+
+
+def tuning_inputs() -> tuple[Variable, Variable, tuple[Variable, Variable, Variable, Variable]]:
+    """The symbolic inputs of a tuned path step
+    (:func:`pymc_lbp.samplers.path.graph.tuned_path_step`): the fixed scale (float64), whether
+    the step tunes (bool), and the adaptation's state ``(log U, log Ubar, count, doubling)``
+    (float64, float64, int64, bool) that :meth:`PathLengthAdaptation.update_graph` updates."""
+    adapt = (
+        pt.scalar("log_u", dtype="float64"),
+        pt.scalar("log_u_bar", dtype="float64"),
+        pt.scalar("count", dtype="int64"),
+        pt.scalar("doubling", dtype="bool"),
+    )
+    return pt.scalar("scale", dtype="float64"), pt.scalar("tuning", dtype="bool"), adapt
 
 
 @dataclass(frozen=True)
@@ -121,16 +165,10 @@ class PathLengthAdaptation:
         log_u, log_u_bar, count, doubling
             The new state.
         """
-        log_max = float(np.log(self.max_length))
-        if doubling:
-            if accept >= self.target and log_u < log_max:
-                log_u = min(log_u + float(np.log(2.0)), log_max)
-                return log_u, log_u, 0, True
-            doubling = False
-        log_u = float(np.clip(log_u + self.gain(count) * (accept - self.target), 0.0, log_max))
-        eta = (count + 1) ** (-self.avg_kappa)
-        log_u_bar = eta * log_u + (1.0 - eta) * log_u_bar
-        return log_u, log_u_bar, count + 1, doubling
+        return adapt_update(
+            log_u, log_u_bar, count, accept, doubling, self.target, self.max_length,
+            self.gamma0, self.t0, self.kappa, self.avg_kappa,
+        )  # fmt: skip
 
     def update_graph(
         self,
@@ -166,4 +204,10 @@ class PathLengthAdaptation:
         return float(np.clip(np.exp(log_u_bar), 1.0, self.max_length))
 
 
-__all__ = ["PathLengthAdaptation", "check_target_accept"]
+__all__ = [
+    "PathLengthAdaptation",
+    "adapt_update",
+    "check_fraction",
+    "check_target_accept",
+    "tuning_inputs",
+]

@@ -38,7 +38,7 @@ from pytensor.graph.basic import Variable
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.layout import BlockLayout
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
-from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation
+from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, tuning_inputs
 from pymc_lbp.samplers.single_site.graph import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.samplers.single_site.loop import StepsResult, needs_static_shapes
 from pymc_lbp.samplers.traces import clear_traces
@@ -282,14 +282,7 @@ class CompiledPathSteps:
         logp = pt.scalar("logp", dtype="float64")
         deltas = pt.tensor("deltas", dtype="float64", shape=(self.n_slots,))
         noise = pt.tensor("noise", dtype="float64", shape=(n_steps, self.noise_width))
-        scale = pt.scalar("scale", dtype="float64")
-        tuning = pt.scalar("tuning", dtype="bool")
-        adapt_in = (
-            pt.scalar("log_u", dtype="float64"),
-            pt.scalar("log_u_bar", dtype="float64"),
-            pt.scalar("count", dtype="int64"),
-            pt.scalar("doubling", dtype="bool"),
-        )
+        scale, tuning, adapt_in = tuning_inputs()
         start = PathState(x, logp, deltas, *prepare(deltas, log_g, moves))
         zero_f = pt.constant(0.0, dtype="float64")
         zero_i = pt.constant(0, dtype="int64")

@@ -43,6 +43,7 @@ def path_steps_jax(
     import jax
     import jax.numpy as jnp
 
+    from pymc_lbp.samplers.path.adaptation import tuning_inputs
     from pymc_lbp.samplers.path.graph import PathMoves, PathState, prepare, tuned_path_step
 
     moves = PathMoves(layout)
@@ -54,14 +55,7 @@ def path_steps_jax(
     site_w = pt.tensor("site_w", dtype="float64", shape=(layout.n_sites,))
     within = pt.tensor("within", dtype="float64", shape=(layout.n_slots,))
     noise = pt.tensor("noise", dtype="float64", shape=(width,))
-    scale = pt.scalar("scale", dtype="float64")
-    tuning = pt.scalar("tuning", dtype="bool")
-    adapt = (
-        pt.scalar("log_u", dtype="float64"),
-        pt.scalar("log_u_bar", dtype="float64"),
-        pt.scalar("count", dtype="int64"),
-        pt.scalar("doubling", dtype="bool"),
-    )
+    scale, tuning, adapt = tuning_inputs()
     state = PathState(x, logp, deltas, log_w, site_w, within)
     new, info, adapt_new = tuned_path_step(
         noise,

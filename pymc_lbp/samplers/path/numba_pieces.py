@@ -67,6 +67,13 @@ def linear_weights_into(site: np.ndarray, lin: np.ndarray) -> tuple[float, float
 
 
 @njit(cache=True, nogil=True)
+def _later(key_a: float, i_a: int, key_b: float, i_b: int) -> bool:
+    """Whether ``(key_a, i_a)`` comes after ``(key_b, i_b)``: the larger key, or on a tie the
+    larger index (the heap's order in :func:`race`)."""
+    return key_a > key_b or (key_a == key_b and i_a > i_b)
+
+
+@njit(cache=True, nogil=True)
 def race(lin: np.ndarray, noise: np.ndarray, size: int) -> np.ndarray:
     """Indices of the ``size`` smallest ``noise / lin`` (zero weights never), in increasing order.
 
@@ -81,42 +88,31 @@ def race(lin: np.ndarray, noise: np.ndarray, size: int) -> np.ndarray:
         if lin[i] <= 0.0:
             continue
         key = noise[i] / lin[i]
-        if count < size:
-            # sift up
+        if count < size:  # a new leaf, sifted up
             j = count
             count += 1
             while j > 0:
                 parent = (j - 1) // 2
-                if heap_k[parent] < key or (heap_k[parent] == key and heap_i[parent] < i):
-                    heap_k[j] = heap_k[parent]
-                    heap_i[j] = heap_i[parent]
-                    j = parent
-                else:
+                if not _later(key, i, heap_k[parent], heap_i[parent]):
                     break
-            heap_k[j] = key
-            heap_i[j] = i
-        elif key < heap_k[0]:
-            # replace the root (largest key) and sift down
+                heap_k[j], heap_i[j] = heap_k[parent], heap_i[parent]
+                j = parent
+        elif key < heap_k[0]:  # replaces the root (largest key), sifted down
             j = 0
-            while True:
-                left = 2 * j + 1
-                if left >= size:
-                    break
-                big = left
-                right = left + 1
-                if right < size and (
-                    heap_k[right] > heap_k[left]
-                    or (heap_k[right] == heap_k[left] and heap_i[right] > heap_i[left])
+            while 2 * j + 1 < size:
+                big = 2 * j + 1
+                if big + 1 < size and _later(
+                    heap_k[big + 1], heap_i[big + 1], heap_k[big], heap_i[big]
                 ):
-                    big = right
-                if heap_k[big] > key or (heap_k[big] == key and heap_i[big] > i):
-                    heap_k[j] = heap_k[big]
-                    heap_i[j] = heap_i[big]
-                    j = big
-                else:
+                    big += 1
+                if not _later(heap_k[big], heap_i[big], key, i):
                     break
-            heap_k[j] = key
-            heap_i[j] = i
+                heap_k[j], heap_i[j] = heap_k[big], heap_i[big]
+                j = big
+        else:
+            continue
+        heap_k[j] = key
+        heap_i[j] = i
     order = np.argsort(heap_k[:count], kind="mergesort")
     return heap_i[:count][order]
 
@@ -209,25 +205,6 @@ def log_prob_order_log(
                     acc += math.exp(log_lin[i] - top)
             out += log_lin[sites[r]] - (top + math.log(acc))
     return out
-
-
-@njit(cache=True, nogil=True)
-def adapt_update(
-    log_u, log_u_bar, count, accept, doubling, target, max_length, gamma0, t0, kappa, avg_kappa
-):
-    """:meth:`pymc_lbp.samplers.path.adaptation.PathLengthAdaptation.update`, the same
-    arithmetic (the numba twin; the pairwise kernels tune inside their loop with it)."""
-    log_max = math.log(max_length)
-    if doubling:
-        if accept >= target and log_u < log_max:
-            log_u = min(log_u + math.log(2.0), log_max)
-            return log_u, log_u, 0, True
-        doubling = False
-    gain = gamma0 * (count + 1 + t0) ** (-kappa)
-    log_u = min(max(log_u + gain * (accept - target), 0.0), log_max)
-    eta = (count + 1) ** (-avg_kappa)
-    log_u_bar = eta * log_u + (1.0 - eta) * log_u_bar
-    return log_u, log_u_bar, count + 1, doubling
 
 
 def warm_up() -> None:

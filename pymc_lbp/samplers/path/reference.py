@@ -23,7 +23,9 @@ the path sites not yet picked), a sum of positive terms, so long paths that take
 the mass stay accurate (``1 - cumsum`` would cancel catastrophically).
 
 Everything here is a function of arrays (and an rng where it draws); the step class
-:class:`pymc_lbp.step_methods.path_auxiliary.PathAuxiliaryLBP` is a thin shell around them.
+:class:`pymc_lbp.step_methods.path_auxiliary.PathAuxiliaryLBP` is a thin shell around them. The
+slots' new values and reverse slots are the layout's one-site moves
+(:meth:`pymc_lbp.logp.layout.BlockLayout.moves_of`).
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp.logp.layout import BINARY, CATEGORICAL, BlockLayout
+from pymc_lbp.logp.layout import BlockLayout
 from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights
+from pymc_lbp.samplers.common import register_jitable
 from pymc_lbp.samplers.path import numba_pieces as kernels
+from pymc_lbp.samplers.path.adaptation import check_fraction
 
 
 @dataclass(frozen=True)
@@ -235,29 +239,7 @@ def log_prob_path(weights: PathWeights, sites: np.ndarray, slots: np.ndarray) ->
     return lp
 
 
-def slot_values(layout: BlockLayout, x: np.ndarray, slots: np.ndarray) -> np.ndarray:
-    """New values that ``slots`` give their sites, from state ``x`` (vectorised)."""
-    sites = layout.slot_site[slots]
-    xs = x[sites]
-    if layout.all_binary:
-        return 1 - xs
-    kind = layout.slot_kind[slots]
-    arg = layout.slot_arg[slots]
-    return np.where(kind == BINARY, 1 - xs, np.where(kind == CATEGORICAL, arg, xs + arg))
-
-
-def reverse_slots(layout: BlockLayout, slots: np.ndarray, old_values: np.ndarray) -> np.ndarray:
-    """The slots that move each site back to ``old_values`` after ``slots`` were applied."""
-    if layout.all_binary:
-        return slots
-    sites = layout.slot_site[slots]
-    off = layout.site_offset[sites]
-    kind = layout.slot_kind[slots]
-    return np.where(
-        kind == BINARY, slots, np.where(kind == CATEGORICAL, off + old_values, 2 * off + 1 - slots)
-    )
-
-
+@register_jitable
 def stochastic_round(u: float, rng: np.random.Generator) -> int:
     """Unbiased rounding: ``ceil(u)`` with probability ``frac(u)``, else ``floor(u)``.
 
@@ -270,19 +252,16 @@ def stochastic_round(u: float, rng: np.random.Generator) -> int:
 
 def check_single_site_share(share: float) -> float:
     """Validate the share of single-site steps: a number strictly between 0 and 1."""
-    if isinstance(share, bool) or not isinstance(share, int | float | np.integer | np.floating):
-        raise ValueError(f"single_site_share must be a float in (0, 1), got {share!r}")
-    share = float(share)
-    if not 0.0 < share < 1.0:
-        raise ValueError(
-            f"single_site_share must lie strictly between 0 and 1, got {share!r}: 0 would allow "
-            "a chain that never changes one site alone (a fixed even R on a binary block is "
-            "reducible, and a near-deterministic target can trap the chain); 1 would never "
-            "take a path step"
-        )
-    return share
+    return check_fraction(
+        "single_site_share",
+        share,
+        ": 0 would allow a chain that never changes one site alone (a fixed even R on a binary "
+        "block is reducible, and a near-deterministic target can trap the chain); 1 would never "
+        "take a path step",
+    )
 
 
+@register_jitable
 def draw_path_length(
     scale: float, single_site_share: float, max_length: int, rng: np.random.Generator
 ) -> tuple[int, bool]:
@@ -294,7 +273,8 @@ def draw_path_length(
     depend on the state, so with ``scale`` fixed the kernel is the fixed mixture
     ``share T_1 + (1 - share) [(1 - f) T_floor(U) + f T_ceil(U)]`` (``f = frac(scale)``) of
     pi-invariant kernels, and ``T_1`` (single-site locally balanced moves) makes it irreducible
-    wherever single-site moves connect the support, whatever the scale.
+    wherever single-site moves connect the support, whatever the scale. Plain Python that the
+    numba kernels compile too (:mod:`pymc_lbp.samplers.pairwise.kernel`).
 
     Returns
     -------
@@ -315,8 +295,6 @@ __all__ = [
     "draw_slots",
     "log_prob_path",
     "path_weights",
-    "reverse_slots",
     "site_weights",
-    "slot_values",
     "stochastic_round",
 ]

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import pytensor
 import pytensor.tensor as pt
 
-from pymc_lbp.logp.layout import BINARY, CATEGORICAL
+from pymc_lbp.samplers.common import draw_slot_rows, mh_accept_probs, mh_log_ratios
 
 
 class BatchMovesJax(NamedTuple):
@@ -42,34 +42,19 @@ def batch_moves_jax(
     u, x, logp, deltas, params, *, log_g: Callable, layout, target_rows: Callable, weights: str
 ) -> BatchMovesJax:
     """One locally balanced single-site MH transition of every row (JAX; see the numpy
-    reference :func:`pymc_lbp.samplers.self_balancing.learning.batch_moves`, rule for rule).
+    reference :func:`pymc_lbp.samplers.self_balancing.learning.batch_moves`, rule for rule: the
+    draw, the move and the MH rule are the reference's own functions, on ``jax.numpy``).
 
     ``log_g(deltas, params)`` is the parametrization's ``log g`` elementwise; ``target_rows(y)``
     gives the rows' ``(logp, deltas)``; ``weights`` is ``"uniform"`` or ``"target"``.
     """
     import jax.numpy as jnp
 
-    slot_site = jnp.asarray(layout.slot_site)
-    slot_kind = jnp.asarray(layout.slot_kind)
-    slot_arg = jnp.asarray(layout.slot_arg)
-    site_offset = jnp.asarray(layout.site_offset)
     rows = jnp.arange(x.shape[0])
-    log_w = log_g(deltas, params)
-    top = jnp.max(log_w, axis=1)
-    movable = jnp.isfinite(top)
-    top = jnp.where(movable, top, 0.0)
-    cdf = jnp.cumsum(jnp.exp(log_w - top[:, None]), axis=1)
-    count = jnp.sum(cdf <= (u[:, 0] * cdf[:, -1])[:, None], axis=1)
-    slot = jnp.where(movable, jnp.minimum(count, jnp.argmax(cdf, axis=1)), 0)
-    log_q_fwd = log_w[rows, slot] - (top + jnp.log(cdf[:, -1]))
-    site = slot_site[slot]
+    slot, log_q_fwd, movable = draw_slot_rows(log_g(deltas, params), u[:, 0], xp=jnp)
+    site = jnp.asarray(layout.slot_site)[slot]
     old = x[rows, site]
-    kind, arg = slot_kind[slot], slot_arg[slot]
-    offset = site_offset[site]
-    new = jnp.where(kind == BINARY, 1 - old, jnp.where(kind == CATEGORICAL, arg, old + arg))
-    back = jnp.where(
-        kind == BINARY, slot, jnp.where(kind == CATEGORICAL, offset + old, 2 * offset + 1 - slot)
-    )
+    new, back = layout.moves_of(slot, old, xp=jnp)
     y = x.at[rows, site].set(jnp.where(movable, new, old))
     reverse = jnp.where(movable, back, slot)
     logp_y, deltas_y = target_rows(y)
@@ -78,10 +63,8 @@ def batch_moves_jax(
     safe_top = jnp.where(jnp.isfinite(top_y), top_y, 0.0)
     log_z_y = safe_top + jnp.log(jnp.sum(jnp.exp(log_w_y - safe_top[:, None]), axis=1))
     log_q_rev = log_w_y[rows, reverse] - log_z_y
-    ratio = logp_y - logp + log_q_rev - log_q_fwd
-    ok = jnp.isfinite(logp_y) & jnp.isfinite(log_q_fwd) & jnp.isfinite(log_q_rev)
-    ratio = jnp.where(movable & ok & ~jnp.isnan(ratio), ratio, -jnp.inf)
-    accept = jnp.exp(jnp.minimum(ratio, 0.0))
+    ratio = mh_log_ratios(logp, logp_y, log_q_fwd, log_q_rev, xp=jnp)
+    accept = mh_accept_probs(jnp.where(movable, ratio, -jnp.inf), xp=jnp)
     accepted = u[:, 1] < accept
     feasible = movable & jnp.isfinite(logp_y) & jnp.isfinite(log_q_rev)
     deltas_x = jnp.where(movable[:, None], deltas, 0.0)

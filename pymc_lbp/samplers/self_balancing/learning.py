@@ -34,7 +34,7 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.samplers.common import mh_accept_probs, mh_log_ratios
+from pymc_lbp.samplers.common import draw_slot_rows, mh_accept_probs, mh_log_ratios
 from pymc_lbp.samplers.mh_graph import finite
 from pymc_lbp.samplers.self_balancing.parametrizations import (
     D_CLIP,
@@ -293,15 +293,7 @@ def batch_moves(
     particle_weights : {"uniform", "target"}
     """
     rows = np.arange(x.shape[0])
-    log_w = parametrization.log_g(deltas, params)
-    top = np.max(log_w, axis=1)
-    movable = np.isfinite(top)
-    top = np.where(movable, top, 0.0)
-    cdf = np.cumsum(np.exp(log_w - top[:, None]), axis=1)
-    count = np.sum(cdf <= (u[:, 0] * cdf[:, -1])[:, None], axis=1)
-    slot = np.where(movable, np.minimum(count, np.argmax(cdf, axis=1)), 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_q_fwd = log_w[rows, slot] - (top + np.log(cdf[:, -1]))
+    slot, log_q_fwd, movable = draw_slot_rows(parametrization.log_g(deltas, params), u[:, 0])
     site = layout.slot_site[slot]
     old = x[rows, site]
     new, back = layout.moves_of(slot, old)

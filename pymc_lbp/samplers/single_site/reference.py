@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from pymc_lbp.samplers.common import mh_accept, mh_log_ratio
+from pymc_lbp.samplers.common import draw_slot, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.single_site.loop import StepsResult
 
 __all__ = [
@@ -48,14 +48,6 @@ class SingleSiteMove(NamedTuple):
     prepared: Prepared | None
     accept_prob: float
     accepted: bool
-
-
-def draw_slot(cdf: np.ndarray, u: float) -> int:
-    """Inverse-CDF draw from an unnormalised nondecreasing ``cdf`` with the uniform ``u``, as the
-    graph's ``draw_slot``: ``u * cdf[-1]`` rounding up to the total goes to the last slot of
-    positive weight, never to a zero-weight slot or out of range."""
-    idx = int(np.searchsorted(cdf, u * cdf[-1], side="right"))
-    return min(idx, int(np.argmax(cdf)))
 
 
 def single_site_step(

@@ -168,13 +168,18 @@ def test_pickled_step_keeps_its_couplings():
 
 # --------------------------------------------------------------------------- pieces of the kernel
 def test_adaptation_in_the_kernel_is_the_reference_arithmetic():
+    """The update the kernel compiles (the one copy, adapt_update) gives in numba what the
+    adaptation's update gives in Python."""
+    import numba
+
+    compiled = numba.njit(adapt_update)
     a = PathLengthAdaptation(0.574, 50)
     rng = np.random.default_rng(3)
     ref = (0.0, 0.0, 0, True)
     ours = ref
     for accept in rng.random(300) ** 0.5:
         ref = a.update(ref[0], ref[1], ref[2], accept, ref[3])
-        ours = adapt_update(
+        ours = compiled(
             ours[0], ours[1], ours[2], accept, ours[3], a.target, a.max_length, a.gamma0, a.t0,
             a.kappa, a.avg_kappa,
         )  # fmt: skip

@@ -23,7 +23,7 @@ import pytest
 from pymc_lbp import PathAuxiliaryLBP
 from pymc_lbp.samplers.common import mh_log_ratio
 from pymc_lbp.samplers.path.graph import AdaptState
-from pymc_lbp.samplers.path.reference import log_prob_path, path_weights, reverse_slots, slot_values
+from pymc_lbp.samplers.path.reference import log_prob_path, path_weights
 from pymc_lbp.step_methods.path_auxiliary import KERNEL_AFTER_STEPS
 from tests.helpers.backends import OTHER_BACKENDS, modes
 from tests.samplers.path.test_path_auxiliary_kernel import (
@@ -70,12 +70,12 @@ def reference_step(step, x, logp, deltas, noise, scale):
                 for i in sites
             ]
         )
+    new, back = lay.moves_of(slots, x[sites])
     y = x.copy()
-    y[sites] = slot_values(lay, x, slots)
+    y[sites] = new
     logp_y, deltas_y = step.differences(y)
     fwd = log_prob_path(w, sites, slots)
     wy = path_weights(deltas_y, step.log_g, lay)
-    back = reverse_slots(lay, slots, x[sites])
     rev = log_prob_path(wy, sites[::-1], back[::-1])
     ratio = mh_log_ratio(logp, logp_y, fwd, rev)
     prob = math.exp(min(ratio, 0.0)) if math.isfinite(ratio) else 0.0

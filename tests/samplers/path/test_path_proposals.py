@@ -24,8 +24,6 @@ from pymc_lbp.samplers.path.reference import (
     draw_sites,
     draw_slots,
     path_weights,
-    reverse_slots,
-    slot_values,
     stochastic_round,
 )
 
@@ -117,9 +115,8 @@ def test_categorical_site_weights_and_value_draws():
     assert chi2_p(np.bincount(slots[:, 0] - 2, minlength=2), np.array([p2, 1 - p2])) > ALPHA
     # new values and the moves back
     picked = np.array([1, 3, 6, 9])  # binary flip, site 2 -> 1, site 3 -> 1, integer +1
-    new = slot_values(layout, x, picked)
+    new, back = layout.moves_of(picked, x[layout.slot_site[picked]])
     np.testing.assert_array_equal(new, [0, 1, 1, 6])
-    back = reverse_slots(layout, picked, x[layout.slot_site[picked]])
     np.testing.assert_array_equal(back, [1, 2 + 2, 5 + 0, 8])
 
 

@@ -41,6 +41,7 @@ import itertools
 import numpy as np
 
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock, MotifSpec
+from pymc_lbp.samplers.common import inverse_cdf
 
 CLIP = 20.0
 """Canonical log-potentials are clipped to ``[-CLIP, CLIP]`` for the network's input."""
@@ -260,9 +261,8 @@ def chain_motif_samples(
     b = logP[:, 1:L]
     params = canonical_chain_params(a, b)
     log_cond = chain_motif_log_conditional(params, K, L)
-    cdf = np.cumsum(np.exp(log_cond), axis=1)
-    pick = (cdf < rng.random((n, 1)) * cdf[:, -1:]).sum(axis=1)
-    x_block = chain_block_states(K, L)[np.minimum(pick, K**L - 1)]
+    pick = inverse_cdf(np.cumsum(np.exp(log_cond), axis=1), rng.random(n))
+    x_block = chain_block_states(K, L)[pick]
     return x_block, np.zeros((n, 0), np.int64), params
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from pymc_lbp.samplers.block.motifs.motif_api import MotifSpec
-from pymc_lbp.samplers.common import draw_categorical, mh_log_ratio
+from pymc_lbp.samplers.common import draw_categorical, inverse_cdf, mh_log_ratio
 
 __all__ = [
     "CLIP",
@@ -245,9 +245,7 @@ def draw_from_target(rng: np.random.Generator, params: np.ndarray) -> np.ndarray
     grid = flag_value_grid(G)
     log_mass = (prof[:, :, :-1] + _log_segment_mass(d)).reshape(n, -1)
     log_mass = log_mass - log_mass.max(axis=1, keepdims=True)
-    cdf = np.cumsum(np.exp(log_mass), axis=1)
-    seg = (rng.random((n, 1)) * cdf[:, -1:] >= cdf).sum(axis=1)
-    seg = np.minimum(seg, cdf.shape[1] - 1)
+    seg = inverse_cdf(np.cumsum(np.exp(log_mass), axis=1), rng.random(n))
     flag, j = np.divmod(seg, G - 1)
     dd = d[np.arange(n), flag, j]
     u = rng.random(n)
