@@ -2,8 +2,8 @@
 
 Building a step compiles a handful of PyTensor functions. With PyTensor's compile directory
 warm (every C module already built), what is left of each compilation is rewriting the graph:
-0.3-3 s per function on a slow 2-core machine, most of a warm construction and a fifth of the
-test suite's time, spent again in every process for the same graphs. PyTensor can pickle a
+most of a warm construction and a large share of the test suite's time (docs/compiled.md,
+docs/test_suite.md), spent again in every process for the same graphs. PyTensor can pickle a
 compiled function and load it without rewriting (that is how functions travel to
 ``pm.sample``'s worker processes). So :func:`pymc_lbp.compiling.pm_compile`, for a graph compiled
 in no earlier call of this process, first looks here: a function pickled under the

@@ -50,10 +50,9 @@ DEFAULT_DRAWS = 1000
 
 BYTES_PER_STATE = 100
 """Memory a run needs per state of the network (the sum of its cardinalities), at least: the
-peak RSS of ``mar`` on one variable of 10^6 and of 10^7 states and no factor (exact marginals)
-grew by 93 bytes per state over a 2-state variable (2026-12-07, 2-core VM): the marginals
-computed, normalised and written as text. Sampling needs more (228 bytes per state for one
-chain of 10 draws of the 10^6 states), so a network refused by this estimate cannot run at all."""
+peak memory of ``mar`` grows by a little less than this per state when it computes, normalises
+and writes a network's exact marginals as text (measured in docs/uai.md, "Command line").
+Sampling needs more, so a network refused by this estimate cannot run at all."""
 
 
 # --------------------------------------------------------------------------- the work

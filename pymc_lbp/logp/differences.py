@@ -71,8 +71,8 @@ class Differences:
         self.specs = specs
         self._compile_kwargs = dict(compile_kwargs or {})
         # Its length known: the rewrites drop a block's only variable's whole-vector slice and
-        # reshape, so the model's logp over x compiles to NUTS's own C modules (occupancy's first
-        # run compiled two more, 0.73 s, before).
+        # reshape, so the model's logp over x compiles to NUTS's own C modules (before, occupancy's
+        # first run compiled two C modules more).
         x = pt.vector("x_block", dtype="int64", shape=(layout.n_sites,))
         self._x = x
         self._replace = {**block_state_graph(specs, x), **shared}

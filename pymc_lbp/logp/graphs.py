@@ -4,25 +4,25 @@
 ancestors of ``y`` as well as the graph of ``outputs``. Our kernels substitute chains into
 templates: the block state after one move becomes the ``x`` of the next move's logp graph, so
 each substitution copied every move before it and the graph grew geometrically with the chain
-(three unrolled Poisson-site jumps: 14,865 nodes before rewriting, 229 after, 12 s of
-rewriting). :func:`substitute` clones only the template between its substituted inputs and its
-outputs and links the clone to the given variables themselves, as ``graph_replace`` does,
-without building a ``FunctionGraph``.
+(three unrolled Poisson-site jumps: 14,865 nodes before rewriting, 229 after; their cost in
+docs/integer_moves.md). :func:`substitute` clones only the template between its substituted
+inputs and its outputs and links the clone to the given variables themselves, as
+``graph_replace`` does, without building a ``FunctionGraph``.
 
 **Row copies.** :func:`repeated_rows` broadcasts against a column of zeros:
 ``pt.repeat(x[None, :], n, axis=0)`` is an ``Alloc`` whose shape reads ``x.shape[0]``, and
 building an ``Alloc`` folds its shape over every ancestor of ``x``, whose cost grows with the
 square of a chain of moves. For the same reason :func:`dim` reads a length from the static
 type where it is known: ``pt.zeros((v.shape[0], k))`` folds ``v.shape[0]`` over the ancestors of
-``v`` (0.2-0.4 s each in NeuralBlock's compiled sweep, where ``v`` holds the model logp at every
-block's states), ``pt.zeros((dim(v, 0), k))`` does not.
+``v`` (a walk over a large graph in NeuralBlock's compiled sweep, where ``v`` holds the model
+logp at every block's states: docs/test_suite.md), ``pt.zeros((dim(v, 0), k))`` does not.
 
 **One element per row.** ``matrix[pt.arange(m), cols]`` is pytensor's general
 ``AdvancedSubtensor`` (its ``set_subtensor`` the general ``AdvancedIncSubtensor``), which has no
-C implementation: the C backend runs it in Python, about 8 us per node on a compiled kernel call
-of ~50 us. :func:`pick_per_row` and :func:`set_per_row` index the flattened matrix with
-``row * width + col`` (``AdvancedSubtensor1`` / ``AdvancedIncSubtensor1``, compiled), with the
-same values.
+C implementation: the C backend runs it in Python, a large share of a small compiled kernel's
+call (docs/integer_moves.md). :func:`pick_per_row` and :func:`set_per_row` index the flattened
+matrix with ``row * width + col`` (``AdvancedSubtensor1`` / ``AdvancedIncSubtensor1``,
+compiled), with the same values.
 
 **Rewriting a copy.** :func:`rewritten_clone` applies node rewriters to clones of graphs (the
 model's own graph stays as it is).

@@ -3,11 +3,10 @@
 Building a step reads the model's logp several times: its differences (the summed logp), the
 analysis of which terms touch which sites (the elementwise terms, twice), the relaxation for
 gradients (the other variables' terms). ``pm.Model.logp`` builds a new graph on every call
-(each variable's logp derived from its distribution, the transforms' Jacobians), tens of
-milliseconds on the gallery models; a run of the suite made about 1,600 such calls from our
-steps, most of them repeats. Callers never
-change the graph they get (they clone it with their replacements, or compile it), so one graph
-serves them all.
+(each variable's logp derived from its distribution, the transforms' Jacobians), and our
+steps called it again and again on the same model, most of the calls repeats (counted in
+docs/test_suite.md). Callers never change the graph they get (they clone it with their
+replacements, or compile it), so one graph serves them all.
 
 A graph is kept per model (weakly: the cache goes with the model) and per *state* of the model:
 its free and observed variables, potentials, value variables and transforms, by identity. A

@@ -106,8 +106,8 @@ class BlockGibbs(NeuralBlock):
         One elimination block of every free variable when the whole network's elimination needs
         no table above this many entries (32 MiB as float64): nothing it is conditioned on
         changes, so its forward pass runs once and each update is a backward draw, an
-        independent exact draw (1-9 ms on the shipped networks that fit). ``None``: the whole
-        network gets no budget of its own (``max_table_size``).
+        independent exact draw (its cost on the shipped networks in docs/uai.md). ``None``: the
+        whole network gets no budget of its own (``max_table_size``).
     steps_per_draw : int, optional
         Block updates per recorded draw; ``None`` (default): the number of units (blocks plus
         uncovered sites), one update per block on average.

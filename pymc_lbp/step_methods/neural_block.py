@@ -109,20 +109,20 @@ class NeuralBlock(
         compiled call per sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`: for neural blocks
         reference logps, parameters, network, proposals, their logps and the MH decisions, for exact
         ones the logp at every joint state and the draws, every class in one graph; the network
-        weights are inputs, so retraining needs no recompilation), compiled at the first draw
-        (6-8 s warm with C on 12- and 80-state HMMs, 15-40 s with an empty compile cache).
+        weights are inputs, so retraining needs no recompilation), compiled at the first draw.
         ``False``: numpy around batched compiled logp calls (:meth:`colour_update`). The two
-        make the same moves from the same uniforms (tested); the compiled sweep is 1.5-2x
-        faster per sweep with neural proposals (docs/neural_block.md). ``"auto"``: numpy for
+        make the same moves from the same uniforms (tested); the compiled sweep is faster per
+        sweep with neural proposals, though the batched model logp calls stay most of its work
+        (its speed and compile times in docs/neural_block.md). ``"auto"``: numpy for
         the step's first :data:`KERNEL_AFTER_BLOCK_UPDATES` (100,000)
         block updates, the compiled sweep after them (a short run never compiles; counted, not
         timed, so a seed gives the same chain anywhere). The random scan (blocks without
         colour classes, single sites) follows the same option: ``True`` runs all of a draw's
         steps in one compiled ``scan`` (:mod:`pymc_lbp.samplers.block.random_scan_graph`: for motif
         blocks the network, clamping, proposal, factor-local or model target and MH decision, for
-        exact units the target at every joint state and the draw; compiled at the first draw,
-        0.5-3 s warm with C on the UAI'08 grid BNs, 16 s with an empty compile cache; 2-5x
-        faster per motif-block step, 10x per site under NUMBA), ``False`` the numpy step
+        exact units the target at every joint state and the draw; compiled at the first draw;
+        faster per step than numpy, most of all under NUMBA: docs/neural_block.md, "The
+        compiled random scan"), ``False`` the numpy step
         (:meth:`scan_step`, the same moves from the same uniforms, tested), ``"auto"`` numpy
         for the first :data:`KERNEL_AFTER_BLOCK_UPDATES` updates. Chain blocks without colour
         classes (parameters read from the model at every update) keep the numpy random scan.

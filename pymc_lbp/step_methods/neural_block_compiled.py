@@ -23,11 +23,10 @@ from pymc_lbp.step_methods.neural_block_units import ModelLogp
 _log = logging.getLogger("pymc_lbp")
 
 KERNEL_AFTER_BLOCK_UPDATES = 100_000
-"""``compiled="auto"``: block updates a step makes in numpy before it compiles its sweep.
-A numpy block update of a chain colour class costs 25-70 us and the compiled sweep's compilation
-6-8 s; a numpy random-scan step 40-200 us and the compiled scan's compilation 0.5-3 s warm (16 s
-with an empty compile cache). The switch comes when numpy has taken about as long as compiling
-takes with a cold cache (the rent-or-buy rule), and a short run never compiles."""
+"""``compiled="auto"``: block updates a step makes in numpy before it compiles its sweep (or
+its random scan). The switch comes when numpy has taken about as long as compiling takes with an
+empty compile cache (the rent-or-buy rule; the numpy updates' cost and the compile times are in
+docs/neural_block.md), and a short run never compiles."""
 
 
 class NeuralBlockCompiled:

@@ -42,9 +42,9 @@ _log = logging.getLogger("pymc_lbp")
 
 KERNEL_AFTER_STEPS = 20_000
 """``compiled="auto"``: MH steps a step makes in its Python loop before it compiles the
-path kernel. The Python loop costs 50-300 us per step off pairwise blocks and the kernel's
-compilation 1-3 s warm (more in a cold compile cache), so the switch comes when the loop has
-taken about as long as compiling takes (the rent-or-buy rule), and a short run never compiles."""
+path kernel. The switch comes when the loop has taken about as long as compiling the kernel
+takes with a warm compile cache (the rent-or-buy rule; the loop's cost per step and the
+kernel's compile time are in docs/compiled.md), and a short run never compiles."""
 
 
 @dataclass_state
@@ -135,11 +135,11 @@ class PathAuxiliaryLBP(DiscreteStep):
         ``True``: every draw, tuning included, in one call of the compiled path kernel
         (:mod:`pymc_lbp.samplers.path.graph`, a pytensor ``scan`` that carries the path-length
         adaptation while tuning; the backend from ``compile_kwargs``), compiled at the first draw
-        (1-3 s with C, minutes with a cold numba cache). ``False``: a Python loop of the numpy
+        (much longer with a cold numba cache than with C). ``False``: a Python loop of the numpy
         reference steps (numba site race, one compiled differences call per step; no
         compilation beyond the differences). The two are the same
-        transition kernel (tested move for move); with C the kernel is 1.25-1.6x faster per step on
-        categorical blocks and 0.75-1x the loop on binary ones (``docs/compiled.md``). ``"auto"``:
+        transition kernel (tested move for move); with C the kernel is faster per step than the
+        loop on categorical blocks and no faster on binary ones (``docs/compiled.md``). ``"auto"``:
         on blocks with categorical or integer sites, the Python loop for the step's first
         :data:`KERNEL_AFTER_STEPS` (20,000) MH steps and the kernel after them, so a short run
         pays no compilation and a long one pays it once it has spent about as long in the loop

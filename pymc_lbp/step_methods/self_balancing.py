@@ -99,8 +99,9 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
     per draw gives learning about the model evaluations the chain's steps make, so a tuning draw
     costs a few sampling draws (``benchmarks/self_balancing_cost.py`` measures both). On a
     pairwise binary block (Ising-like lattices, :mod:`pymc_lbp.samplers.pairwise.couplings`) the
-    chain's steps run in :mod:`pymc_lbp.samplers.pairwise.kernel` with the learned ``g`` (about 1 us
-    a step, no model evaluation) and a tuning draw makes one update, which then dominates its cost.
+    chain's steps run in :mod:`pymc_lbp.samplers.pairwise.kernel` with the learned ``g`` (no model
+    evaluation per step, docs/self_balancing.md) and a tuning draw makes one update, which then
+    dominates its cost.
 
     Parameters
     ----------

@@ -9,17 +9,16 @@ the function when it is called (:func:`jax_function`, :func:`bound_data`), so ``
 is seen. The conversion is PyMC's (:func:`pymc.sampling.jax.get_jaxified_graph`): other shared
 variables held as constants, PyTensor's JAX rewrites, then ``jax_funcify``.
 
-**Rewritten graphs kept on disk.** The rewrites are most of a warm build's time (seconds per
-graph, ~10 s for the hidden Markov model's four graphs on a slow 2-core machine), and they give
-the same graph every time for the same graph, PyTensor and settings. So the rewritten graph is
-pickled into PyTensor's compile directory (``<compiledir>/pymc_lbp_jax_graphs/<fingerprint>``),
-named by the fingerprint of the graph before rewriting
-(:func:`pymc_lbp.fingerprint.graph_fingerprint`: ops with their properties, inner graphs,
-constants' bytes, input types, PyTensor's version and settings, PyMC's and JAX's versions), and
-a later process converts the stored graph instead of rewriting again (files compressed and
-pruned as :mod:`pymc_lbp.function_store`'s, which keeps the compiled PyTensor functions of the
-steps the same way). A graph the
-fingerprint cannot stand for (an op known only by its name), one that cannot be pickled, or a
+**Rewritten graphs kept on disk.** Without this store the rewrites are most of a warm build's
+time (measured in docs/whole_model.md, "Compile time"), and they give the same graph every time
+for the same graph, PyTensor and settings. So the rewritten graph is pickled into PyTensor's
+compile directory (``<compiledir>/pymc_lbp_jax_graphs/<fingerprint>``), named by the
+fingerprint of the graph before rewriting (:func:`pymc_lbp.fingerprint.graph_fingerprint`:
+ops with their properties, inner graphs, constants' bytes, input types, PyTensor's version and
+settings, PyMC's and JAX's versions), and a later process converts the stored graph instead of
+rewriting again (files compressed and pruned as :mod:`pymc_lbp.function_store`'s, which keeps
+the compiled PyTensor functions of the steps the same way). A graph the fingerprint cannot
+stand for (an op known only by its name), one that cannot be pickled, or a
 stored file that cannot be read is rewritten as PyMC does, and nothing is stored or the file is
 replaced: only the time changes, never the function.
 """
@@ -51,7 +50,7 @@ STORE_FOLDER = "pymc_lbp_jax_graphs"
 CACHE_SIZE = 64
 """Converted graphs kept per process: a graph equal to one converted before (as
 :func:`pymc_lbp.compiling.pm_compile` compares them) reuses its JAX function, so sampling a
-model again skips PyTensor's JAX rewrites (seconds per graph)."""
+model again skips PyTensor's JAX rewrites and conversion."""
 
 _CACHE: OrderedDict = OrderedDict()
 
@@ -87,8 +86,8 @@ def jax_function(
     The function is ``jax.jit``-wrapped (the program calls it inside its own ``jit``, where XLA
     inlines it): JAX keeps its traced form per input shapes and its batched form per batching,
     so the warmup's and the draws' transitions, and ``vmap``'s passes over a loop body, trace
-    and batch each of our graphs once (tracing the hidden Markov model's program for 4 chains:
-    3.7 s -> 2.5 s).
+    and batch each of our graphs once, not once per transition and pass (the tracing times
+    before and after are in docs/whole_model.md, "Compile time").
     """
     import jax
 
@@ -209,9 +208,10 @@ def jaxified_graph(inputs: Sequence, outputs: Sequence) -> Callable[..., list]:
 @contextlib.contextmanager
 def _constants_put_on_device():
     """PyTensor's JAX conversion makes each array constant a JAX array with ``jnp.array``, an
-    eager op that JAX compiles once per shape and dtype (24 XLA compilations of about 0.25 s each
-    for the hidden Markov model's graphs from an empty cache); ``jax.device_put`` makes the same
-    array with no compilation. Registered for the conversion only, then PyTensor's own again."""
+    eager op that JAX compiles once per shape and dtype (24 XLA compilations for the hidden
+    Markov model's graphs from an empty cache, docs/whole_model.md); ``jax.device_put`` makes
+    the same array with no compilation. Registered for the conversion only, then PyTensor's own
+    again."""
     import jax
     from pytensor.link.jax.dispatch.basic import jax_typify
 

@@ -153,8 +153,8 @@ class Program:
         last-bit difference flips a decision, and the same in distribution after.
         Batching the draw rather than the whole chain traces it once per phase: ``vmap`` of a
         ``scan`` traces the scan's body again until the batched parts of its carry settle (the
-        blocks' states start unbatched): 4 chains' program took 5.1 s to trace on the hidden
-        Markov model, one chain's 1.9 s; batched inside, 3.7 s.
+        blocks' states start unbatched, so the warmup's body was traced a second time). The
+        tracing times before and after are in docs/whole_model.md, "Compile time".
         """
         import jax
         import jax.numpy as jnp

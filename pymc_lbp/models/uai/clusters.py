@@ -51,9 +51,9 @@ __all__ = ["DEFAULT_MAX_STATES", "deterministic_scopes", "graph_clusters", "uai_
 
 DEFAULT_MAX_STATES = 1024
 """Joint states a block may have by default (10 binary variables): an exact update evaluates
-the target at every one of them. Measured with ``NeuralBlock``'s exact updates on 50-12-5 (143
-free variables): a draw (one update per block on average) took 38 ms with 1024 and 275 ms with
-4096, and at equal wall time the marginal errors were level (0.11)."""
+the target at every one of them. On 50-12-5 a budget four times larger made each draw several
+times costlier and left the marginal error at equal wall time where it was (docs/uai.md,
+"Clusters for exact block Gibbs")."""
 
 
 def _fixed_values(network: UAINetwork, evidence: Mapping[int, int]) -> dict[int, int]:

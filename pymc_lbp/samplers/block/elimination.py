@@ -24,15 +24,11 @@ every update is an independent exact draw.
 The whole network gets a budget of its own, ``max_whole_table_size`` (``BlockGibbs`` gives it
 :data:`WHOLE_MAX_TABLE_SIZE`, 64 times the cutset blocks' default). A block with no cutset is
 conditioned on nothing that changes, so its forward pass runs once and every later update is a
-backward draw only: on the shipped networks that fit 2**22 entries, 1-9 ms per independent exact
-draw (DBN_11 1.5 ms, Grids_16 9 ms, after a first pass of up to 2 s), where a cutset block update
-within 2**16 entries costs 20-36 ms and, on DBN_11, never leaves the mode it starts in.
-
-Measured on the shipped networks (2-core VM, 2**16 entries): blocks are chosen in 0.02-7 s
-(Alchemy_11, 440 variables; Grids_16 3 s) and a :class:`BlockSampler` update takes 0.1-35 ms
-(1.1-3.4x faster than :func:`sample_block`: Grids_16 30 vs 55 ms, Pedigree_11 25 vs 42 ms,
-DBN_11 35 vs 37 ms, whose 40 variables all touch every cutset); 50-12-5, BN_0, Grids_12 and
-DBN_11.small fit in one block.
+backward draw only: on the shipped networks that fit 2**22 entries such an independent exact
+draw costs less than a cutset block update within 2**16 entries, which on DBN_11 never leaves the
+mode it starts in. At 2**16 entries, 50-12-5, BN_0, Grids_12 and DBN_11.small fit in one block.
+The time to choose the blocks and the cost of an update on the shipped networks are in
+docs/uai.md, "Elimination blocks".
 
 :func:`sample_block` is the numpy update, written plainly (the reference); :class:`BlockSampler` is
 the same update prepared once per block (``BlockGibbs`` runs it for its elimination units): the
@@ -67,8 +63,8 @@ __all__ = [
     "sample_block",
 ]
 
-#: Largest elimination table of a block (entries); a forward pass and a backward draw over
-#: tables of this size take milliseconds.
+#: Largest elimination table of a block (entries): bigger blocks with smaller cutsets mix better
+#: and cost more per update (docs/uai.md, "Elimination blocks").
 DEFAULT_MAX_TABLE_SIZE = 2**16
 #: Largest elimination table (entries, 32 MiB as float64) with which the whole network is one
 #: block of independent exact draws (its messages computed once, see the module docstring).

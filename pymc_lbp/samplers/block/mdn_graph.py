@@ -28,9 +28,9 @@ __all__ = ["MixtureDensityGraph"]
 
 def _log_softmax_graph(z):
     """Log-softmax over the last axis, max-shifted: the arithmetic of ``_log_softmax_np``.
-    Written out rather than ``pt.special.log_softmax``: PyTensor's numba backend took about 10 s
-    to compile its LogSoftmax op on each first use (a network under ``compile_kwargs={"mode":
-    "NUMBA"}``), these elementwise ops and reductions a fraction of that."""
+    Written out rather than ``pt.special.log_softmax``: PyTensor's numba backend compiles its
+    LogSoftmax op on each first use (a network under ``compile_kwargs={"mode": "NUMBA"}``) far
+    more slowly than these elementwise ops and reductions (docs/test_suite.md)."""
     shifted = z - pt.max(z, axis=-1, keepdims=True)
     return shifted - pt.log(pt.sum(pt.exp(shifted), axis=-1, keepdims=True))
 

@@ -3,8 +3,9 @@
 A path step does three ``O(number of sites)`` things besides the compiled differences call: turn
 the site log-weights of a state into linear weights and their total, select the ``R`` sites of
 the exponential race, and score an ordered path. In numpy these are a dozen small calls each
-(~1-3 us of interpreter overhead apiece, which dominated a step on blocks of ~1000 sites); here
-each is one compiled loop. numba is a dependency of pytensor, so it is always installed.
+(each paying the interpreter's overhead, which dominated a step on blocks of ~1000 sites:
+docs/path_auxiliary.md); here each is one compiled loop. numba is a dependency of pytensor, so
+it is always installed.
 
 The numpy versions in :mod:`pymc_lbp.samplers.path.reference` are the reference: the tests check
 that the kernels return the same sites for the same random numbers and the same log-probabilities

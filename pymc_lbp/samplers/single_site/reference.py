@@ -32,8 +32,9 @@ __all__ = [
 
 COMPILE_AFTER_STEPS = 20_000
 """Single-site steps a step makes in numpy (:func:`single_site_steps`) before it compiles its
-scan kernel: about 1-1.5 s of numpy steps, against a compile of 1-3 s warm and tens of seconds
-with an empty compile cache. A short first run of a small block never compiles the kernel."""
+scan kernel: about as long in numpy steps as the kernel's compilation takes with a warm compile
+cache (the rent-or-buy rule; the times are in docs/compiled.md, "Compile cost"). A short first
+run of a small block never compiles the kernel."""
 
 Prepared = tuple[np.ndarray, np.ndarray, float]
 """``(log_w, cdf, log_z)`` of a state's proposal (``prepare_weights`` of ``samplers.common``)."""
