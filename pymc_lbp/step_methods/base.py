@@ -20,6 +20,7 @@ from here.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, ClassVar
 
@@ -208,9 +209,30 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
 
     def __new__(cls, *args, **kwargs):
         # PyMC's BlockedStep.__new__ inspects vars first; give our errors before its own
+        cls._check_keywords(kwargs)
         vars = args[0] if args else kwargs.get("vars")
         cls._resolve_vars(vars, pm.modelcontext(kwargs.get("model")))
         return super().__new__(cls, *args, **kwargs)
+
+    @classmethod
+    def _check_keywords(cls, kwargs: dict) -> None:
+        """A ``TypeError`` naming the step class for a keyword none of its ``__init__`` (its own,
+        or a base's it passes ``**kwargs`` on to) takes; Python would name the base class."""
+        known: set[str] = set()
+        for klass in cls.__mro__:
+            init = klass.__dict__.get("__init__")
+            if init is not None and issubclass(klass, DiscreteStep):
+                known.update(
+                    name
+                    for name, p in inspect.signature(init).parameters.items()
+                    if p.kind is not inspect.Parameter.VAR_KEYWORD
+                )
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise TypeError(
+                f"{cls.__name__}() got an unexpected keyword argument {unknown[0]!r}; its "
+                f"options: {', '.join(sorted(known - {'self', 'vars'}))}"
+            )
 
     def __init__(
         self,

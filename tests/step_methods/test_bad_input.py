@@ -219,6 +219,17 @@ def test_model_without_free_variables(sampler):
 
 
 @pytest.mark.parametrize("sampler", SAMPLER_NAMES)
+def test_an_unknown_option_is_named_with_the_class(sampler):
+    """PyMC's step arguments pass through ``**kwargs`` to DiscreteStep, whose name Python would
+    give for a misspelt option: the error names the class the user called, and its options."""
+    with pm.Model():
+        pm.Bernoulli("x", p=0.5, shape=2)
+        with pytest.raises(TypeError, match=rf"^{sampler}\(\) got an unexpected keyword argument "
+                           r"'step_per_draw'; its options: .*steps_per_draw"):  # fmt: skip
+            _all_samplers(step_per_draw=3)[sampler]()
+
+
+@pytest.mark.parametrize("sampler", SAMPLER_NAMES)
 def test_same_variable_twice(sampler):
     with pm.Model() as model:
         x = pm.Bernoulli("x", p=0.5, shape=2)
