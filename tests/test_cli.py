@@ -556,6 +556,21 @@ HEAVY_PACKAGES = ("pymc", "pytensor", "arviz", "scipy")
 HEAVY_MODULES = ("pymc_lbp.step_methods", "pymc_lbp.models")
 
 
+def run_reporting_heavy_modules(code: str) -> subprocess.CompletedProcess:
+    """``code`` run in a new Python process that then prints ``LOADED [...]`` on stderr: the
+    heavy modules (:data:`HEAVY_PACKAGES`, :data:`HEAVY_MODULES`) it imported."""
+    code += (
+        f"packages, modules = {HEAVY_PACKAGES!r}, {HEAVY_MODULES!r}\n"
+        "loaded = sorted(m for m in sys.modules\n"
+        "                if m.split('.')[0] in packages or m.startswith(modules))\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
 def test_help_imports_no_heavy_module():
     """`python -m pymc_lbp mar --help` must not import PyMC (it took 8 s; issue #11.7)."""
     code = (
@@ -565,15 +580,8 @@ def test_help_imports_no_heavy_module():
         "    runpy.run_module('pymc_lbp', run_name='__main__', alter_sys=True)\n"
         "except SystemExit as exc:\n"
         "    assert exc.code == 0, exc.code\n"
-        f"packages, modules = {HEAVY_PACKAGES!r}, {HEAVY_MODULES!r}\n"
-        "loaded = sorted(m for m in sys.modules\n"
-        "                if m.split('.')[0] in packages or m.startswith(modules))\n"
-        "print('LOADED', loaded, file=sys.stderr)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
+    proc = run_reporting_heavy_modules(code)
     assert proc.returncode == 0, proc.stderr
     assert "exit codes:" in proc.stdout
     assert "LOADED []" in proc.stderr, proc.stderr
@@ -958,15 +966,8 @@ def test_writing_the_batch_summary_imports_no_heavy_module(tmp_path):
         "(staging / 'net.MAR').write_text('MAR\\n1 2 0.5 0.5\\n')\n"
         "row = dict.fromkeys(batch.COLUMNS, '') | {'network': 'net', 'exit_code': 0, 'log': 'x'}\n"
         "batch._commit([row], {'net'}, staging, out)\n"
-        f"packages, modules = {HEAVY_PACKAGES!r}, {HEAVY_MODULES!r}\n"
-        "loaded = sorted(m for m in sys.modules\n"
-        "                if m.split('.')[0] in packages or m.startswith(modules))\n"
-        "print('LOADED', loaded, file=sys.stderr)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
-    )
+    proc = run_reporting_heavy_modules(code)
     assert proc.returncode == 0, proc.stderr
     assert "LOADED []" in proc.stderr, proc.stderr[:400]
     assert (tmp_path / "net.MAR").read_text() == "MAR\n1 2 0.5 0.5\n"
