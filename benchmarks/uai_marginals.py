@@ -59,7 +59,8 @@ from pymc_lbp.models.uai import (
     uai_variable_map,
 )
 from pymc_lbp.models.uai.generate import grid_bn
-from pymc_lbp.models.uai.rao_blackwell import FullConditionals, target_network
+from pymc_lbp.models.uai.model import target_network
+from pymc_lbp.models.uai.rao_blackwell import FullConditionals
 
 DATA = ROOT / "data" / "uai"
 #: name -> grid_bn(n, deterministic_fraction, seed); not in the default networks

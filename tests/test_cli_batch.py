@@ -218,27 +218,25 @@ SAMPLED = (  # what mar prints on stdout for a sampled run (pymc_lbp/cli/mar.py)
 def test_a_run_forwards_evidence_and_seed_and_reads_mar_output(tmp_path, monkeypatch):
     """run_network (one task) on this process, with mar replaced: the argv it gets, the row
     it makes of a sampled run's output, and a crash as a row with exit code 1."""
-    import pymc_lbp.cli
-
     seen = []
 
-    def fake_main(argv, *, stdout, stderr):
-        seen.append(argv)
-        if "crash" in argv[1]:
+    def fake_run_mar(args, stdout, stderr):
+        seen.append(args)
+        if "crash" in args.network:
             raise RuntimeError("boom")
-        print(SAMPLED.format(seed=argv[-1]), file=stdout, end="")
+        print(SAMPLED.format(seed=args.seed), file=stdout, end="")
         print("warning: something", file=stderr)
         return 0
 
     monkeypatch.setattr(batch, "_import_mar", lambda: None)
-    monkeypatch.setattr(pymc_lbp.cli, "main", fake_main)
+    monkeypatch.setattr(batch, "run_mar", fake_run_mar)
     net = tmp_path / "plain.uai"
     (tmp_path / "plain.uai.evid").write_text("0\n")
     row = batch.run_network(str(net), str(tmp_path / "plain.MAR"), ["--draws", "30"], seed=17)
-    assert seen[-1] == [
-        "mar", str(net), "-o", str(tmp_path / "plain.MAR"), "--draws", "30",
-        "--evidence", f"{net}.evid", "--seed", "17",
-    ]  # fmt: skip
+    args = seen[-1]
+    assert (args.command, args.network, args.output, args.draws, args.evidence, args.seed) == (
+        "mar", str(net), str(tmp_path / "plain.MAR"), 30, f"{net}.evid", 17,
+    )  # fmt: skip
     assert (row["network"], row["method"], row["chains"], row["draws"], row["seed"]) == (
         "plain", "sample", 3, 30, 17,
     )  # fmt: skip
@@ -246,9 +244,10 @@ def test_a_run_forwards_evidence_and_seed_and_reads_mar_output(tmp_path, monkeyp
     assert row["log"] == SAMPLED.format(seed=17) + "warning: something\n"
     mcse = str(tmp_path / "crash.MCSE")  # mar-batch --mcse: one file per network
     row = batch.run_network(str(tmp_path / "crash.uai"), str(tmp_path / "crash.MAR"), [], mcse=mcse)
-    assert seen[-1] == [
-        "mar", str(tmp_path / "crash.uai"), "-o", str(tmp_path / "crash.MAR"), "--mcse", mcse,
-    ]  # fmt: skip
+    args = seen[-1]
+    assert (args.network, args.output, args.mcse, args.evidence, args.seed) == (
+        str(tmp_path / "crash.uai"), str(tmp_path / "crash.MAR"), mcse, None, None,
+    )  # fmt: skip
     assert (row["exit_code"], row["error"]) == (1, "crashed: RuntimeError: boom")
     assert row["method"] == row["draws"] == row["seed"] == ""
 

@@ -139,24 +139,28 @@ def test_imported_modules_reads_every_import_form():
     assert _imported_modules("pymc_lbp.logp", True, node) == ["pymc_lbp.logp.differences"]
 
 
-def test_no_import_cycles_between_folders():
-    """docs/architecture.md: imports go one way between folders and top-level modules (each
-    ``pymc_lbp/<module>.py`` its own node; no cycle of any length), counting imports inside
-    functions too. The package's ``__init__.py`` and ``__main__.py`` (lazy-name loaders) are
-    exempt as sources."""
+def _import_graph(node_of) -> dict[str, set[str]]:
+    """Who imports whom among ``pymc_lbp``'s modules, each module mapped to its node by
+    ``node_of`` (``None``: left out), counting imports inside functions too. The package's
+    ``__init__.py`` and ``__main__.py`` (lazy-name loaders) are exempt as sources."""
     graph: dict[str, set[str]] = {}
     for path in (ROOT / "pymc_lbp").rglob("*.py"):
         parts = path.relative_to(ROOT / "pymc_lbp").with_suffix("").parts
         is_package = parts[-1] == "__init__"
         module = ".".join(("pymc_lbp", *(parts[:-1] if is_package else parts)))
-        src = _folder(module)  # None for the package's __init__.py
-        if src in (None, "__main__"):
+        src = node_of(module)
+        if src in (None, "__main__", "pymc_lbp.__main__"):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             for target in _imported_modules(module, is_package, node):
-                dst = _folder(target)
+                dst = node_of(target)
                 if dst and dst != src:
                     graph.setdefault(src, set()).add(dst)
+    return graph
+
+
+def _in_cycles(graph: dict[str, set[str]]) -> list[str]:
+    """The nodes of ``graph`` on a cycle of any length."""
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
         for nxt in graph.get(start, ()):
@@ -164,7 +168,23 @@ def test_no_import_cycles_between_folders():
                 return True
         return False
 
-    cycles = sorted(f for f in graph if reaches(f, f, {f}))
+    return sorted(f for f in graph if reaches(f, f, {f}))
+
+
+def test_no_import_cycles_between_folders():
+    """docs/architecture.md: imports go one way between folders and top-level modules (each
+    ``pymc_lbp/<module>.py`` its own node; no cycle of any length)."""
+    graph = _import_graph(_folder)
+    cycles = _in_cycles(graph)
     assert cycles == [], (
         f"folders or top-level modules in an import cycle: {cycles}; graph: {graph}"
     )
+
+
+def test_no_import_cycles_between_modules():
+    """Nor between the modules of one folder (a package's ``__init__.py`` is the package's
+    node: ``pymc_lbp.cli`` importing ``pymc_lbp.cli.batch``, which imports ``pymc_lbp.cli``,
+    is a cycle)."""
+    graph = _import_graph(lambda m: None if m == "pymc_lbp" else m)
+    cycles = _in_cycles(graph)
+    assert cycles == [], f"modules in an import cycle: {cycles}"

@@ -78,8 +78,7 @@ from pymc_lbp.cli.agreement import (
     chain_disagreement,
     disagreement_warning,  # noqa: F401 (re-exported)
 )
-from pymc_lbp.cli.interrupts import Interrupted, raising_interrupts
-from pymc_lbp.cli.mar import _errors_to_exit_codes, _run_mar, check_output  # noqa: F401
+from pymc_lbp.cli.mar import check_output, exit_code, run_mar  # noqa: F401 (check_output re-exported)
 from pymc_lbp.cli.parser import (
     EXIT_CODES,
     EXIT_DISAGREE,  # noqa: F401 (re-exported)
@@ -87,11 +86,10 @@ from pymc_lbp.cli.parser import (
     EXIT_FORMAT,  # noqa: F401 (re-exported)
     EXIT_IMPOSSIBLE,  # noqa: F401 (re-exported)
     EXIT_INFEASIBLE,  # noqa: F401 (re-exported)
-    EXIT_INTERRUPTED,
+    EXIT_INTERRUPTED,  # noqa: F401 (re-exported)
     EXIT_OK,  # noqa: F401 (re-exported)
     EXIT_SAMPLING,  # noqa: F401 (re-exported)
     EXIT_USAGE,  # noqa: F401 (re-exported)
-    CLIError,
     build_parser,
 )
 from pymc_lbp.cli.samplers import (
@@ -142,19 +140,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: Any = None, stderr: Any =
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    try:
-        with raising_interrupts():
-            if args.command == "mar-batch":
-                from pymc_lbp.cli.batch import run_batch  # Dask only here: --help stays instant
+    if args.command == "mar-batch":
+        from pymc_lbp.cli.batch import run_batch  # Dask only here: --help stays instant
 
-                return run_batch(args, out, err)
-            with _errors_to_exit_codes(args):
-                if args.command == "mar":
-                    return _run_mar(args, out, err)
-    except CLIError as exc:
-        print(f"pymc_lbp: error: {exc}", file=err)
-        return exc.code
-    except (KeyboardInterrupt, Interrupted) as exc:
-        print(f"pymc_lbp: error: interrupted{f': {exc}' if str(exc) else ''}", file=err)
-        return EXIT_INTERRUPTED
-    raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover
+        return exit_code(lambda: run_batch(args, out, err), err)
+    return run_mar(args, out, err)

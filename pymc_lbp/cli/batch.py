@@ -1,6 +1,6 @@
 """The ``mar-batch`` command: ``mar`` on many UAI networks, one Dask task per network.
 
-Each task runs the ``mar`` command itself (:func:`pymc_lbp.cli.main` with ``["mar", NET, "-o",
+Each task runs the ``mar`` command itself (:func:`pymc_lbp.cli.mar.run_mar` on ``["mar", NET, "-o",
 DIR/NET.MAR, ...]``, its stdout and stderr captured), so every ``mar`` option passes through
 unchanged: ``mar-batch`` shares ``mar``'s argparse actions (:func:`pymc_lbp.cli.parser.build_parser`
 lists them in ``args.forward_actions``) and turns the values parsed back into ``mar``'s argv
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from pymc_lbp.cli.interrupts import Interrupted, deferred_interrupts, ignored_interrupts
-from pymc_lbp.cli.mar import check_distinct, check_output
+from pymc_lbp.cli.mar import check_distinct, check_output, run_mar
 from pymc_lbp.cli.parser import (
     EXIT_BATCH_FAILED,
     EXIT_FILE,
@@ -182,8 +182,6 @@ def run_network(
     if "pytensor" not in sys.modules:
         for key, value in (env or {}).items():
             os.environ.setdefault(key, value)
-    from pymc_lbp.cli import main
-
     evidence = Path(f"{network}.evid")
     evidence_path = evidence if evidence.is_file() else None
     argv = ["mar", network, "-o", output, *mar_options]
@@ -199,7 +197,7 @@ def run_network(
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             _import_mar()
             t0 = time.perf_counter()
-            code = main(argv, stdout=out, stderr=err)
+            code = run_mar(build_parser().parse_args(argv), out, err)
         error = _last_error(err.getvalue()) if code else ""
     except SystemExit as exc:  # argparse: mar_argv's check makes this unreachable
         code, error = int(exc.code or EXIT_USAGE), f"mar refused its options: {argv}"

@@ -19,18 +19,24 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from pymc_lbp.cli.agreement import chain_disagreement, disagreement_warning
-from pymc_lbp.cli.interrupts import Interrupted, deferred_interrupts, own_interrupts_end_chains
+from pymc_lbp.cli.interrupts import (
+    Interrupted,
+    deferred_interrupts,
+    own_interrupts_end_chains,
+    raising_interrupts,
+)
 from pymc_lbp.cli.parser import (
     EXIT_DISAGREE,
     EXIT_FILE,
     EXIT_FORMAT,
     EXIT_IMPOSSIBLE,
     EXIT_INFEASIBLE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_SAMPLING,
     EXIT_TOO_LARGE,
@@ -56,6 +62,32 @@ Sampling needs more, so a network refused by this estimate cannot run at all."""
 
 
 # --------------------------------------------------------------------------- the work
+def run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
+    """The ``mar`` command on parsed arguments: its exit code, the library's errors translated
+    (:func:`_errors_to_exit_codes`) and reported by :func:`exit_code`. ``main`` runs it, and so
+    does each of ``mar-batch``'s tasks."""
+
+    def run() -> int:
+        with _errors_to_exit_codes(args):
+            return _run_mar(args, out, err)
+
+    return exit_code(run, err)
+
+
+def exit_code(run: Callable[[], int], err: Any) -> int:
+    """``run()``'s exit code; a :class:`CLIError` is its code with one line on ``err``, Ctrl-C
+    (SIGINT, or ``KeyboardInterrupt``) :data:`~pymc_lbp.cli.parser.EXIT_INTERRUPTED`."""
+    try:
+        with raising_interrupts():
+            return run()
+    except CLIError as exc:
+        print(f"pymc_lbp: error: {exc}", file=err)
+        return exc.code
+    except (KeyboardInterrupt, Interrupted) as exc:
+        print(f"pymc_lbp: error: interrupted{f': {exc}' if str(exc) else ''}", file=err)
+        return EXIT_INTERRUPTED
+
+
 @contextlib.contextmanager
 def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
     """Translate the library's exceptions into :class:`CLIError` with an exit code.

@@ -134,7 +134,8 @@ class BudgetRecorder:
     def __init__(
         self, info: Any, end: float, chains: int, parallel: bool, rao_blackwellize: bool
     ) -> None:
-        from pymc_lbp.models.uai.rao_blackwell import FullConditionals, target_network
+        from pymc_lbp.models.uai.model import target_network
+        from pymc_lbp.models.uai.rao_blackwell import FullConditionals
 
         self.info = info
         self.end = end

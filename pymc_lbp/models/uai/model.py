@@ -56,9 +56,7 @@ from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
 from pymc_lbp.models.uai.rao_blackwell import (
     count_marginals,
     marginal_mcse,
-    model_target,
     rao_blackwell_marginals,
-    states_from_values,
 )
 from pymc_lbp.models.uai.start import find_feasible_state
 
@@ -140,6 +138,88 @@ class UAIModelInfo:
             int(self.fixed_values[variable]),
             bool(name) and name not in self.free_names,
         )
+
+
+# --------------------------------------------------------------------------- from model samples
+def states_from_values(
+    values: Mapping[str, np.ndarray], info: UAIModelInfo, batch: tuple[int, ...]
+) -> np.ndarray:
+    """Full network states ``(*batch, n)`` from the free model variables' values.
+
+    Parameters
+    ----------
+    values : mapping of str to numpy.ndarray
+        Per free model variable of ``info``, its values with the leading axes ``batch``.
+    info : UAIModelInfo
+        The model's map (:func:`~pymc_lbp.models.uai.uai_variable_map`).
+    batch : tuple of int
+        The leading axes.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        Fixed variables at their values.
+    """
+    state = np.broadcast_to(np.maximum(info.fixed_values, 0), (*batch, info.network.n_vars))
+    state = state.copy()
+    for name, vals in values.items():
+        state[..., info.members[name]] = vals
+    return state
+
+
+def model_target(
+    info: UAIModelInfo, samples: Any, group: str = "posterior"
+) -> tuple[UAINetwork, dict[int, int], np.ndarray]:
+    """The network a model samples, its fixed values, and the samples as network states.
+
+    Parameters
+    ----------
+    info : UAIModelInfo
+    samples : arviz.InferenceData, xarray.Dataset or mapping
+        For ``InferenceData`` its ``group``; every free model variable with dimensions
+        ``(..., members)``.
+    group : str
+
+    Returns
+    -------
+    network : UAINetwork
+        ``info.network``, with its CPT rows rescaled for a BAYES model as the model does.
+    fixed : dict of int to int
+        Every fixed variable (evidence, cardinality 1) and its value.
+    states : numpy.ndarray of int, shape (..., n)
+        The samples' leading axes (one state of the fixed values when nothing is free).
+
+    Raises
+    ------
+    KeyError
+        A free model variable is missing from the samples.
+    """
+    data = getattr(samples, group) if hasattr(samples, group) else samples
+    for name in info.free_names:
+        if name not in data:
+            raise KeyError(f"the samples have no variable {name!r}")
+    values = {name: np.asarray(data[name]) for name in info.free_names}
+    batch = next(iter(values.values())).shape[:-1] if values else (1,)
+    return (*target_network(info), states_from_values(values, info, batch))
+
+
+def target_network(info: UAIModelInfo) -> tuple[UAINetwork, dict[int, int]]:
+    """The network a model samples and its fixed values.
+
+    Parameters
+    ----------
+    info : UAIModelInfo
+
+    Returns
+    -------
+    network : UAINetwork
+        ``info.network``, with its CPT rows rescaled for a BAYES model as the model does.
+    fixed : dict of int to int
+        Every fixed variable (evidence, cardinality 1) and its value.
+    """
+    network = info.network.normalised_cpts() if info.kind == "BAYES" else info.network
+    fixed = {int(v): int(info.fixed_values[v]) for v in np.flatnonzero(info.fixed_values >= 0)}
+    return network, fixed
 
 
 # --------------------------------------------------------------------------- helpers
