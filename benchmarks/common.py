@@ -460,7 +460,7 @@ def self_balancing_step(x, parametrization: str, *, thin: int, particles: int, l
 
     return SelfBalancing(
         [x],
-        balancing=parametrization,
+        family=parametrization,
         differences="gradient",
         n_particles=particles,
         learning_rate=lr,

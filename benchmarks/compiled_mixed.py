@@ -46,8 +46,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -127,28 +125,14 @@ def measure(spec: MixedModel, post: dict[str, np.ndarray], leapfrog: float) -> d
     }
 
 
-@contextmanager
-def compiling_at_once() -> Iterator[None]:
-    """Our steps compile what they would defer (the single-site scan kernel after
-    ``COMPILE_AFTER_STEPS`` numpy steps) at its first use, as the integer jumps always are."""
-    from pymc_lbp.samplers.single_site import reference
-
-    saved = reference.COMPILE_AFTER_STEPS
-    reference.COMPILE_AFTER_STEPS = 0
-    try:
-        yield
-    finally:
-        reference.COMPILE_AFTER_STEPS = saved
-
-
 def warm_up_ours(spec: MixedModel, seed: int) -> None:
-    """A short ``pm.sample`` with our step under :func:`compiling_at_once`: the measured run then
-    finds its graphs compiled, as a user's runs after the first on a model do (a first run on a
-    new model compiles them, and runs its first single-site steps in numpy)."""
+    """A short ``pm.sample`` with our step, which compiles its kernels at their first use: the
+    measured run then finds its graphs compiled, as a user's runs after the first on a model do
+    (a first run on a new model compiles them)."""
     from pymc_lbp import LocallyBalanced
 
     model = spec.build()
-    with compiling_at_once(), model:
+    with model:
         pm.sample(
             draws=20,
             tune=20,

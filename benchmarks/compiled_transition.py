@@ -3,9 +3,9 @@
 Part 1, per MH step (each the minimum over 7 interleaved rounds of a mean over many calls, one
 core; the machine is shared): one compiled logp-and-differences
 call (``step.differences(x)``, what one MH step must evaluate at its proposal), the numpy
-reference transition in a Python loop (``mh_step``, how sampling ran before), and the compiled
-kernel (``step.kernel``: ``steps`` transitions in one pytensor ``scan`` call), per backend
-(C, NUMBA). Targets: the LSB image-segmentation Ising, case 3 (30x30, 900 binary sites,
+reference transition in a Python loop (``single_site_step``, how sampling ran before), and the
+compiled kernel (``step.kernel``: ``steps`` transitions in one pytensor ``scan`` call), per
+backend (C, NUMBA). Targets: the LSB image-segmentation Ising, case 3 (30x30, 900 binary sites,
 GibbsWithGradients), and a 200-point two-component Gaussian mixture with Categorical assignments
 (GibbsWithGradients and LocallyBalanced with exact differences, 200 sites x 2 slots; the means
 and weights are shared inputs, as next to NUTS).
@@ -14,8 +14,8 @@ Part 2, construction time of GibbsWithGradients on the Ising, cold (a fresh pyte
 directory, in a subprocess) and warm (the same directory again).
 
 Part 3, ``pm.sample`` on LSB case 3 with ``GibbsWithGradients(steps_per_draw=100)``, 2 chains,
-one core: the compiled kernel against the same step running the Python loop of ``mh_step``
-(before); ESS of the Hamming statistic (benchmarks/common.py), wall seconds, ESS/s.
+one core: the compiled kernel against the same step running the Python loop of the numpy
+reference (before); ESS of the Hamming statistic (benchmarks/common.py), wall seconds, ESS/s.
 
 Writes docs/results/compiled_transition.{json,md}.
 
@@ -46,13 +46,20 @@ from benchmarks.common import (
 )
 from pymc_lbp import GibbsWithGradients, LocallyBalanced
 from pymc_lbp.models import segmentation_model
-from pymc_lbp.step_methods.base import DiscreteStep
+from pymc_lbp.samplers.single_site.reference import single_site_step, single_site_steps
 
 
 class PythonLoopGWG(GibbsWithGradients):
-    """GibbsWithGradients running the numpy reference ``mh_step`` in a Python loop (before)."""
+    """GibbsWithGradients running the numpy reference (``single_site_steps``) in a Python loop
+    (before)."""
 
-    run_steps = DiscreteStep.run_steps
+    def run_steps(self, x, logp, deltas, n_steps):
+        uniforms = self.rng.random((n_steps, 2))
+        evaluate = self.differences.evaluate
+        res = single_site_steps(
+            x, logp, deltas, self.proposal_weights, self.layout, evaluate, uniforms
+        )
+        return self.draw_from_kernel(res)
 
 
 def mixture_model(n: int = 200, seed: int = 1) -> pm.Model:
@@ -93,11 +100,21 @@ def per_step(target: str, model, var: str, make, mode: str | None, steps: int, n
     # move away from the start so timings are on typical states
     res = step.kernel(x, logp, deltas, rng.random((200, 2)))
     x, logp, deltas = res.x, res.logp, res.deltas
-    state = {"x": x, "logp": logp, "deltas": deltas}
+    state = {"x": x, "logp": logp, "prepared": step.proposal_weights(deltas)}
 
     def python_step():
-        r = step.mh_step(state["x"], state["logp"], state["deltas"])
-        state.update(x=r.x, logp=r.logp, deltas=r.deltas)
+        u_slot, u_accept = rng.random(), rng.random()
+        move = single_site_step(
+            state["x"],
+            state["logp"],
+            state["prepared"],
+            step.layout,
+            step.differences.evaluate,
+            u_slot,
+            u_accept,
+        )
+        if move.accepted:
+            state.update(x=move.x, logp=move.logp, prepared=move.prepared)
 
     U = rng.random((steps, 2))
     U1 = U[:1]

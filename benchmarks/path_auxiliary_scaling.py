@@ -3,7 +3,7 @@
 For each target (Bernoulli product, the appendix's Ising lattice, a factorial HMM, RBMs) this
 measures, through ``pm.sample`` on the same model in the same run:
 
-* LBP-1: single-site locally balanced proposals (``PathAuxiliaryLBP(path_length=1)``);
+* LBP-1: single-site locally balanced proposals (``PathAuxiliaryLBP(path_scale=1)``);
 * ALBP: ``PathAuxiliaryLBP()``, path length tuned toward acceptance 0.574;
 * a grid of fixed path lengths R (the best of which is the paper's "GLBP");
 * a sweep of ``target_accept`` (the paper's Figure 2: efficiency against realised acceptance);
@@ -180,13 +180,13 @@ def run_target(name: str, quick: bool, seed: int) -> dict:
         )
         return res
 
-    add("LBP-1", pas(path_length=1), chains=2, extra={"role": "lbp1"})
+    add("LBP-1", pas(path_scale=1), chains=2, extra={"role": "lbp1"})
     add("ALBP (0.574)", pas(), chains=2, extra={"role": "albp", "target_accept": 0.574})
     short = dict(tune=cfg["grid_tune"], draws=cfg["grid_draws"])
     for R in cfg["grid"]:
         if R == 1 or R > n_sites:
             continue
-        add(f"fixed R = {R}", pas(path_length=R), chains=1, extra={"role": "grid", "R": R}, **short)
+        add(f"fixed R = {R}", pas(path_scale=R), chains=1, extra={"role": "grid", "R": R}, **short)
     for target in QUICK_SWEEP if quick else SWEEP:
         add(
             f"adaptive, target {target}",

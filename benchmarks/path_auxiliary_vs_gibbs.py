@@ -7,7 +7,7 @@ measures ESS per second of the Hamming distance to a fixed random state (and of 
 magnetisation). Reported: medians over repeats and the median of the per-repeat ratios.
 
 ``--profile`` adds a cProfile breakdown of a PathAuxiliaryLBP run on the 50x50 Ising: where the
-time of a step goes (compiled differences, proposal numpy code, PyMC's per-draw machinery).
+time of a step goes (compiled differences, the numba kernel, PyMC's per-draw machinery).
 
 Usage::
 
@@ -131,7 +131,7 @@ def profile_pas(quick: bool, seed: int) -> dict:
     """cProfile of a PathAuxiliaryLBP run on the 50x50 Ising, grouped by where time goes."""
     model = CASES["Ising 50x50 (C2)"](quick)
     with model:
-        step = PathAuxiliaryLBP(model.value_vars, path_length=None, steps_per_draw=4)
+        step = PathAuxiliaryLBP(model.value_vars, path_scale=None, steps_per_draw=4)
         prof = cProfile.Profile()
         t0 = time.perf_counter()
         prof.enable()
@@ -148,14 +148,14 @@ def profile_pas(quick: bool, seed: int) -> dict:
         prof.disable()
         wall = time.perf_counter() - t0
     st = pstats.Stats(prof)
-    buckets = {"compiled differences": 0.0, "proposal (numpy)": 0.0, "total mh_step": 0.0}
+    buckets = {"compiled differences": 0.0, "numba kernel": 0.0, "total run_steps": 0.0}
     for (file, _line, func), (_cc, _nc, tt, ct, _callers) in st.stats.items():
         if func == "__call__" and "pytensor/compile/function/types.py" in file:
             buckets["compiled differences"] += tt
-        if func == "mh_step" and "path_auxiliary" in file:
-            buckets["total mh_step"] += ct
-        if file.endswith(("proposals/path.py", "proposals/common.py")):
-            buckets["proposal (numpy)"] += tt
+        if func == "run_steps" and "path_auxiliary" in file:
+            buckets["total run_steps"] += ct
+        if func == "pairwise_steps" and file.endswith("pairwise/kernel.py"):
+            buckets["numba kernel"] += ct
     total = sum(v[3] for k, v in st.stats.items() if k[2] == "astep" and "base.py" in k[0])
     buckets["astep (our step, all)"] = total
     buckets["pm.sample wall (profiled)"] = wall

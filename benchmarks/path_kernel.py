@@ -1,22 +1,18 @@
-"""PathAuxiliaryLBP's compiled path kernel (the default) against its Python loop, and pm.sample
-against PyMC's default step.
+"""PathAuxiliaryLBP's compiled path kernel, and pm.sample against PyMC's default step.
 
 Off pairwise binary blocks (which run the numba kernel), a draw of ``PathAuxiliaryLBP``, tuning
-included, is either one call of a compiled pytensor ``scan`` (``pymc_lbp/samplers/path/graph.py``)
-or a Python loop of the numpy reference steps; by default the loop for the step's first 20,000
-steps, then the kernel. In one run on one core:
+included, is one call of a compiled pytensor ``scan`` (``pymc_lbp/samplers/path/graph.py``),
+compiled at the first draw. In one run on one core:
 
 1. **Per MH step** (microseconds, min over interleaved rounds): one compiled differences call,
-   a step of the Python loop, a frozen step of the compiled kernel and a tuning step of it (the
-   adaptation carried inside), and the kernel's compilation at the first draw, on a categorical
-   chain (the gallery HMM), a Potts lattice (categorical), a UAI Bayesian network (binary,
-   higher-order tables) and an RBM's visible marginal (binary, not pairwise).
+   a frozen step of the compiled kernel and a tuning step of it (the adaptation carried inside),
+   and the kernel's compilation at the first draw, on a categorical chain (the gallery HMM), a
+   Potts lattice (categorical), a UAI Bayesian network (binary, higher-order tables) and an
+   RBM's visible marginal (binary, not pairwise).
 2. **pm.sample** on the gallery HMM (80 categorical states, NUTS on the transition matrix and
-   the noise): ``PathAuxiliaryLBP()`` with defaults (``compiled="auto"``: the Python
-   loop for the first 20,000 steps, then the kernel), with ``compiled=True`` and
-   ``False``, and PyMC's default steps, in the same run: seconds (compilation
-   included), ESS/s of the states' mean and of the continuous parameters, accuracy against the
-   exact posterior (largest |z|).
+   the noise): ``PathAuxiliaryLBP()`` and PyMC's default steps, in the same run: seconds
+   (compilation included), ESS/s of the states' mean and of the continuous parameters, accuracy
+   against the exact posterior (largest |z|).
 
 NumPyro's compiled Gibbs is compared on its own benchmark in ``vs_numpyro.py``.
 
@@ -46,7 +42,7 @@ from benchmarks.common import (
 from examples.gallery import hidden_markov
 from pymc_lbp import PathAuxiliaryLBP
 
-SAMPLERS = ("pas", "pas-compiled", "pas-loop", "pymc")
+SAMPLERS = ("pas", "pymc")
 
 
 def targets(quick: bool) -> dict:
@@ -74,7 +70,7 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
     disc = discrete_vars(model)
     with model:
         start = time.perf_counter()
-        step = PathAuxiliaryLBP(disc, compiled=True)  # "auto" would loop at first
+        step = PathAuxiliaryLBP(disc)
         construct = time.perf_counter() - start
     point = model.initial_point()
     x = np.asarray(DictToArrayBijection.map({v.name: point[v.name] for v in disc}).data)
@@ -88,7 +84,7 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
         "pairwise": bool(step.pairwise_ready()),
         "construct_s": construct,
     }
-    if step.pairwise_ready():  # runs the numba kernel whatever compiled says
+    if step.pairwise_ready():  # runs the numba kernel
         return out
     start = time.perf_counter()
     step.run_steps(x, logp, deltas, 2)  # tuning draw: compiles the kernel
@@ -99,21 +95,15 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
         step._set_adapt_state(tuning)
         step.run_steps(x, logp, deltas, n_steps)
 
-    step.tune = False  # frozen at the current scale for the frozen and loop timings
+    step.tune = False  # frozen at scale 3 for the frozen timings
     step.fixed_path_scale = 3.0
 
     def frozen_run():
         step.run_steps(x, logp, deltas, n_steps)
 
-    def loop_run():
-        step.compiled = False
-        step.run_steps(x, logp, deltas, n_steps)
-        step.compiled = True
-
     out["differences_us"] = min_time(lambda: step.differences(x), 1, 20) * 1e6
-    times = {"loop_us": [], "kernel_us": [], "kernel_tune_us": []}
-    for _ in range(rounds):  # interleaved: load changes hit all three alike
-        times["loop_us"].append(min_time(loop_run, n_steps, 1))
+    times = {"kernel_us": [], "kernel_tune_us": []}
+    for _ in range(rounds):  # interleaved: load changes hit both alike
         times["kernel_us"].append(min_time(frozen_run, n_steps, 1))
         step.tune = True
         step.fixed_path_scale = None
@@ -122,24 +112,17 @@ def step_costs(name: str, build, n_steps: int, rounds: int) -> dict:
         step.fixed_path_scale = 3.0
     for key, vals in times.items():
         out[key] = float(np.min(vals)) * 1e6
-    out["speed_up"] = out["loop_us"] / out["kernel_us"]
     out["kernel_over_differences"] = out["kernel_us"] / out["differences_us"]
     return out
 
 
 def sampling(sampler: str, draws: int, tune: int, seed: int, reference) -> dict:
-    """pm.sample of the gallery HMM: "pas" (defaults), "pas-compiled" (``compiled=True``),
-    "pas-loop" (``False``) or "pymc" (PyMC's default steps)."""
+    """pm.sample of the gallery HMM: "pas" (defaults) or "pymc" (PyMC's default steps)."""
     make_step = None  # PyMC's default steps
     if sampler != "pymc":
-        options = {
-            "pas": {},
-            "pas-compiled": {"compiled": True},
-            "pas-loop": {"compiled": False},
-        }[sampler]
 
         def make_step(model):
-            return PathAuxiliaryLBP(discrete_vars(model), **options)
+            return PathAuxiliaryLBP(discrete_vars(model))
 
     return gallery_run(
         hidden_markov, sampler, make_step, draws=draws, tune=tune, seed=seed, reference=reference
@@ -150,7 +133,6 @@ def plot(costs: list[dict], path: Path) -> None:
     rows = [c for c in costs if "kernel_us" in c]
     keys = [
         ("differences_us", "one differences call"),
-        ("loop_us", "Python loop, one step"),
         ("kernel_us", "compiled kernel, one step"),
         ("kernel_tune_us", "compiled kernel, one tuning step"),
     ]
@@ -187,12 +169,12 @@ def main(argv: list[str] | None = None) -> dict:
         row["discrete_vs_pymc"] = row["ess_s_discrete"] / base["ess_s_discrete"]
         row["continuous_vs_pymc"] = row["ess_s_continuous"] / base["ess_s_continuous"]
     md = [
-        "# PathAuxiliaryLBP: the compiled path kernel (default) against its Python loop",
+        "# PathAuxiliaryLBP: the compiled path kernel",
         "",
         f"Machine: {machine_info()}; {time.time() - start:.0f} s in all.",
         "",
         f"## Per MH step (microseconds, min over {rounds} interleaved rounds of {n_steps} steps;"
-        " path scale 3 for the frozen and loop steps)",
+        " path scale 3 for the frozen steps)",
         "",
         markdown_table(
             costs,
@@ -201,10 +183,8 @@ def main(argv: list[str] | None = None) -> dict:
                 ("sites", "sites"),
                 ("differences", "differences"),
                 ("differences_us", "one differences call"),
-                ("loop_us", "Python-loop step"),
                 ("kernel_us", "compiled step"),
                 ("kernel_tune_us", "compiled tuning step"),
-                ("speed_up", "loop / compiled"),
                 ("kernel_over_differences", "compiled / differences"),
                 ("compile_s", "kernel compile s (first draw)"),
                 ("construct_s", "construction s"),

@@ -1,9 +1,9 @@
 """NeuralBlock's compiled random scan against its numpy steps, and pm.sample against PyMC's Gibbs.
 
 On UAI grid Bayesian networks (the shipped UAI'08 grids, evidence from their ``.evid`` files;
-factor-local targets), a draw of ``NeuralBlock``'s random scan is either one call of a compiled
-pytensor ``scan`` (``pymc_lbp/samplers/block/random_scan_graph.py``) or a Python loop of the numpy
-reference steps (``NeuralBlock.scan_step``). In one run on one core:
+factor-local targets), a draw of ``NeuralBlock``'s random scan is one call of a compiled
+pytensor ``scan`` (``pymc_lbp/samplers/block/random_scan_graph.py``), compiled at the first draw;
+its numpy reference is a Python loop of ``NeuralBlock.scan_step``. In one run on one core:
 
 1. **Per MH step** (microseconds, min over interleaved rounds): a numpy step, a step of the scan
    compiled with C (the default) and with NUMBA, and each compilation, for the three kinds of
@@ -11,8 +11,7 @@ reference steps (``NeuralBlock.scan_step``). In one run on one core:
    resampled exactly over their 512 states (``exact``), single sites (``sites``).
 2. **pm.sample** (one chain, no tuning, ``--draws`` draws; seconds from the first step, the
    first draw, which compiles the scan, reported apart): ``NeuralBlock`` with the shipped
-   proposal and ``compiled=False`` (numpy),
-   ``True`` (C) and ``True`` with NUMBA, against PyMC's ``BinaryGibbsMetropolis`` (what
+   proposal, compiled with C and with NUMBA, against PyMC's ``BinaryGibbsMetropolis`` (what
    ``pm.sample`` assigns to these variables) in the same run: seconds, ms per draw, ESS/s of the
    number of ones, and the mean absolute error of the marginals against the exact ones
    (the ``.MAR`` files).
@@ -48,7 +47,7 @@ from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
 
 GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
 UNITS = ("neural", "exact", "sites")
-SAMPLERS = ("neural-numpy", "neural-C", "neural-NUMBA", "pymc-gibbs")
+SAMPLERS = ("neural-C", "neural-NUMBA", "pymc-gibbs")
 
 
 def load(label: str):
@@ -59,8 +58,8 @@ def load(label: str):
     return network, evidence, exact
 
 
-def make_step(model, network, units: str, mode: str | None, compiled):
-    kw = {"compiled": compiled, "compile_kwargs": {"mode": mode} if mode else None}
+def make_step(model, network, units: str, mode: str | None):
+    kw = {"compile_kwargs": {"mode": mode} if mode else None}
     if units == "sites":
         return NeuralBlock(model.free_RVs, blocks=None, **kw)
     proposal = pymc_lbp.load_proposal("grid-bn") if units == "neural" else "exact"
@@ -74,7 +73,7 @@ def step_costs(label: str, units: str, n_steps: int, rounds: int) -> dict:
     steps = {}
     for mode in (None, "NUMBA"):
         with model:
-            step = make_step(model, network, units, mode, True)
+            step = make_step(model, network, units, mode)
         x = step._state_vector(model.initial_point())
         step._refresh_outside()
         logp = step.differences.logp(x)
@@ -118,8 +117,8 @@ def sampling(label: str, sampler: str, draws: int, seed: int) -> dict:
         if sampler == "pymc-gibbs":
             step = pm.BinaryGibbsMetropolis(model.free_RVs)
         else:
-            mode = {"neural-numpy": None, "neural-C": None, "neural-NUMBA": "NUMBA"}[sampler]
-            step = make_step(model, network, "neural", mode, sampler != "neural-numpy")
+            mode = {"neural-C": None, "neural-NUMBA": "NUMBA"}[sampler]
+            step = make_step(model, network, "neural", mode)
     construct = time.perf_counter() - start
     idata, stamps = timed_sample(model, step, draws, seed)
     seconds = float(stamps[-1])  # from the first step: compilation at the first draw included

@@ -93,7 +93,7 @@ CHAINS = 2
 # Every option of the pymc_lbp steps, explicit (defaults may change; this benchmark must not).
 PYMC_LBP_OPTIONS: dict[str, dict] = {
     "PathAuxiliaryLBP": dict(
-        path_length=None,
+        path_scale=None,
         single_site_share=0.1,
         target_accept=0.574,
         balancing="sqrt",
@@ -101,7 +101,7 @@ PYMC_LBP_OPTIONS: dict[str, dict] = {
         # kernel of pymc_lbp.samplers.pairwise.couplings (runs before 2026-11-25 used "gradient":
         # 47-109 us a step)
         differences="exact",
-        initial_path_length=1.0,
+        initial_path_scale=1.0,
         steps_per_draw=10,
     ),
     "GibbsWithGradients": dict(steps_per_draw=100, differences="auto"),

@@ -184,9 +184,9 @@ def uai_dir() -> Path:
 def general_paths(monkeypatch):
     """Switch the numba kernels off (as ``PYMC_LBP_NUMBA=0`` does): pairwise binary blocks then
     take the general differences and kernels, for tests of those on lattice models."""
-    from pymc_lbp.samplers.path import numba_pieces as path_kernels
+    from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 
-    monkeypatch.setattr(path_kernels, "ENABLED", False)
+    monkeypatch.setattr(pairwise_kernel, "ENABLED", False)
 
 
 @dataclass

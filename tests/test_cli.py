@@ -903,11 +903,11 @@ def test_evidence_that_appears_impossible_says_what_the_user_can_do(tmp_path, tw
 
 # ------------------------------------------------------------ issue #55 review
 def test_block_gibbs_table_budget_fits_the_largest_free_variable():
-    from pymc_lbp.cli.samplers import BLOCK_GIBBS_MAX_TABLE_SIZE, block_gibbs_table_size
+    from pymc_lbp.cli.samplers import BLOCK_GIBBS_MAX_STATES, block_gibbs_max_states
 
-    assert block_gibbs_table_size([2, 3]) == BLOCK_GIBBS_MAX_TABLE_SIZE
-    assert block_gibbs_table_size([]) == BLOCK_GIBBS_MAX_TABLE_SIZE
-    assert block_gibbs_table_size([2, 70_000, 3]) == 70_000
+    assert block_gibbs_max_states([2, 3]) == BLOCK_GIBBS_MAX_STATES
+    assert block_gibbs_max_states([]) == BLOCK_GIBBS_MAX_STATES
+    assert block_gibbs_max_states([2, 70_000, 3]) == 70_000
 
 
 @pytest.fixture

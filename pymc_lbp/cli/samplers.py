@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
-    "BLOCK_GIBBS_MAX_TABLE_SIZE",
+    "BLOCK_GIBBS_MAX_STATES",
     "DEFAULT_SAMPLER",
     "DEFAULT_STEPS_PER_DRAW",
     "REGION_CHECK_MAX_STATES",
@@ -24,7 +24,7 @@ __all__ = [
     "SamplerFactory",
     "SamplerNotApplicableError",
     "SplitRegion",
-    "block_gibbs_table_size",
+    "block_gibbs_max_states",
     "check_sampler",
     "default_steps_per_draw",
     "grid_blocks",
@@ -33,11 +33,10 @@ __all__ = [
     "steps_per_draw_for",
 ]
 
-#: Largest elimination table of a ``block_gibbs`` block
-#: (:data:`pymc_lbp.samplers.block.elimination.DEFAULT_MAX_TABLE_SIZE`, written out here so that
-#: importing the CLI stays light), raised to the largest free variable's states where that is
-#: more (:func:`block_gibbs_table_size`).
-BLOCK_GIBBS_MAX_TABLE_SIZE = 2**16
+#: ``max_states`` of ``block_gibbs``, the largest elimination table of a block with a cutset
+#: (``BlockGibbs``' default, written out here so that importing the CLI stays light), raised to
+#: the largest free variable's states where that is more (:func:`block_gibbs_max_states`).
+BLOCK_GIBBS_MAX_STATES = 2**16
 
 #: A sampler factory: ``factory(value_vars, steps_per_draw) -> step or list of steps``, called
 #: inside the model context (a :func:`~pymc_lbp.models.uai.read_uai` model) with the model's free
@@ -78,7 +77,7 @@ def _self_balancing(vars: list, steps_per_draw: int | None) -> Any:
 
     return SelfBalancing(
         vars,
-        balancing="lsb1",
+        family="lsb1",
         differences="exact",
         steps_per_draw=_explicit(steps_per_draw),
     )
@@ -102,23 +101,23 @@ def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
     )
 
 
-def block_gibbs_table_size(cards: Sequence[int]) -> int:
-    """``max_table_size`` of ``block_gibbs`` on a network whose free variables have ``cards``
-    states: :data:`BLOCK_GIBBS_MAX_TABLE_SIZE`, or the largest cardinality where that is more.
+def block_gibbs_max_states(cards: Sequence[int]) -> int:
+    """``max_states`` of ``block_gibbs`` on a network whose free variables have ``cards``
+    states: :data:`BLOCK_GIBBS_MAX_STATES`, or the largest cardinality where that is more.
 
     A block's elimination tables hold at least one variable each, so a variable of ``K`` states
     needs a budget of ``K`` entries; with it, the variable's block is the variable alone or
     more (its neighbours cut where they would overflow the table), drawn exactly from its
     ``K``-entry conditional, which costs what one draw of its ``K`` states costs. Without it,
-    :func:`~pymc_lbp.samplers.block.elimination.elimination_blocks` refuses the network.
+    ``BlockGibbs`` refuses the network.
     """
-    return max(BLOCK_GIBBS_MAX_TABLE_SIZE, max((int(k) for k in cards), default=1))
+    return max(BLOCK_GIBBS_MAX_STATES, max((int(k) for k in cards), default=1))
 
 
 def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
     """:class:`~pymc_lbp.BlockGibbs` on elimination blocks of the network
     (:mod:`pymc_lbp.samplers.block.elimination`: every free variable but a small cutset, drawn
-    whole by bucket elimination within :func:`block_gibbs_table_size` table entries; one
+    whole by bucket elimination within :func:`block_gibbs_max_states` table entries; one
     block, independent exact draws, when the network fits): exact block Gibbs, whose moves cross
     determinism; ``steps_per_draw=None``: one update per block on average."""
     import pymc as pm
@@ -132,9 +131,9 @@ def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
     return BlockGibbs(
         vars,
         blocks="elimination",
-        max_table_size=block_gibbs_table_size(info.network.cards[free].tolist()),
+        max_states=block_gibbs_max_states(info.network.cards[free].tolist()),
         steps_per_draw=steps_per_draw,
-        differences="auto",
+        logp="auto",
     )
 
 

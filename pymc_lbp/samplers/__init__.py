@@ -1,9 +1,9 @@
 """The samplers' transitions, one folder per algorithm, each holding all its versions.
 
-In every folder ``reference.py`` (or, for the single-site step, the step class's ``mh_step``) is
-the numpy reference: pure functions of arrays and pre-drawn uniforms, the code the others are
-tested against. ``graph.py`` builds the same transition as a pytensor graph (compiled with any
-backend: C by default, NUMBA, JAX), ``kernel.py`` / ``numba_pieces.py`` are numba versions.
+In every folder ``reference.py`` is the numpy reference: pure functions of arrays and pre-drawn
+uniforms, the code the others are tested against. ``graph.py`` builds the same transition as a
+pytensor graph (compiled with any backend: C by default, NUMBA, JAX); ``pairwise/kernel.py`` is
+the one numba kernel.
 The tests named in each folder's docstring hold the twins together (same uniforms, same moves)
 and compare them with kernels enumerated by independent code (``tests/helpers/kernels.py``).
 

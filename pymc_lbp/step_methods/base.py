@@ -11,11 +11,12 @@ draw starts with a fresh evaluation at its current state (one differences evalua
 about ``1 / steps_per_draw`` of the draw's cost with the default of one sweep per draw).
 
 The class is put together from mixins, one module each: the neighbour differences and the start
-checks (:mod:`pymc_lbp.step_methods.discrete_step_differences`), the integer sites' support Gibbs
-and jumps (:mod:`pymc_lbp.step_methods.discrete_step_jumps`) and the tuning bookkeeping
-(:mod:`pymc_lbp.step_methods.discrete_step_tuning`); the transition records and steps-per-draw
-rules are in :mod:`pymc_lbp.step_methods.step_results`. All their public names are importable
-from here.
+checks (:mod:`pymc_lbp.step_methods.discrete_step_differences`) and the tuning bookkeeping
+(:mod:`pymc_lbp.step_methods.discrete_step_tuning`); the integer sites' moves (support Gibbs and
+jumps) are a component the step holds, ``step.integer_moves``
+(:class:`pymc_lbp.samplers.integer.moves.IntegerMoves`); the transition records and
+steps-per-draw rules are in :mod:`pymc_lbp.step_methods.step_results`. All their public names
+are importable from here.
 """
 
 from __future__ import annotations
@@ -41,7 +42,11 @@ from pymc_lbp.logp.layout import (
     integer_support,
     truncated_support,
 )
-from pymc_lbp.samplers.integer.graph import CompiledJumps
+from pymc_lbp.samplers.integer.moves import (
+    SUPPORT_GIBBS_MAX_ELEMENTS,  # noqa: F401 (re-exported)
+    IntegerMoves,
+    sites_are_independent,
+)
 from pymc_lbp.samplers.pairwise.couplings import PairwiseDifferences
 from pymc_lbp.samplers.pairwise.kernel import PairwiseSteps, pairwise_steps
 from pymc_lbp.step_methods.differences_choice import (
@@ -51,11 +56,6 @@ from pymc_lbp.step_methods.differences_choice import (
 from pymc_lbp.step_methods.discrete_step_differences import (
     EXPENSIVE_EXACT_EVALS,  # noqa: F401 (re-exported)
     DiscreteStepDifferences,
-)
-from pymc_lbp.step_methods.discrete_step_jumps import (
-    SUPPORT_GIBBS_MAX_ELEMENTS,  # noqa: F401 (re-exported)
-    DiscreteStepJumps,
-    _model_size,  # noqa: F401 (re-exported)
 )
 from pymc_lbp.step_methods.discrete_step_tuning import (
     ACCEPT_TOLERANCE,  # noqa: F401 (re-exported)
@@ -118,7 +118,7 @@ def _supported_rv(rv) -> bool:
         return False
 
 
-class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTuning, ArrayStepShared):
+class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared):
     """Base class of the pymc_lbp step methods (not used directly).
 
     The last five parameters are PyMC's own step-method arguments, which ``pm.sample`` passes
@@ -184,7 +184,8 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
     (:mod:`pymc_lbp.samplers.integer.reference`)."""
     independent_sites_at_once: ClassVar[bool] = True
     """Whether a block of conditionally independent sites is drawn from its full conditionals
-    at once (:meth:`_sites_are_independent`) instead of by single-site steps."""
+    at once (:func:`~pymc_lbp.samplers.integer.moves.sites_are_independent`) instead of by
+    single-site steps."""
     pairwise_kernel: ClassVar[bool] = False
     """Whether the step runs :mod:`pymc_lbp.samplers.pairwise.kernel` on pairwise binary blocks
     (then ``differences="auto"`` and ``"exact"`` take the couplings of
@@ -263,8 +264,13 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
         self._x0 = self._state_vector(initial_point)
         self._check_values(self._x0, "the start point given to the step")
         self._recheck: TuningRecheck | None = None  # set where "auto" chose first-order ones
-        self._site_pieces = None  # the dependency analysis, when the independence check ran it
-        self.independent_sites = self._sites_are_independent(model, initial_point, specs, shared)
+        # a block of conditionally independent sites is drawn from its full conditionals at
+        # once, unless steps_per_draw is given; the analysis is kept for the colour classes
+        self.independent_sites, pieces = False, None
+        if self.independent_sites_at_once and self.layout.n_sites > 1 and not self._steps_per_draw:
+            self.independent_sites, pieces = sites_are_independent(
+                model, specs, self.layout, shared, self._x0, initial_point
+            )
         jumps_only = self._draws_are_jumps_only()
         if (self.independent_sites or jumps_only) and differences == "auto":
             self.differences_choice = DifferencesChoice(
@@ -295,27 +301,29 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
         stats = dict(self.stats_dtypes_shapes)
         if not self.emits_model_logp:
             stats.pop("model_logp")
-        self._integer_sites = np.zeros(0, dtype=np.int64)
+        sites = np.zeros(0, dtype=np.int64)
         if self.integer_jumps:
-            self._integer_sites = np.flatnonzero(self.layout.site_kind == INTEGER)
+            sites = np.flatnonzero(self.layout.site_kind == INTEGER)
         if self.independent_sites:  # every site is drawn from its full conditional, all at once
-            self._integer_sites = np.arange(self.layout.n_sites)
-        self._jumps: CompiledJumps | None = None
-        if self._integer_sites.size:
-            self._jump_target = self._jump_differences(model, specs, shared, compile_kwargs)
-            # the supports at the start decide which sites jump and which are drawn over them
-            self._jump_target.refresh_bounds(self._x0)
-            self._gibbs_sites = (
-                self._integer_sites
-                if self.independent_sites
-                else self._support_gibbs_sites(model, initial_point)
+            sites = np.arange(self.layout.n_sites)
+        self.integer_moves: IntegerMoves | None = None
+        """The block's integer moves (support Gibbs and jumps, one per moving site each draw),
+        None where no site has one."""
+        if sites.size:
+            self.integer_moves = IntegerMoves(
+                self.layout,
+                sites,
+                self._jump_differences(model, specs, shared, compile_kwargs),
+                model=model,
+                point=initial_point,
+                x0=self._x0,
+                all_gibbs=self.independent_sites,
+                pieces=pieces,
+                balancing=self._balancing(),
+                compile_kwargs=compile_kwargs,
+                label=f"{type(self).__name__} on {tuple(v.name for v in vars)}",
             )
-            self._jump_sites = np.setdiff1d(self._integer_sites, self._gibbs_sites)
-            self._jump_exponent = self._block_jump_exponent()
-            self._move_classes = self._independent_classes(model)
-            self._jump_compile_kwargs = compile_kwargs
             stats.update(dtypes_shapes("integer_accept", "integer_jump"))
-        self._site_pieces = None  # the classes keep what they need
         if stats != self.stats_dtypes_shapes:
             self.stats_dtypes_shapes = stats
             self.stats_dtypes = [{k: v[0] for k, v in stats.items()}]
@@ -380,7 +388,8 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
         Integer sites get theirs, an informed jump each draw
         (:mod:`pymc_lbp.samplers.integer.reference`), so a block of integer sites only makes no
         single-site steps by default: its draw is one jump per site."""
-        return self.layout.n_sites - self._integer_sites.size
+        moves = self.integer_moves
+        return self.layout.n_sites - (0 if moves is None else moves.n_sites)
 
     # -- construction helpers ------------------------------------------------------------------
     def _draws_are_jumps_only(self) -> bool:
@@ -416,8 +425,11 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepJumps, DiscreteStepTunin
             evals = grads = 0
         x, logp = run.x, run.logp
         jumps, jump_accepted, jump_evals = {}, 0, 0
-        if self._integer_sites.size:  # supports at the current state are computed in the graph
-            x, logp, jumps, jump_accepted, jump_evals = self._jump_integer_sites(x)
+        if self.integer_moves is not None:  # supports at the current state are in the graph
+            first = self._tune_draws == 0
+            moved = self.integer_moves.draw(x, self.rng, tuning=self.tune, chain_start=first)
+            x, logp, jumps = moved.x, moved.logp, moved.stats
+            jump_accepted, jump_evals = moved.n_accepted, moved.logp_evals
             self._check_finite(logp)
         if n_steps:
             accept, n_accepted = run.sum_accept / n_steps, run.n_accepted

@@ -22,11 +22,9 @@ import numpy as np
 from pymc.step_methods.compound import Competence
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-from pymc_lbp.models.uai.clusters import DEFAULT_MAX_STATES, uai_clusters
+from pymc_lbp.models.uai.clusters import uai_clusters
 from pymc_lbp.models.uai.model import UAIModelInfo
 from pymc_lbp.samplers.block.elimination import (
-    DEFAULT_MAX_TABLE_SIZE,
-    WHOLE_MAX_TABLE_SIZE,
     BlockSampler,
     EliminationBlock,
     elimination_blocks,
@@ -39,18 +37,21 @@ from pymc_lbp.samplers.block.model_structure import (
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock
 from pymc_lbp.samplers.block.motifs.uai_blocks import uai_exact_blocks
 from pymc_lbp.step_methods.base import StepResult
-from pymc_lbp.step_methods.neural_block import NeuralBlock
+from pymc_lbp.step_methods.neural_block import EXACT_MAX_STATES, NeuralBlock, check_max_states
 from pymc_lbp.step_methods.stats import document_stats
 
 __all__ = ["BlockGibbs"]
 
 BLOCK_CHOICES = ("auto", "elimination", "clusters")
-
-
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"BlockGibbs: {name} must be a positive integer, got {value!r}")
-    return int(value)
+#: Enumerated clusters are grown up to ``max_states // CLUSTER_SHARE`` joint states (1024 by
+#: default): each update of an enumerated block evaluates the logp at every one of its joint
+#: states, where a table entry of bucket elimination is one multiply-add.
+CLUSTER_SHARE = 64
+#: The whole network is one elimination block when its elimination needs no table above
+#: ``WHOLE_NETWORK_FACTOR * max_states`` entries (2**22, 32 MiB as float64, by default): that
+#: block is conditioned on nothing that changes, so its forward pass runs once and each update
+#: is a backward draw (:mod:`pymc_lbp.samplers.block.elimination`).
+WHOLE_NETWORK_FACTOR = 64
 
 
 @document_stats
@@ -66,26 +67,37 @@ class BlockGibbs(NeuralBlock):
       (:func:`~pymc_lbp.samplers.block.elimination.elimination_blocks`, the blocking Gibbs
       sampler of Jensen, Kong and Kjaerulff 1995): each block is every free variable but a small
       cutset, chosen so that bucket elimination of the rest needs no table above
-      ``max_table_size`` entries, and is drawn whole by one forward pass and backward sampling;
-      when the whole network fits (within ``max_whole_table_size``), one block, and every
-      update is an independent exact draw.
+      ``max_states`` entries, and is drawn whole by one forward pass and backward sampling;
+      when the whole network fits (within ``64 * max_states`` entries, computed once), one
+      block, and every update is an independent exact draw.
       The cutsets are disjoint and every deterministic factor is whole in some block, where the
       budget allows.
     - on any other model, *clusters* whose joint states are enumerated: terms that are ``-inf``
       for some joint values of their sites (a zero in a conditional probability table, a
       ``pm.Potential`` with ``-inf``) keep their sites in one block, and the blocks follow a
       min-fill elimination order of the sites' interaction graph, grown up its bucket tree within
-      ``max_states`` joint states (the algorithm of :func:`pymc_lbp.models.uai.uai_clusters`).
+      ``max_states // 64`` joint states (the algorithm of :func:`pymc_lbp.models.uai.uai_clusters`;
+      each update enumerates every joint state of its block).
 
     Parameters
     ----------
     vars : list of variables, optional
         Bernoulli and categorical variables (integer-valued ones such as a Poisson are refused).
         Default: all the model's free variables.
-    max_states : int, default 1024
-        Largest number of joint states of a default block (the product of its sites'
-        cardinalities), except a must-stay-together scope that alone is larger (a block of its
-        own, up to ``max_exact_states``).
+    max_states : int, default 65536
+        The largest number of joint states one exact update may enumerate, and the largest
+        table one elimination may hold (entries; 0.5 MiB as float64 by default). The other
+        limits follow from it: enumerated clusters are grown up to ``max_states // 64`` joint
+        states (1024 by default; :data:`CLUSTER_SHARE`), a must-stay-together scope above that
+        is a block of its own, and the scopes are found by enumerating the joint states of
+        terms up to ``max_states``; an elimination block with a cutset needs no table above
+        ``max_states`` entries (bigger blocks with smaller cutsets mix better and cost more
+        per update), and the whole network is one block of independent exact draws when its
+        elimination needs no table above ``64 * max_states`` entries (32 MiB as float64 by
+        default; :data:`WHOLE_NETWORK_FACTOR`: its forward pass runs once; its cost on the
+        shipped networks in docs/uai.md). A block of more joint states (a given block, a
+        scope), or a variable of more states on elimination blocks, is a ``ValueError``
+        naming ``max_states``.
     blocks : "auto", "elimination", "clusters", BlockSet or sequence of sequences of int
         ``"auto"`` (default): from the model's structure. On an unchanged
         :func:`pymc_lbp.models.read_uai` model with every free variable in the step,
@@ -98,28 +110,12 @@ class BlockGibbs(NeuralBlock):
         blocks as positions in the raveled ``vars`` (sites in no block get single-site Gibbs
         updates); a :class:`~pymc_lbp.samplers.block.motifs.motif_api.BlockSet`: as
         ``NeuralBlock(blocks=..., proposal="exact")`` takes it.
-    max_table_size : int, default 65536
-        Largest bucket-elimination table of an elimination block with a cutset (entries; about
-        0.5 MiB as float64 by default): bigger blocks with smaller cutsets mix better and cost
-        more per update.
-    max_whole_table_size : int or None, default 4194304
-        One elimination block of every free variable when the whole network's elimination needs
-        no table above this many entries (32 MiB as float64): nothing it is conditioned on
-        changes, so its forward pass runs once and each update is a backward draw, an
-        independent exact draw (its cost on the shipped networks in docs/uai.md). ``None``: the
-        whole network gets no budget of its own (``max_table_size``).
     steps_per_draw : int, optional
         Block updates per recorded draw; ``None`` (default): the number of units (blocks plus
         uncovered sites), one update per block on average.
-    differences : {"auto", "factors", "model"}, default "auto"
-        How the target at a block's states is computed: as in :class:`NeuralBlock` (factor-local
+    logp : {"auto", "factors", "model"}, default "auto"
+        How the logp at a block's states is computed: as in :class:`NeuralBlock` (factor-local
         sums on unchanged ``read_uai`` models, the compiled model logp otherwise).
-    max_exact_states : int, default 65536
-        Largest block an exact update may enumerate (a larger block is a ``ValueError``), and the
-        largest scope whose joint states are enumerated to find must-stay-together scopes.
-    compiled : {"auto", True, False}, default "auto"
-        As in :class:`NeuralBlock`: ``"auto"`` runs numpy updates for the step's first 100,000
-        block updates, then the compiled random scan.
     {pymc_arguments}
 
     Attributes
@@ -149,7 +145,9 @@ class BlockGibbs(NeuralBlock):
 
     Every update leaves the target invariant and, with every must-stay-together scope inside a
     block, the chain can move between states that single-site moves cannot connect (tested by
-    exact enumeration in ``tests/samplers/block/test_block_gibbs.py``); what the structure
+    exact enumeration in ``tests/samplers/block/test_block_gibbs.py``). The random scan over
+    enumerated blocks runs compiled (compiled at the first draw, as :class:`NeuralBlock`'s);
+    elimination blocks are drawn by bucket elimination in numpy. What the structure
     reading detects, and what not, is in :mod:`pymc_lbp.samplers.block.model_structure`. Not in
     :func:`pymc_lbp.sample`'s compiled program (a ``NotInProgramError``); pickles for
     ``cores > 1``. ``pm.sample`` assigns it only after :func:`pymc_lbp.register` (``BlockGibbs``),
@@ -164,29 +162,13 @@ class BlockGibbs(NeuralBlock):
         self,
         vars=None,
         *,
-        max_states: int = DEFAULT_MAX_STATES,
+        max_states: int = EXACT_MAX_STATES,
         blocks: str | BlockSet | Sequence[Sequence[int]] = "auto",
-        max_table_size: int = DEFAULT_MAX_TABLE_SIZE,
-        max_whole_table_size: int | None = WHOLE_MAX_TABLE_SIZE,
         steps_per_draw: int | None = None,
-        differences: str = "auto",
-        max_exact_states: int = 65536,
-        compiled: bool | str = "auto",
+        logp: str = "auto",
         **kwargs,
     ):
-        self.max_states = _positive_int("max_states", max_states)
-        max_exact_states = _positive_int("max_exact_states", max_exact_states)
-        if self.max_states > max_exact_states:
-            raise ValueError(
-                f"BlockGibbs: max_states={self.max_states} is above max_exact_states="
-                f"{max_exact_states}, the largest block an exact update may enumerate"
-            )
-        self.max_table_size = _positive_int("max_table_size", max_table_size)
-        self.max_whole_table_size = (
-            None
-            if max_whole_table_size is None
-            else _positive_int("max_whole_table_size", max_whole_table_size)
-        )
+        check_max_states("BlockGibbs", max_states)
         if isinstance(blocks, str):
             if blocks not in BLOCK_CHOICES:
                 raise ValueError(
@@ -211,9 +193,8 @@ class BlockGibbs(NeuralBlock):
             vars,
             blocks="auto",
             steps_per_draw=steps_per_draw,
-            differences=differences,
-            max_exact_states=max_exact_states,
-            compiled=compiled,
+            logp=logp,
+            max_states=max_states,
             **kwargs,
         )
         self.clusters = [
@@ -222,6 +203,12 @@ class BlockGibbs(NeuralBlock):
         for unit, block in zip(self._units, self.elimination_blocks, strict=False):
             unit.elimination = block
         del self._requested_blocks
+
+    @property
+    def cluster_states(self) -> int:
+        """The joint states enumerated clusters are grown to: ``max_states //``
+        :data:`CLUSTER_SHARE`, at least 1."""
+        return max(1, self.max_states // CLUSTER_SHARE)
 
     def _check_block_options(self, layout, specs) -> None:
         kinds = {s.name: s.kind for s in specs}
@@ -263,18 +250,18 @@ class BlockGibbs(NeuralBlock):
             self.differences._x,
             cards,
             self._x0,
-            max_scope_states=self.max_exact_states,
+            max_scope_states=self.max_states,
             compile_kwargs=self._compile_kwargs,
         )
         self.scopes = list(self.structure.scopes)
-        clusters = structure_clusters(self.structure, self.max_states)
+        clusters = structure_clusters(self.structure, self.cluster_states)
         self._check_sizes(clusters, cards)
         mb = [MotifBlock(np.asarray(c), np.zeros(0, np.int64), label=f"cluster {k} {list(c)}")
               for k, c in enumerate(clusters)]  # fmt: skip
         blockset = BlockSet(None, tuple(mb), index="flat", variables=self._var_names())
         reason = (
-            f"{len(clusters)} clusters of at most {self.max_states} joint states (min-fill on the "
-            f"model's interaction graph): {self.structure.reason}"
+            f"{len(clusters)} clusters of at most {self.cluster_states} joint states (min-fill on "
+            f"the model's interaction graph): {self.structure.reason}"
         )
         return blockset, "exact", reason
 
@@ -283,11 +270,18 @@ class BlockGibbs(NeuralBlock):
         ``kind="BAYES"``), with every variable the model fixes as evidence."""
         network = info.network.normalised_cpts() if info.kind == "BAYES" else info.network
         fixed = {v: int(x) for v, x in enumerate(info.fixed_values.tolist()) if x >= 0}
+        largest = int(network.cards[info.fixed_values < 0].max(initial=1))
+        if self.max_states < largest:
+            raise ValueError(
+                f"BlockGibbs: max_states={self.max_states} is below the largest cardinality "
+                f"{largest} of a free variable: no elimination table could hold it (raise "
+                "max_states)"
+            )
         self.elimination_blocks = elimination_blocks(
             network,
             fixed,
-            max_table_size=self.max_table_size,
-            max_whole_table_size=self.max_whole_table_size,
+            max_table_size=self.max_states,
+            max_whole_table_size=WHOLE_NETWORK_FACTOR * self.max_states,
         )
         free = np.flatnonzero(info.fixed_values < 0)
         self._network = network
@@ -304,12 +298,12 @@ class BlockGibbs(NeuralBlock):
             reason = (
                 "a read_uai model: one elimination block of every free variable, independent "
                 f"exact draws (largest table {largest} entries <= "
-                f"{max(self.max_table_size, self.max_whole_table_size or 0)})"
+                f"{WHOLE_NETWORK_FACTOR} * max_states = {WHOLE_NETWORK_FACTOR * self.max_states})"
             )
         else:
             reason = (
                 f"a read_uai model: {len(blocks)} elimination block(s) (cutsets of {cut} "
-                f"variables, largest table {largest} <= max_table_size={self.max_table_size} "
+                f"variables, largest table {largest} <= max_states={self.max_states} "
                 "entries)"
             )
         blockset = uai_exact_blocks(
@@ -341,7 +335,7 @@ class BlockGibbs(NeuralBlock):
         from pymc_lbp.models.uai.clusters import deterministic_scopes
 
         network = info.network
-        clusters = uai_clusters(network, info.evidence, max_states=self.max_states)
+        clusters = uai_clusters(network, info.evidence, max_states=self.cluster_states)
         self._check_sizes(clusters, network.cards)
         self.scopes = [
             tuple(sorted(self._uai_site(info, v) for v in scope))
@@ -349,7 +343,7 @@ class BlockGibbs(NeuralBlock):
         ]
         reason = (
             f"a read_uai model: {len(clusters)} clusters of its network of at most "
-            f"{self.max_states} joint states (uai_clusters), {len(self.scopes)} deterministic "
+            f"{self.cluster_states} joint states (uai_clusters), {len(self.scopes)} deterministic "
             "factors kept whole"
         )
         return uai_exact_blocks(network, clusters), reason
@@ -373,12 +367,11 @@ class BlockGibbs(NeuralBlock):
     def _check_sizes(self, blocks, cards) -> None:
         for b in blocks:
             size = math.prod(int(cards[v]) for v in b)
-            if size > self.max_exact_states:
+            if size > self.max_states:
                 raise ValueError(
                     f"BlockGibbs: block {list(b)} has {size} joint states, more than "
-                    f"max_exact_states={self.max_exact_states} (a must-stay-together scope "
-                    "that large cannot be updated exactly; raise max_exact_states or give "
-                    "blocks=...)"
+                    f"max_states={self.max_states} (a must-stay-together scope that large "
+                    "cannot be updated exactly; raise max_states or give blocks=...)"
                 )
 
     @classmethod

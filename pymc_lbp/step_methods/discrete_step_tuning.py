@@ -24,10 +24,14 @@ class DiscreteStepTuning:
     def reset_tuning(self) -> None:
         """Restore the untuned settings (a step reused for a new chain starts fresh; its start
         is judged at its first draw). Exact differences chosen while tuning an earlier chain
-        are kept: they are right everywhere."""
+        are kept: they are right everywhere. The integer jumps' ``J`` is the untuned one again
+        (each chain then starts it from its own start, at its first tuning draw)."""
         self.tune = True
         self._reset_tuning_record()
         self._judge_at_first_draw = True
+        moves = getattr(self, "integer_moves", None)
+        if moves is not None:
+            moves.reset()
 
     def stop_tuning(self) -> None:
         """End tuning: adapted settings are frozen from now on.

@@ -7,11 +7,10 @@ import numpy as np
 from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights, resolve_balancing
 from pymc_lbp.samplers.common import prepare_weights
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
-from pymc_lbp.samplers.single_site import reference as single_site_reference
 from pymc_lbp.samplers.single_site.graph import graph_balancing
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
-from pymc_lbp.samplers.single_site.reference import single_site_step, single_site_steps
-from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult
+from pymc_lbp.samplers.single_site.reference import Prepared
+from pymc_lbp.step_methods.base import DiscreteStep, DrawResult
 from pymc_lbp.step_methods.stats import document_stats
 
 
@@ -26,8 +25,10 @@ class LocallyBalanced(DiscreteStep):
 
     The ``steps_per_draw`` transitions of a draw run inside one compiled call
     (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel` in a pytensor ``scan``, compiled
-    with the backend of ``compile_kwargs``: C by default, ``{"mode": "NUMBA"}``); each step consumes
-    two uniforms from ``self.rng``. :meth:`mh_step` is the numpy reference of one transition.
+    with the backend of ``compile_kwargs``: C by default, ``{"mode": "NUMBA"}``), compiled at the
+    first draw; each step consumes two uniforms from ``self.rng``. The numpy reference of a
+    transition is :func:`pymc_lbp.samplers.single_site.reference.single_site_step` (its input:
+    :meth:`proposal_weights`).
 
     Parameters
     ----------
@@ -83,11 +84,8 @@ class LocallyBalanced(DiscreteStep):
     ):
         self.balancing, self.log_g = resolve_balancing(balancing)
         graph_balancing(self.balancing, self.log_g)  # a custom callable is checked now
-        self._cache_key: np.ndarray | None = None
-        self._cache = None
         super().__init__(vars, steps_per_draw=steps_per_draw, differences=differences, **kwargs)
         self._kernel = None
-        self._numpy_steps = 0  # steps made in numpy before the kernel is compiled
         if self.pairwise_ready():
             pairwise_kernel.warm_up()  # numba's compile (or cache load) now, not mid-draw
 
@@ -107,46 +105,20 @@ class LocallyBalanced(DiscreteStep):
 
     def _differences_changed(self) -> None:
         self._kernel = None
-        self._cache_key = self._cache = None
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
-        """All ``n_steps`` transitions in one call of the compiled kernel
-        (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel`), two uniforms per step from
-        ``self.rng``; the step's first
-        :data:`~pymc_lbp.samplers.single_site.reference.COMPILE_AFTER_STEPS` steps make the same
-        moves from the same uniforms in numpy (:func:`~pymc_lbp.samplers.single_site.reference.
-        single_site_steps`), so a short run never compiles the kernel. On a pairwise binary
-        block, :mod:`pymc_lbp.samplers.pairwise.kernel` (no model evaluation per step)."""
+        """All ``n_steps`` transitions in one call of the compiled :attr:`kernel`
+        (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel`), two uniforms per step
+        from ``self.rng``. On a pairwise binary block, :mod:`pymc_lbp.samplers.pairwise.kernel`
+        (no model evaluation per step)."""
         if self.pairwise_ready():
             return self.run_pairwise(x, logp, n_steps, share=1.0)[0]
         uniforms = self.rng.random((n_steps, 2))
-        if self._numpy_steps < single_site_reference.COMPILE_AFTER_STEPS:
-            # the kernel's moves from the same uniforms, in numpy, until compiling it pays
-            self._numpy_steps += n_steps
-            res = single_site_steps(
-                x, logp, deltas, self._prepared, self.layout, self.differences.evaluate, uniforms
-            )
-            return self.draw_from_kernel(res)
         return self.draw_from_kernel(self.kernel(x, logp, deltas, uniforms))
 
-    def _prepared(self, deltas: np.ndarray):
-        """Proposal weights of the current state (cached between steps of a draw)."""
-        if self._cache_key is not deltas:
-            self._cache_key = deltas
-            self._cache = prepare_weights(balanced_log_weights(deltas, self.log_g))
-        return self._cache
-
-    def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
-        """One transition in numpy: the tested reference of the compiled kernel (sampling uses
-        :meth:`run_steps`). Given the same two uniforms it makes the same move."""
-        prep = self._prepared(deltas)
-        if prep is None:  # no neighbour has positive probability
-            return StepResult(x, logp, deltas, 0.0, False, evaluated=False)
-        u_slot, u_accept = self.rng.random(), self.rng.random()
-        move = single_site_step(
-            x, logp, prep, self.layout, self.differences.evaluate, u_slot, u_accept
-        )
-        if move.accepted:
-            self._cache_key, self._cache = move.deltas, move.prepared
-            return StepResult(move.x, move.logp, move.deltas, move.accept_prob, True)
-        return StepResult(x, logp, deltas, move.accept_prob, False)
+    def proposal_weights(self, deltas: np.ndarray) -> Prepared | None:
+        """``(log_w, cdf, log_z)`` of the proposal at a state with these neighbour differences
+        (None when no neighbour has positive probability): the input of the numpy reference
+        :func:`~pymc_lbp.samplers.single_site.reference.single_site_steps`, which makes the
+        compiled kernel's moves from the same uniforms."""
+        return prepare_weights(balanced_log_weights(deltas, self.log_g))

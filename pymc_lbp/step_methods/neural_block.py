@@ -15,7 +15,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from pymc.step_methods.compound import Competence
-from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.logp.layout import BINARY, CATEGORICAL
 from pymc_lbp.samplers.block.motifs.finding import default_blocks
@@ -23,12 +22,9 @@ from pymc_lbp.samplers.block.motifs.motif_api import BlockSet
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan
 from pymc_lbp.samplers.block.sweep_graph import CompiledChainSweep
-from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, model_and_start
+from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, model_and_start
 from pymc_lbp.step_methods.differences_choice import DifferencesChoice
-from pymc_lbp.step_methods.neural_block_compiled import (
-    KERNEL_AFTER_BLOCK_UPDATES,  # noqa: F401 (re-exported)
-    NeuralBlockCompiled,
-)
+from pymc_lbp.step_methods.neural_block_compiled import NeuralBlockCompiled
 from pymc_lbp.step_methods.neural_block_inspection import NeuralBlockInspection
 from pymc_lbp.step_methods.neural_block_kernel import NeuralBlockKernel
 from pymc_lbp.step_methods.neural_block_units import (
@@ -36,18 +32,22 @@ from pymc_lbp.step_methods.neural_block_units import (
     NeuralBlockUnits,
     _Unit,  # noqa: F401 (re-exported)
 )
-from pymc_lbp.step_methods.options import check_compiled
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")
 
 
 LOGP_MODES = ("auto", "factors", "model")
+#: ``max_states``' default: the largest exact update (joint states enumerated), the largest
+#: elimination table (``BlockGibbs``).
+EXACT_MAX_STATES = 2**16
 
 
-@dataclass_state
-class NeuralBlockState(DiscreteStepState):
-    block_updates: int
+def check_max_states(owner: str, value: object) -> int:
+    """``max_states`` as a positive integer, or a ``ValueError`` naming the option."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{owner}: max_states must be a positive integer, got {value!r}")
+    return int(value)
 
 
 @document_stats
@@ -67,6 +67,21 @@ class NeuralBlock(
     instead resampled from its exact conditional (block Gibbs: the target at every joint state
     of the block; acceptance 1). Sites not covered by any block get a single-site Gibbs update
     (their exact full conditional over all categories) as units of their own.
+
+    A draw's updates run compiled, compiled at the first draw: a colour-class sweep of chain
+    blocks (see :attr:`colours`) in one compiled call per sweep
+    (:mod:`pymc_lbp.samplers.block.sweep_graph`: for neural blocks reference logps, parameters,
+    network, proposals, their logps and the MH decisions, for exact ones the logp at every joint
+    state and the draws, every class in one graph; the network weights are inputs, so
+    retraining needs no recompilation), the random scan (blocks without colour classes, single
+    sites) as all of a draw's steps in one compiled ``scan``
+    (:mod:`pymc_lbp.samplers.block.random_scan_graph`: for motif blocks the network, clamping,
+    proposal, factor-local or model target and MH decision, for exact units the target at every
+    joint state and the draw). Their speed and compile times are in docs/neural_block.md. Chain
+    blocks under random-scan steps (parameters read from the model at every update) and
+    ``BlockGibbs``' elimination blocks have no compiled version: their random scan runs the
+    numpy step (:meth:`scan_step`), which is also the compiled scan's reference (the same
+    moves from the same uniforms, tested).
 
     Parameters
     ----------
@@ -93,39 +108,17 @@ class NeuralBlock(
     steps_per_draw : int, optional
         MH steps per recorded draw; ``None`` (default): the number of units (blocks plus
         uncovered sites), i.e. one sweep's worth of updates per draw (the ``mh_steps`` stat).
-    differences : {"auto", "factors", "model"}, default "auto"
-        How target differences are computed:
-        ``"model"`` evaluates the compiled model logp
-        (one call per proposal, batched over the states of exact updates); ``"factors"`` sums
-        the log factors that meet the moved sites (models from :func:`read_uai` only, see
-        :mod:`pymc_lbp.logp.local_logp`; checked against the model logp at construction);
-        ``"auto"`` takes ``"factors"`` for unmodified ``read_uai`` models and ``"model"`` otherwise.
-    max_exact_states : int, default 65536
-        Largest number of joint block states an exact update may enumerate.
-    compiled : {"auto", True, False}, default "auto"
-        Whether the draws' updates run compiled (the option of that name in every sampler).
-        A colour-class sweep of chain blocks
-        (see :attr:`colours`) with ``True``: in one
-        compiled call per sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`: for neural blocks
-        reference logps, parameters, network, proposals, their logps and the MH decisions, for exact
-        ones the logp at every joint state and the draws, every class in one graph; the network
-        weights are inputs, so retraining needs no recompilation), compiled at the first draw.
-        ``False``: numpy around batched compiled logp calls (:meth:`colour_update`). The two
-        make the same moves from the same uniforms (tested); the compiled sweep is faster per
-        sweep with neural proposals, though the batched model logp calls stay most of its work
-        (its speed and compile times in docs/neural_block.md). ``"auto"``: numpy for
-        the step's first :data:`KERNEL_AFTER_BLOCK_UPDATES` (100,000)
-        block updates, the compiled sweep after them (a short run never compiles; counted, not
-        timed, so a seed gives the same chain anywhere). The random scan (blocks without
-        colour classes, single sites) follows the same option: ``True`` runs all of a draw's
-        steps in one compiled ``scan`` (:mod:`pymc_lbp.samplers.block.random_scan_graph`: for motif
-        blocks the network, clamping, proposal, factor-local or model target and MH decision, for
-        exact units the target at every joint state and the draw; compiled at the first draw;
-        faster per step than numpy, most of all under NUMBA: docs/neural_block.md, "The
-        compiled random scan"), ``False`` the numpy step
-        (:meth:`scan_step`, the same moves from the same uniforms, tested), ``"auto"`` numpy
-        for the first :data:`KERNEL_AFTER_BLOCK_UPDATES` updates. Chain blocks without colour
-        classes (parameters read from the model at every update) keep the numpy random scan.
+    logp : {"auto", "factors", "model"}, default "auto"
+        How the logp that scores block proposals (and the states of exact updates) is
+        computed: ``"model"`` evaluates the compiled model logp (one call per proposal, batched
+        over the states of exact updates); ``"factors"`` sums the log factors that meet the
+        moved sites (models from :func:`read_uai` only, see :mod:`pymc_lbp.logp.local_logp`;
+        checked against the model logp at construction); ``"auto"`` takes ``"factors"`` for
+        unmodified ``read_uai`` models and ``"model"`` otherwise. The choice is
+        :attr:`logp_mode`.
+    max_states : int, default 65536
+        Largest number of joint block states an exact update may enumerate (a larger exact
+        block is a ``ValueError``).
     {pymc_arguments}
 
     Attributes
@@ -136,16 +129,15 @@ class NeuralBlock(
     uncovered_sites : ndarray of int
         Positions (in the raveled ``vars``) of the sites no block covers.
     logp_mode : str
-        ``"factors"`` or ``"model"``.
+        ``"factors"`` or ``"model"``: how the logp is computed (the ``logp`` option).
     blocks_reason : str
         How the blocks and the proposal were chosen.
     colours : list of ndarray or None
         For chain blocks of a variable the model graph confirms to be a chain: classes of units
         (indices into ``units``) that share no term. A default draw (``steps_per_draw`` a
         multiple of the number of units) then sweeps the classes in order, updating each class
-        at once (:meth:`colour_update`: one batched logp call and one batched network
-        evaluation for all its blocks) instead of one randomly chosen unit per step. None: the
-        random scan.
+        at once (the compiled sweep: the blocks of a class share no term, so their updates are
+        independent) instead of one randomly chosen unit per step. None: the random scan.
 
     Notes
     -----
@@ -161,7 +153,6 @@ class NeuralBlock(
     """
 
     name = "neural_block"
-    _state_class = NeuralBlockState
     auto_assignable = False
     auto_assign_needs = (
         "the variables of one motif chosen by you (it finds the motif's blocks and proposal in "
@@ -182,9 +173,8 @@ class NeuralBlock(
         blocks: BlockSet | str | None = "auto",
         proposal: NeuralProposal | str | None = None,
         steps_per_draw: int | None = None,
-        differences: str = "auto",
-        max_exact_states: int = 65536,
-        compiled: bool | str = "auto",
+        logp: str = "auto",
+        max_states: int = EXACT_MAX_STATES,
         **kwargs,
     ):
         if isinstance(blocks, str):
@@ -229,17 +219,15 @@ class NeuralBlock(
                     "continuous value it switches on are sampled by NeuralMixedBlock (motif "
                     "flag-value-g32, pymc_lbp.samplers.block.motifs.flag_value)"
                 )
-        if differences not in LOGP_MODES:
-            raise ValueError(f"differences must be one of {LOGP_MODES}, got {differences!r}")
-        self.compiled = check_compiled(compiled)
-        self.block_updates = 0
+        if logp not in LOGP_MODES:
+            raise ValueError(f"logp must be one of {LOGP_MODES}, got {logp!r}")
         self._chain_sweep: CompiledChainSweep | None = None
         self._random_scan: CompiledRandomScan | None = None
         self._scan_arrays: tuple | None = None  # (network version, the scan's network arrays)
         self.blockset = None if isinstance(blocks, str) else blocks
         self.proposal = proposal
         self.blocks_reason = "blocks given" if blocks is not None else "blocks=None: single sites"
-        self.max_exact_states = int(max_exact_states)
+        self.max_states = check_max_states(type(self).__name__, max_states)
         self._draw_evals = 0
         model, initial_point = model_and_start(kwargs)
         super().__init__(vars, steps_per_draw=steps_per_draw, differences="exact", **kwargs)
@@ -252,7 +240,7 @@ class NeuralBlock(
         if isinstance(blocks, str):
             self.blockset, self.proposal, self.blocks_reason = self._auto_blocks(model)
             _log.info("%s on %s: %s.", type(self).__name__, self.var_names, self.blocks_reason)
-        self._build_units(model, initial_point, differences)
+        self._build_units(model, initial_point, logp)
 
     def _auto_blocks(self, model) -> tuple[BlockSet | None, Any, str]:
         """``(blocks, proposal, reason)`` of ``blocks="auto"``: the motif found in the model
@@ -283,37 +271,21 @@ class NeuralBlock(
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
         """The draw's block updates: with colour classes (chain blocks, :attr:`colours`) and
-        ``n_steps`` a multiple of the number of units, whole sweeps in colour order, each colour
-        updated at once (:meth:`colour_update`, or all classes in one compiled call where
-        :attr:`uses_compiled_sweep`); otherwise random-scan steps (:meth:`scan_step`, or all of
-        the draw's steps in one compiled call where :attr:`uses_compiled_scan`)."""
-        if self.colours is None or n_steps % len(self._units):
-            compiled = self.uses_compiled_scan
-            self.block_updates += n_steps
-            if compiled:
-                return self._run_compiled_scan(x, logp, deltas, n_steps)
-            return super().run_steps(x, logp, deltas, n_steps)
-        n_sweeps = n_steps // len(self._units)
-        evals0 = self._draw_evals
-        last = int(self.colours[-1][-1])
-        if self.uses_compiled_sweep:
+        ``n_steps`` a multiple of the number of units, whole sweeps in colour order in the
+        compiled sweep; otherwise random-scan steps, all of the draw's in one compiled call
+        where the compiled scan takes the units (:attr:`scan_compilable`), else
+        :meth:`scan_step` in a loop."""
+        sweeps = self.colours is not None and n_steps % len(self._units) == 0
+        if sweeps and self.sweep_compilable:
+            evals0 = self._draw_evals
+            n_sweeps = n_steps // len(self._units)
             x, logp, total_accept, n_accepted = self._run_compiled_sweeps(x, logp, n_sweeps)
-            self.block_updates += n_steps
-            return DrawResult(
-                x, logp, deltas, total_accept, n_accepted, self._draw_evals - evals0, 0,
-                {"block": [last]},
-            )  # fmt: skip
-        self.block_updates += n_steps
-        total_accept, n_accepted = 0.0, 0
-        for _ in range(n_sweeps):
-            for colour in self.colours:
-                x, logp, acc, n_acc = self.colour_update(colour, x, logp)
-                total_accept += acc
-                n_accepted += n_acc
-        extras = {"block": [last]}
-        return DrawResult(
-            x, logp, deltas, total_accept, n_accepted, self._draw_evals - evals0, 0, extras
-        )
+            extras = {"block": [int(self.colours[-1][-1])]}
+            evals = self._draw_evals - evals0
+            return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, 0, extras)
+        if self.scan_compilable:
+            return self._run_compiled_scan(x, logp, deltas, n_steps)
+        return super().run_steps(x, logp, deltas, n_steps)
 
     @classmethod
     def competence(cls, var, has_grad=None) -> Competence:

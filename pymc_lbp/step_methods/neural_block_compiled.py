@@ -1,15 +1,16 @@
 """NeuralBlock's compiled paths: the compiled chain sweep (colour classes of chain blocks, in
-one compiled call per draw) and the compiled random scan, and when the ``compiled`` option
-switches to them (:data:`KERNEL_AFTER_BLOCK_UPDATES`).
+one compiled call per draw) and the compiled random scan, each compiled at its first use.
 
 A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`; the graphs are built by
-:mod:`pymc_lbp.samplers.block.sweep_graph` and :mod:`pymc_lbp.samplers.block.random_scan_graph`,
-and their numpy references are in :mod:`pymc_lbp.step_methods.neural_block_kernel`.
+:mod:`pymc_lbp.samplers.block.sweep_graph` and :mod:`pymc_lbp.samplers.block.random_scan_graph`.
+Their numpy references, which take the same uniforms: the random-scan step
+:meth:`~pymc_lbp.step_methods.neural_block_kernel.NeuralBlockKernel.scan_step` (also what runs
+the units no compiled scan takes) and the colour-class update
+:func:`pymc_lbp.samplers.block.reference.colour_update` (a test oracle).
 """
 
 from __future__ import annotations
 
-import logging
 from functools import cached_property
 
 import numpy as np
@@ -19,14 +20,6 @@ from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan, ScanFa
 from pymc_lbp.samplers.block.sweep_graph import ChainColour, CompiledChainSweep
 from pymc_lbp.step_methods.base import DrawResult
 from pymc_lbp.step_methods.neural_block_units import ModelLogp
-
-_log = logging.getLogger("pymc_lbp")
-
-KERNEL_AFTER_BLOCK_UPDATES = 100_000
-"""``compiled="auto"``: block updates a step makes in numpy before it compiles its sweep (or
-its random scan). The switch comes when numpy has taken about as long as compiling takes with an
-empty compile cache (the rent-or-buy rule; the numpy updates' cost and the compile times are in
-docs/neural_block.md), and a short run never compiles."""
 
 
 class NeuralBlockCompiled:
@@ -52,34 +45,11 @@ class NeuralBlockCompiled:
                 return False
         return True
 
-    def _compiles_now(self, compilable: bool) -> bool:
-        """The ``compiled`` option for a path that can compile: ``True`` always,
-        ``"auto"`` once :attr:`block_updates` reaches :data:`KERNEL_AFTER_BLOCK_UPDATES`."""
-        if self.compiled is False or not compilable:
-            return False
-        return self.compiled is True or self.block_updates >= KERNEL_AFTER_BLOCK_UPDATES
-
-    def _announce_compile(self, what: str) -> None:
-        """With ``"auto"`` the compilation comes mid-run: a pause of seconds deserves a word."""
-        if self.compiled == "auto":
-            _log.info(
-                "NeuralBlock: compiling the %s after %d block updates "
-                "(compiled='auto'; seconds, once)",
-                what,
-                self.block_updates,
-            )
-
-    @property
-    def uses_compiled_sweep(self) -> bool:
-        """Whether the next sweeps run compiled (:meth:`_compiles_now`)."""
-        return self._compiles_now(self.sweep_compilable)
-
     @property
     def chain_sweep(self) -> CompiledChainSweep:
         """The compiled sweep (:class:`pymc_lbp.samplers.block.sweep_graph.CompiledChainSweep`),
         compiled on first use."""
         if self._chain_sweep is None:
-            self._announce_compile("chain sweep")
             self._chain_sweep = CompiledChainSweep(
                 self.chain_colours(),
                 self.layout.n_sites,
@@ -114,7 +84,7 @@ class NeuralBlockCompiled:
         weights = self.sweep_weights()
         total_accept, n_accepted = 0.0, 0
         for _ in range(n_sweeps):
-            # the uniforms colour_update draws, in its order
+            # the uniforms the reference colour_update takes, in its order
             us = [self.rng.random((c.sites.shape[0], c.uniform_width)) for c in sweep.colours]
             x, logp, acc, won, evals = sweep(x, logp, us, weights)
             total_accept += acc
@@ -130,11 +100,6 @@ class NeuralBlockCompiled:
         parameters are read from the model at each update (they run as colour-class sweeps), and
         elimination blocks (``BlockGibbs``), drawn by bucket elimination in numpy."""
         return all(u.chain is None and u.kind != "eliminate" for u in self._units)
-
-    @property
-    def uses_compiled_scan(self) -> bool:
-        """Whether the next random-scan steps run compiled (:meth:`_compiles_now`)."""
-        return self._compiles_now(self.scan_compilable)
 
     def scan_units(self) -> tuple[ScanUnits, ScanFactors | None]:
         """The units (and factor-local targets) as the padded arrays of the compiled scan;
@@ -193,7 +158,6 @@ class NeuralBlockCompiled:
         (:class:`pymc_lbp.samplers.block.random_scan_graph.CompiledRandomScan`), compiled on first
         use."""
         if self._random_scan is None:
-            self._announce_compile("random scan")
             units, factors = self.scan_units()
             neural = isinstance(self.proposal, NeuralProposal)
             self._random_scan = CompiledRandomScan(

@@ -1,10 +1,11 @@
-"""NeuralBlock's numpy kernel: the unit targets, the proposals, the random-scan step
-(:meth:`~NeuralBlockKernel.scan_step`) and the colour-class update of chain blocks
-(:meth:`~NeuralBlockKernel.colour_update`).
+"""NeuralBlock's numpy kernel: the unit targets, the proposals and the random-scan step
+(:meth:`~NeuralBlockKernel.scan_step`).
 
-A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`; these are the numpy
-references of its compiled sweep and compiled random scan
-(:mod:`pymc_lbp.step_methods.neural_block_compiled`), which take the same uniforms.
+A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`. :meth:`scan_step` is what
+runs the random scan where no compiled scan takes the units (chain blocks, whose parameters are
+read from the model at each update, and ``BlockGibbs``' elimination blocks), and elsewhere the
+numpy reference of the compiled random scan
+(:mod:`pymc_lbp.step_methods.neural_block_compiled`), which takes the same uniforms.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from pymc_lbp.samplers.block.motifs.chain import (
 )
 from pymc_lbp.samplers.block.reference import (
     block_log_probs,
-    blocks_log_probs,
     clamp_mixture,
     draw_blocks,
     pick_index,
@@ -28,7 +28,6 @@ from pymc_lbp.samplers.block.reference import (
 from pymc_lbp.samplers.common import (
     mh_accept_probs,
     mh_log_ratio,
-    mh_log_ratios,
 )
 from pymc_lbp.step_methods.base import StepResult
 from pymc_lbp.step_methods.neural_block_units import _Unit
@@ -78,78 +77,6 @@ class NeuralBlockKernel:
             prepared = unit.prepared[1]
         log_w, log_tables = self.proposal.mixture_at(z[unit.cond_idx], prepared)
         return clamp_mixture(log_w, log_tables, ~unit.free, z[unit.block_idx])
-
-    def _batched_target(self, units: list[_Unit], x: np.ndarray, states: np.ndarray) -> np.ndarray:
-        """Model logp at ``x`` with each unit's sites set to each of ``states`` (one batched
-        call): shape (len(units), len(states))."""
-        S = states.shape[0]
-        Y = np.repeat(x[None, :], len(units) * S, axis=0)
-        for j, unit in enumerate(units):
-            Y[j * S : (j + 1) * S, unit.sites] = states
-        self._draw_evals += Y.shape[0]
-        return self.differences.logp_batch(Y).reshape(len(units), S)
-
-    def colour_update(
-        self, colour: np.ndarray, x: np.ndarray, logp: float, uniforms: np.ndarray | None = None
-    ) -> tuple[np.ndarray, float, float, int]:
-        """Update every chain block of one colour class at once.
-
-        The blocks share no term (:meth:`_chain_colours`), so given the rest their updates are
-        independent and each is the unit's own update (exact block Gibbs, or the MH step of its
-        proposal): the same kernel as updating them one after another, with one batched logp
-        call for all blocks' reference states (or joint states) and one for all proposals, and
-        one batched network evaluation. Returns ``(x, logp, sum of acceptances, accepted)``.
-
-        ``uniforms`` (drawn from ``self.rng`` when not given): for neural blocks shape
-        ``(blocks, block size + 2)``, per block the component's uniform, one per entry, and the
-        MH coin; for exact blocks ``(blocks, 1)``, the joint state's (inverse CDF). The
-        compiled sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`) takes the same.
-        """
-        units = [self._units[u] for u in colour]
-        x = x.copy()
-        if units[0].kind == "exact":
-            states = units[0].states
-            sites = np.stack([u.sites for u in units])  # (B, block size)
-            lp = self._batched_target(units, x, states)  # (B, joint states)
-            lp = np.where(np.isnan(lp), -np.inf, lp)
-            u = self.rng.random((len(units), 1)) if uniforms is None else uniforms
-            new = pick_index(np.exp(lp - lp.max(axis=1, keepdims=True)), u[:, 0])
-            current = np.argmax((states[None] == x[sites][:, None]).all(axis=-1), axis=1)
-            rows = np.arange(len(units))
-            x[sites] = states[new]
-            logp += float(np.sum(lp[rows, new] - lp[rows, current]))
-            return x, logp, float(len(units)), len(units)
-        K, L = units[0].chain
-        lp = self._batched_target(units, x, chain_reference_states(K, L))
-        a, b = chain_potentials_from_reference(lp, K, L)
-        params = canonical_chain_params(a, b)
-        log_w, log_tables = self.proposal.net.mixture_from_preactivation(
-            self.proposal.prepare(params)
-        )
-        sites = np.stack([u.sites for u in units])  # (B, block size)
-        old = x[sites]
-        # per block: a component's uniform, one per entry, the MH coin
-        u = self.rng.random((len(units), sites.shape[1] + 2)) if uniforms is None else uniforms
-        new = draw_blocks(log_w, log_tables, u[:, :-1])
-        moved = np.flatnonzero((new != old).any(axis=1))
-        accept = np.ones(len(units))
-        n_accepted = len(units) - moved.size  # a proposal equal to the block: accepted as is
-        if moved.size:
-            Y = np.repeat(x[None, :], moved.size, axis=0)
-            Y[np.arange(moved.size)[:, None], sites[moved]] = new[moved]
-            self._draw_evals += moved.size
-            lp_y = self.differences.logp_batch(Y)
-            log_q = blocks_log_probs(
-                log_w[moved], log_tables[moved], np.stack([new[moved], old[moved]], axis=1)
-            )
-            # the blocks share no term: independent MH decisions, additive logp changes
-            ratio = mh_log_ratios(np.full(moved.size, logp), lp_y, log_q[:, 0], log_q[:, 1])
-            accept[moved] = mh_accept_probs(ratio)
-            won = u[moved, -1] < accept[moved]
-            x[sites[moved[won]]] = new[moved[won]]
-            logp += float(np.sum(lp_y[won] - logp))
-            n_accepted += int(won.sum())
-        return x, logp, float(accept.sum()), n_accepted
 
     def chain_params(self, unit: _Unit, x: np.ndarray) -> np.ndarray:
         """The chain motif's parameters of ``unit`` at ``x``: the model logp at the block's

@@ -294,7 +294,7 @@ class NeuralBlockUnits:
         if not unmodified:
             if mode == "factors":
                 raise ValueError(
-                    "differences='factors' needs a model built by read_uai and left unchanged (no "
+                    "logp='factors' needs a model built by read_uai and left unchanged (no "
                     "added variables or potentials)"
                 )
             return "model"
@@ -358,10 +358,9 @@ class NeuralBlockUnits:
 
     def _states_for(self, cards: np.ndarray, label: str) -> np.ndarray:
         total = int(np.prod(cards, dtype=np.float64))
-        if total > self.max_exact_states:
+        if total > self.max_states:
             raise ValueError(
-                f"block {label!r} has {total} joint states, more than max_exact_states="
-                f"{self.max_exact_states}"
+                f"block {label!r} has {total} joint states, more than max_states={self.max_states}"
             )
         return enumerate_block_states(cards)
 

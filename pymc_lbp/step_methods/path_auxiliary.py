@@ -10,41 +10,20 @@ import numpy as np
 from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.samplers.balancing import LogBalancing, resolve_balancing
-from pymc_lbp.samplers.common import mh_accept, mh_log_ratio
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
-from pymc_lbp.samplers.path import numba_pieces as path_kernels
 from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.samplers.path.graph import AdaptState, CompiledPathSteps
-from pymc_lbp.samplers.path.reference import (
-    PathWeights,
-    check_single_site_share,
-    draw_path_length,
-    draw_sites,
-    draw_slots,
-    log_prob_path,
-    path_weights,
-    site_weights,
-)
+from pymc_lbp.samplers.path.reference import check_single_site_share
 from pymc_lbp.samplers.single_site.graph import graph_balancing
-from pymc_lbp.samplers.single_site.loop import needs_static_shapes
 from pymc_lbp.step_methods.base import (
     DiscreteStep,
     DiscreteStepState,
     DrawResult,
-    StepResult,
     steps_for_a_sweep,
 )
-from pymc_lbp.step_methods.options import check_compiled
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")
-
-
-KERNEL_AFTER_STEPS = 20_000
-"""``compiled="auto"``: MH steps a step makes in its Python loop before it compiles the
-path kernel. The switch comes when the loop has taken about as long as compiling the kernel
-takes with a warm compile cache (the rent-or-buy rule; the loop's cost per step and the
-kernel's compile time are in docs/compiled.md), and a short run never compiles."""
 
 
 @dataclass_state
@@ -53,7 +32,6 @@ class PathAuxiliaryState(DiscreteStepState):
     path_log_u_bar: float
     path_adapt_count: int
     path_doubling: bool
-    loop_steps: int
 
 
 @document_stats
@@ -68,12 +46,16 @@ class PathAuxiliaryLBP(DiscreteStep):
     ``min{1, pi(y) q(reversed path | y) / (pi(x) q(path | x))}`` (Sun et al. 2021). The proposal
     probabilities are those of the ordered path, exactly, on both sides (see
     :mod:`pymc_lbp.samplers.path.reference`). ``R = 1`` is the single-site :class:`LocallyBalanced`.
-    Each step costs one differences evaluation at the proposal, whatever ``R`` is.
+    Each step costs one differences evaluation at the proposal, whatever ``R`` is. A draw's
+    steps, tuning included, run in one call of the compiled path kernel
+    (:mod:`pymc_lbp.samplers.path.graph`, a pytensor ``scan`` that carries the scale's adaptation
+    while tuning; the backend from ``compile_kwargs``), compiled at the first draw; on a pairwise
+    binary block in one call of the numba kernel :mod:`pymc_lbp.samplers.pairwise.kernel`.
 
     Path length: each step is, with the fixed probability ``single_site_share``, a single-site
     step (``R = 1``), and otherwise a *path step* whose ``R`` is ``ceil(U)`` with probability
     ``frac(U)`` and ``floor(U)`` otherwise (unbiased stochastic rounding of the scale ``U``:
-    ``E[R | path step] = U``). With ``path_length=None`` the scale is tuned during ``tune`` so
+    ``E[R | path step] = U``). With ``path_scale=None`` the scale is tuned during ``tune`` so
     that the mean acceptance probability of the path steps approaches ``target_accept`` (0.574,
     the asymptotically optimal rate for locally balanced proposals; Sun, Dai, Schuurmans 2022): a
     doubling phase (``U = 1, 2, 4, ...`` while steps accept at least the target), then
@@ -88,7 +70,7 @@ class PathAuxiliaryLBP(DiscreteStep):
     ----------
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
-    path_length : float, optional
+    path_scale : float, optional
         ``None`` (default): tuned. A number fixes the scale ``U``, the mean ``R`` of the path
         steps; ints and floats mean the same (``3`` and ``3.0``: every path step has ``R = 3``;
         ``2.5``: ``R`` is 2 or 3 with probability 1/2 each). Within ``[1, number of sites]``.
@@ -117,8 +99,8 @@ class PathAuxiliaryLBP(DiscreteStep):
         (:mod:`pymc_lbp.samplers.pairwise.couplings`, :mod:`pymc_lbp.samplers.pairwise.kernel`). The
         choice and its reason are in :attr:`differences_choice`, logged, and in the stat
         ``exact_differences``.
-    initial_path_length : float, default 1.0
-        Starting value of the tuned scale ``U`` (only with ``path_length=None``).
+    initial_path_scale : float, default 1.0
+        Starting value of the tuned scale ``U`` (only with ``path_scale=None``).
     steps_per_draw : int, optional
         MH steps per recorded draw. ``None`` (default): enough steps that a draw proposes about
         one change per site, ``ceil(number of sites / E[R])`` with ``E[R]`` the current scale
@@ -129,32 +111,13 @@ class PathAuxiliaryLBP(DiscreteStep):
         from its full conditional, all at once, ``step.independent_sites``). Every
         step leaves the target invariant, so the number of steps may change between tuning
         draws. At most 1,000,000.
-    compiled : {"auto", True, False}, default "auto"
-        Whether the draws' steps run compiled (the option of that name in every sampler);
-        pairwise binary blocks run :mod:`pymc_lbp.samplers.pairwise.kernel` whatever this says.
-        ``True``: every draw, tuning included, in one call of the compiled path kernel
-        (:mod:`pymc_lbp.samplers.path.graph`, a pytensor ``scan`` that carries the path-length
-        adaptation while tuning; the backend from ``compile_kwargs``), compiled at the first draw
-        (much longer with a cold numba cache than with C). ``False``: a Python loop of the numpy
-        reference steps (numba site race, one compiled differences call per step; no
-        compilation beyond the differences). The two are the same
-        transition kernel (tested move for move); with C the kernel is faster per step than the
-        loop on categorical blocks and no faster on binary ones (``docs/compiled.md``). ``"auto"``:
-        on blocks with categorical or integer sites, the Python loop for the step's first
-        :data:`KERNEL_AFTER_STEPS` (20,000) MH steps and the kernel after them, so a short run
-        pays no compilation and a long one pays it once it has spent about as long in the loop
-        (steps are counted, not timed: a seed gives the same chain on any machine); binary
-        blocks keep the loop. Under JAX, which compiles once per number of steps, tuning draws
-        with ``steps_per_draw=None`` (whose number of steps follows the tuned scale) take the
-        Python loop.
     {pymc_arguments}
 
     Raises
     ------
     ValueError
-        For ``compiled`` other than "auto", True or False, or given under both its names; for
-        ``target_accept`` outside (0, 1), a ``path_length`` that is not a number in
-        ``[1, number of sites]``, an ``initial_path_length`` outside ``[1, number of sites]``, or
+        For ``target_accept`` outside (0, 1), a ``path_scale`` that is not a number in
+        ``[1, number of sites]``, an ``initial_path_scale`` outside ``[1, number of sites]``, or
         a ``single_site_share`` outside (0, 1).
 
     Notes
@@ -175,49 +138,44 @@ class PathAuxiliaryLBP(DiscreteStep):
         self,
         vars=None,
         *,
-        path_length: float | None = None,
+        path_scale: float | None = None,
         single_site_share: float = 0.1,
         target_accept: float = 0.574,
         balancing: str | LogBalancing = "sqrt",
         differences: str = "auto",
-        initial_path_length: float = 1.0,
+        initial_path_scale: float = 1.0,
         steps_per_draw: int | None = None,
-        compiled: bool | str = "auto",
         **kwargs,
     ):
-        self.compiled = check_compiled(compiled)
-        self.loop_steps = 0
         self.target_accept = check_target_accept(target_accept)
         self.single_site_share = check_single_site_share(single_site_share)
         self.fixed_path_scale: float | None = None
-        if path_length is not None:
-            if isinstance(path_length, bool) or not isinstance(
-                path_length, int | float | np.integer | np.floating
+        if path_scale is not None:
+            if isinstance(path_scale, bool) or not isinstance(
+                path_scale, int | float | np.integer | np.floating
             ):
-                raise ValueError(f"path_length must be None or a number >= 1, got {path_length!r}")
-            if not path_length >= 1 or not math.isfinite(path_length):
-                raise ValueError(f"path_length must be a finite number >= 1, got {path_length}")
+                raise ValueError(f"path_scale must be None or a number >= 1, got {path_scale!r}")
+            if not path_scale >= 1 or not math.isfinite(path_scale):
+                raise ValueError(f"path_scale must be a finite number >= 1, got {path_scale}")
             # one meaning whatever the type: the scale U (3 and 3.0 are the same setting)
-            self.fixed_path_scale = float(path_length)
-        if isinstance(initial_path_length, bool) or not isinstance(
-            initial_path_length, int | float | np.integer | np.floating
+            self.fixed_path_scale = float(path_scale)
+        if isinstance(initial_path_scale, bool) or not isinstance(
+            initial_path_scale, int | float | np.integer | np.floating
         ):
             raise ValueError(
-                f"initial_path_length must be a number >= 1, got {initial_path_length!r}"
+                f"initial_path_scale must be a number >= 1, got {initial_path_scale!r}"
             )
-        if not initial_path_length >= 1:
-            raise ValueError(f"initial_path_length must be >= 1, got {initial_path_length}")
-        self.initial_path_length = float(initial_path_length)
-        self.adaptive = path_length is None
+        if not initial_path_scale >= 1:
+            raise ValueError(f"initial_path_scale must be >= 1, got {initial_path_scale}")
+        self.initial_path_scale = float(initial_path_scale)
+        self.adaptive = path_scale is None
         self.balancing, self.log_g = resolve_balancing(balancing)
         graph_balancing(self.balancing, self.log_g)  # a custom callable is checked now
         super().__init__(vars, steps_per_draw=steps_per_draw, differences=differences, **kwargs)
         self.adaptation = PathLengthAdaptation(self.target_accept, self.layout.n_sites)
         self._path_kernel: CompiledPathSteps | None = None
-        path_kernels.warm_up()  # compile (or load the cached) numba kernels now, not mid-draw
         if self.pairwise_ready():
-            pairwise_kernel.warm_up()
-        self._weights_cache: tuple[np.ndarray, PathWeights] | None = None
+            pairwise_kernel.warm_up()  # compile (or load the cached) numba kernel now, not mid-draw
         self.reset_tuning()
         _log.info(
             "%s on %s: %s neighbour differences, %s",
@@ -225,25 +183,25 @@ class PathAuxiliaryLBP(DiscreteStep):
             [s.name for s in self.specs],
             "first-order (gradient)" if self.differences_kind == "gradient" else "exact",
             (
-                f"path length tuned toward acceptance {self.target_accept}"
+                f"path scale tuned toward acceptance {self.target_accept}"
                 if self.adaptive
-                else f"path length {self.fixed_path_scale:g}"
+                else f"path scale {self.fixed_path_scale:g}"
             )
             + f", single-site share {self.single_site_share:g}",
         )
 
     def _check_block_options(self, layout, specs) -> None:
-        """Path lengths against the block size (before any compilation)."""
+        """Path scales against the block size (before any compilation)."""
         n_sites = layout.n_sites
         given = self.fixed_path_scale
         if given is not None and given > n_sites:
             raise ValueError(
-                f"path_length={given:g} is larger than the block: it has {n_sites} site(s) "
+                f"path_scale={given:g} is larger than the block: it has {n_sites} site(s) "
                 f"({[s.name for s in specs]}); a path changes distinct sites."
             )
-        if self.adaptive and self.initial_path_length > n_sites:
+        if self.adaptive and self.initial_path_scale > n_sites:
             raise ValueError(
-                f"initial_path_length={self.initial_path_length} is larger than the block "
+                f"initial_path_scale={self.initial_path_scale} is larger than the block "
                 f"({n_sites} site(s))."
             )
 
@@ -270,7 +228,7 @@ class PathAuxiliaryLBP(DiscreteStep):
                 "differences may be poor here (try differences='exact'), or the target is hard "
                 "for local moves."
             )
-        return "Tune longer (pm.sample(tune=...)) or fix path_length."
+        return "Tune longer (pm.sample(tune=...)) or fix path_scale."
 
     @property
     def path_scale(self) -> float:
@@ -280,9 +238,9 @@ class PathAuxiliaryLBP(DiscreteStep):
         return float(np.exp(self.path_log_u))
 
     def reset_tuning(self) -> None:
-        """Restore the untuned path length (a step reused for a new chain starts fresh)."""
+        """Restore the untuned path scale (a step reused for a new chain starts fresh)."""
         super().reset_tuning()
-        start = self.fixed_path_scale or self.initial_path_length
+        start = self.fixed_path_scale or self.initial_path_scale
         self.path_log_u = float(np.log(start))
         self.path_log_u_bar = self.path_log_u
         self.path_adapt_count = 0
@@ -300,13 +258,6 @@ class PathAuxiliaryLBP(DiscreteStep):
         """The compiled path transition (:class:`pymc_lbp.samplers.path.graph.CompiledPathSteps`),
         compiled on first use."""
         if self._path_kernel is None:
-            if self.compiled == "auto":  # a pause mid-run deserves a word
-                _log.info(
-                    "%s: compiling the path kernel after %d steps in the Python loop "
-                    "(compiled='auto'; seconds, once)",
-                    type(self).__name__,
-                    self.loop_steps,
-                )
             self._path_kernel = CompiledPathSteps(
                 self.differences.graph,
                 graph_balancing(self.balancing, self.log_g),
@@ -319,37 +270,16 @@ class PathAuxiliaryLBP(DiscreteStep):
 
     def _differences_changed(self) -> None:
         self._path_kernel = None
-        self._weights_cache = None
-
-    @property
-    def uses_compiled_kernel(self) -> bool:
-        """Whether this draw runs the compiled kernel: the ``compiled`` option (with
-        ``"auto"``: on blocks with categorical or integer sites, once :attr:`loop_steps`
-        reaches :data:`KERNEL_AFTER_STEPS`), except for tuning draws whose number of steps
-        follows the tuned scale under a backend that compiles once per number of steps (JAX)."""
-        if self.compiled is False:
-            return False
-        tuning = self.adaptive and self.tune
-        if tuning and self._steps_per_draw is None and needs_static_shapes(self._compile_kwargs):
-            return False
-        if self.compiled is True:
-            return True
-        # "auto": binary blocks keep the loop, as fast or faster there (docs/compiled.md)
-        return not self.layout.all_binary and self.loop_steps >= KERNEL_AFTER_STEPS
 
     def run_steps(self, x: np.ndarray, logp: float, deltas: np.ndarray, n_steps: int) -> DrawResult:
-        """The draw's transitions in one call of the compiled kernel (which, while tuning,
-        updates ``U`` after every path step as the Python adaptation does), or, where not
-        :attr:`uses_compiled_kernel`, :meth:`mh_step` in a Python loop. Both make the same
-        moves and updates given the same noise
+        """The draw's transitions in one call of the compiled path kernel (which, while tuning,
+        updates ``U`` after every path step), the moves and updates of the numpy reference
+        :func:`pymc_lbp.samplers.path.reference.path_steps` given the same noise
         (``tests/samplers/path/test_compiled_path_kernel.py``). On a pairwise binary block every
         draw, tuning included, runs :mod:`pymc_lbp.samplers.pairwise.kernel` (no model evaluation
         per step)."""
         if self.pairwise_ready():
             return self._run_pairwise(x, logp, n_steps)
-        if not self.uses_compiled_kernel:
-            self.loop_steps += n_steps
-            return super().run_steps(x, logp, deltas, n_steps)
         kernel = self.path_kernel
         tuning = self.adaptive and self.tune
         adapt = AdaptState(*self._adapt_state()) if tuning else None
@@ -382,15 +312,7 @@ class PathAuxiliaryLBP(DiscreteStep):
         )
         return draw
 
-    # -- one MH step ----------------------------------------------------------------------------
-    def _weights(self, deltas: np.ndarray) -> PathWeights:
-        cache = self._weights_cache
-        if cache is not None and cache[0] is deltas:
-            return cache[1]
-        weights = path_weights(deltas, self.log_g, self.layout)
-        self._weights_cache = (deltas, weights)
-        return weights
-
+    # -- the adaptation's state ----------------------------------------------------------------
     def _adapt_state(self) -> tuple[float, float, int, bool]:
         """The adaptation's state: ``(log U, log Ubar, update count, doubling)``."""
         return self.path_log_u, self.path_log_u_bar, self.path_adapt_count, self.path_doubling
@@ -399,49 +321,6 @@ class PathAuxiliaryLBP(DiscreteStep):
         log_u, log_u_bar, count, doubling = state
         self.path_log_u, self.path_log_u_bar = float(log_u), float(log_u_bar)
         self.path_adapt_count, self.path_doubling = int(count), bool(doubling)
-
-    def _adapt(self, accept: float, path_step: bool) -> None:
-        # only path steps inform the scale: U is tuned on the steps of mean length U
-        if self.adaptive and self.tune and path_step:
-            log_u, log_u_bar, count, doubling = self._adapt_state()
-            self._set_adapt_state(self.adaptation.update(log_u, log_u_bar, count, accept, doubling))
-
-    def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
-        length, path_step = draw_path_length(
-            self.path_scale, self.single_site_share, self.layout.n_sites, self.rng
-        )
-        wx = self._weights(deltas)
-        if wx.n_movable < length:
-            # fewer movable sites than the path needs: no proposal (q(x, .) = 0), stay put
-            self._adapt(0.0, path_step)
-            extra = self._extra(length, False)
-            return StepResult(x, logp, deltas, 0.0, False, evaluated=False, extra=extra)
-        layout = self.layout
-        sites = draw_sites(wx.lin, length, self.rng)
-        slots = draw_slots(sites, wx.within, layout, self.rng)
-        old = x[sites]
-        new, back = layout.moves_of(slots, old)
-        y = x.copy()
-        y[sites] = new
-        # one compiled call: logp, differences and (fused, for gradients) balanced weights at y
-        logp_y, deltas_y, prep_y = self.differences.evaluate(y)
-        log_q_fwd = log_prob_path(wx, sites, slots)
-        if np.isfinite(logp_y) and prep_y is not None:
-            wy = site_weights(prep_y[0], layout)
-            log_q_rev = log_prob_path(wy, sites[::-1], back[::-1])
-        else:
-            wy, log_q_rev = None, -np.inf
-        prob, accepted = mh_accept(
-            mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), self.rng.random()
-        )
-        self._adapt(prob, path_step)
-        if accepted:
-            self._weights_cache = (deltas_y, wy)
-            return StepResult(y, logp_y, deltas_y, prob, True, extra=self._extra(length, True))
-        return StepResult(x, logp, deltas, prob, False, extra=self._extra(length, False))
-
-    def _extra(self, length: int, accepted: bool) -> dict[str, Any]:
-        return {"mean_path_length": length, "step_jump_distance": length if accepted else 0}
 
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
         if not extras:  # a draw without path steps (integer sites only: their jumps)

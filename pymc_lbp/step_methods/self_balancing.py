@@ -107,9 +107,9 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
     ----------
     vars : list of variables, optional
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
-    balancing : {"lsb1", "lsb2", "lsb2_min"}, default "lsb1"
-        The family of the learned balancing function ``g`` (the option that picks ``g`` in every
-        sampler). ``"lsb1"``: softmax
+    family : {"lsb1", "lsb2", "lsb2_min"}, default "lsb1"
+        The family of the learned balancing function ``g`` (where :class:`LocallyBalanced` and
+        :class:`PathAuxiliaryLBP` take a fixed ``g`` as ``balancing``). ``"lsb1"``: softmax
         mixture of the sqrt, Barker, min and max functions (starts with equal weights).
         ``"lsb2"``: ``g(t) = (h(t) + t h(1/t)) / 2`` with ``h`` a positive MLP of one hidden
         layer (starts at ``g = sqrt``). ``"lsb2_min"``: ``g = min{h(t), t h(1/t)}`` (the
@@ -176,7 +176,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         self,
         vars=None,
         *,
-        balancing: str = "lsb1",
+        family: str = "lsb1",
         differences: str = "auto",
         n_particles: int = 30,
         learning_rate: float = 1e-2,
@@ -187,7 +187,6 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         learning_steps: int | None = None,
         **kwargs,
     ):
-        family = balancing
         if family not in PARAMETRIZATIONS:
             make_parametrization(family)  # raises the explanatory ValueError
         self.n_particles = _check_positive_int("n_particles", n_particles)
@@ -343,7 +342,8 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         jumps as for the other samplers (a +-1 step has nothing to add to a jump over +-1 ..
         +-2^J; its learning cost 20 times the jumps' time on a one-site population size).
         Give ``steps_per_draw`` to learn on such a block all the same."""
-        if self._integer_sites.size == self.layout.n_sites:
+        moves = self.integer_moves
+        if moves is not None and moves.n_sites == self.layout.n_sites:
             return 0
         return self.layout.n_sites
 

@@ -86,7 +86,7 @@ STATS: dict[str, Stat] = {
         np.float64,
         "mean number ``R`` of sites a step of the draw proposed to change, single-site steps "
         "included; expectation ``s + (1 - s) U``, ``s`` the ``single_site_share`` and ``U`` the "
-        "scale (the option ``path_length``, the stat ``path_scale``)",
+        "scale (the option and the stat ``path_scale``)",
     ),
     "path_scale": Stat(
         np.float64,
@@ -108,7 +108,7 @@ STATS: dict[str, Stat] = {
         f"lsb_weight_{k}": Stat(
             np.float64,
             f"the current mixture weight of the {k} balancing function",
-            'the learned balancing is "lsb1"',
+            'the learned family is "lsb1"',
         )
         for k in ("sqrt", "barker", "min", "max")
     },

@@ -180,12 +180,12 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     if kind == "single_site" and step.steps_per_draw:
         steps_run = _single_site_steps(step, d, log_g, to_jax)
     jumps_run = None
-    if step._integer_sites.size:
-        if step._jump_exponent_grows and starts:
-            step._set_jump_exponent(max(step._jump_exponent_at(x) for x in starts))
-        jumps = step.build_jumps(compile_now=False)
+    moves = step.integer_moves
+    if moves is not None:
+        moves.start_chains(starts or ())
+        jumps = moves.build(compile_now=False)
         jumps_run = integer_moves_jax(jumps, to_jax)
-        n_moves, jump_evals = int(step._integer_sites.size), int(jumps.logp_evals_per_call)
+        n_moves, jump_evals = moves.n_sites, int(jumps.logp_evals_per_call)
     stat_names = tuple(k for k in STAT_DTYPES if k in step.stats_dtypes_shapes)
 
     def draw(key, values, state, tuning: bool):

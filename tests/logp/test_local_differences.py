@@ -451,9 +451,9 @@ def test_locally_balanced_with_local_differences_matches_exact_marginals(kernel,
     bounds of the forward-backward answer (600 draws a chain: the smallest ESS of the 64
     marginals was 209-241 at 400, against the helper's floor of 200)."""
     from pymc_lbp import LocallyBalanced
-    from pymc_lbp.samplers.path import numba_pieces as path_kernels
+    from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 
-    monkeypatch.setattr(path_kernels, "ENABLED", kernel == "pairwise")
+    monkeypatch.setattr(pairwise_kernel, "ENABLED", kernel == "pairwise")
     from tests.helpers.frequencies import marginal_z_scores
 
     h = np.random.default_rng(13).normal(scale=0.7, size=64)

@@ -713,14 +713,14 @@ def test_auto_picks_the_gradient_on_user_written_ising(monkeypatch):
     binary block and auto takes its couplings (exact, and cheaper than first-order differences);
     without them, auto takes first-order differences (the relaxation holds)."""
     from pymc_lbp import LocallyBalanced
-    from pymc_lbp.samplers.path import numba_pieces as path_kernels
+    from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 
     m = ising_with_roll()
     with m, warnings.catch_warnings():
         warnings.simplefilter("error")
         step = LocallyBalanced([m["b"]], differences="auto", compile_kwargs=FAST)
     assert step.differences_kind == "exact" and step.differences.method == "pairwise"
-    monkeypatch.setattr(path_kernels, "ENABLED", False)
+    monkeypatch.setattr(pairwise_kernel, "ENABLED", False)
     with m, warnings.catch_warnings():
         warnings.simplefilter("error")
         step = LocallyBalanced([m["b"]], differences="auto", compile_kwargs=FAST)

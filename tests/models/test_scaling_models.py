@@ -43,8 +43,8 @@ def _check_logp(model, name, states, reference):
 
 
 def _check_first_order_exact(model, name, states):
-    grad = PathAuxiliaryLBP(model=model, differences="gradient", path_length=1)
-    exact = PathAuxiliaryLBP(model=model, differences="exact", path_length=1)
+    grad = PathAuxiliaryLBP(model=model, differences="gradient", path_scale=1)
+    exact = PathAuxiliaryLBP(model=model, differences="exact", path_scale=1)
     for s in states:
         x = np.asarray(s, dtype=np.int64).ravel()
         lg, dg = grad.differences(x)
@@ -69,8 +69,8 @@ def test_fhmm_without_correction_is_not_multilinear():
     fixed = fhmm_model(data=d)
     x = d.x.ravel()
     assert plain.compile_logp()({"x": d.x}) == pytest.approx(fixed.compile_logp()({"x": d.x}))
-    _, dg = PathAuxiliaryLBP(model=plain, differences="gradient", path_length=1).differences(x)
-    _, de = PathAuxiliaryLBP(model=plain, differences="exact", path_length=1).differences(x)
+    _, dg = PathAuxiliaryLBP(model=plain, differences="gradient", path_scale=1).differences(x)
+    _, de = PathAuxiliaryLBP(model=plain, differences="exact", path_scale=1).differences(x)
     assert np.max(np.abs(dg - de)) > 0.1
 
 

@@ -136,7 +136,7 @@ def test_neural_block_runs_exact_block_gibbs_on_blocks_of_any_shape():
     model = read_uai(net)
     blocks = uai_exact_blocks(net, MIXED_BLOCKS)
     with model:
-        step = NeuralBlock(blocks=blocks, proposal="exact", compiled=False)
+        step = NeuralBlock(blocks=blocks, proposal="exact", compile_kwargs={"mode": "FAST_COMPILE"})
         with pytest.raises(ValueError, match="exact block Gibbs only"):
             NeuralBlock(blocks=blocks, proposal=object())
     assert step.units == [b.label for b in blocks] and step.uncovered_sites.size == 0
@@ -166,11 +166,10 @@ def test_compiled_scan_makes_the_numpy_moves_on_blocks_of_any_shape():
         step = NeuralBlock(
             blocks=uai_exact_blocks(net, MIXED_BLOCKS),
             proposal="exact",
-            differences="factors",
-            compiled=True,
+            logp="factors",
             compile_kwargs={"mode": "FAST_COMPILE"},
         )
-    assert step.uses_compiled_scan and step.logp_mode == "factors"
+    assert step.scan_compilable and step.logp_mode == "factors"
     assert_same_moves(step, model, n_steps=60)
 
 

@@ -174,7 +174,7 @@ def test_model_without_relaxation_takes_exact_differences_and_says_why():
 
 
 def test_choice_is_logged(caplog, monkeypatch):
-    from pymc_lbp.samplers.path import numba_pieces as path_kernels
+    from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 
     model = user_ising(3)
     with model, caplog.at_level("INFO", logger="pymc_lbp"):
@@ -183,7 +183,7 @@ def test_choice_is_logged(caplog, monkeypatch):
         "exact neighbour differences (pairwise binary block" in r.message for r in caplog.records
     )
     caplog.clear()
-    monkeypatch.setattr(path_kernels, "ENABLED", False)
+    monkeypatch.setattr(pairwise_kernel, "ENABLED", False)
     with model, caplog.at_level("INFO", logger="pymc_lbp"):
         PathAuxiliaryLBP([model["b"]])
     assert any("gradient neighbour differences (first-order" in r.message for r in caplog.records)

@@ -167,11 +167,11 @@ SAMPLERS = {
     "lb-exact": (lambda v: pymc_lbp.LocallyBalanced(v, differences="exact"), True),
     "gwg": (lambda v: pymc_lbp.GibbsWithGradients(v, differences="gradient"), False),
     "lsb1": (
-        lambda v: pymc_lbp.SelfBalancing(v, balancing="lsb1", differences="exact", n_particles=10),
+        lambda v: pymc_lbp.SelfBalancing(v, family="lsb1", differences="exact", n_particles=10),
         True,
     ),
     "lsb2": (
-        lambda v: pymc_lbp.SelfBalancing(v, balancing="lsb2", differences="exact", n_particles=10),
+        lambda v: pymc_lbp.SelfBalancing(v, family="lsb2", differences="exact", n_particles=10),
         True,
     ),
     "pas-exact": (lambda v: pymc_lbp.PathAuxiliaryLBP(v, differences="exact"), True),

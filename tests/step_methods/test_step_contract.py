@@ -75,7 +75,7 @@ def test_pickle_roundtrip_and_spawn():
         z = pm.Bernoulli("z", logit_p=np.linspace(-1, 1, 4), shape=4)
         pm.Potential("chain", ((2 * z[1:] - 1) * (2 * z[:-1] - 1)).sum())
         step = GibbsWithGradients([model["x"]], steps_per_draw=2)
-        learner = SelfBalancing([z], balancing="lsb1", n_particles=3, steps_per_draw=1)
+        learner = SelfBalancing([z], family="lsb1", n_particles=3, steps_per_draw=1)
     clone = cloudpickle.loads(cloudpickle.dumps(step))
     x = np.array([1, 0, 1, 1])
     np.testing.assert_allclose(clone.differences(x)[1], step.differences(x)[1])
@@ -148,9 +148,11 @@ ALL = {
 @pytest.mark.parametrize("name", list(ALL))
 def test_one_name_one_default(name):
     params = inspect.signature(ALL[name].__init__).parameters
-    assert params["differences"].default == "auto"
+    # the block sampler uses no neighbour differences: its option logp says how it scores blocks
+    assert params["logp" if name == "NeuralBlock" else "differences"].default == "auto"
+    assert ("differences" in params) == (name != "NeuralBlock")
     assert params["steps_per_draw"].default is None
-    assert not {"logp", "hidden_units", "parametrization", "compiled_kernel"} & set(params)
+    assert not {"hidden_units", "parametrization", "compiled_kernel", "compiled"} & set(params)
     doc = ALL[name].__doc__
     for stat in ("tune", "accept", "n_accepted", "mh_steps", "model_logp", "jump_distance"):
         assert stat in doc, (name, stat)
@@ -172,9 +174,9 @@ def test_default_draw_is_one_sweep():
             assert cls([x, c], **FAST_COMPILE).steps_per_draw == 9
         assert pymc_lbp.NeuralBlock([x, c], blocks=None, **FAST_COMPILE).steps_per_draw == 9
         # E[R] = s + (1 - s) U with the single-site share s = 0.1
-        pal = pymc_lbp.PathAuxiliaryLBP([x, c], path_length=2.5, **FAST_COMPILE)
+        pal = pymc_lbp.PathAuxiliaryLBP([x, c], path_scale=2.5, **FAST_COMPILE)
         assert pal.steps_per_draw == 4  # ceil(9 / 2.35)
-        pal = pymc_lbp.PathAuxiliaryLBP([x, c], path_length=5, **FAST_COMPILE)
+        pal = pymc_lbp.PathAuxiliaryLBP([x, c], path_scale=5, **FAST_COMPILE)
         assert pal.steps_per_draw == 2  # ceil(9 / 4.6)
         pal = pymc_lbp.PathAuxiliaryLBP([x, c], **FAST_COMPILE)
         assert pal.steps_per_draw == 9  # untuned: U = 1

@@ -62,7 +62,7 @@ def test_single_site_steps_match_the_numpy_reference(cls):
         uniforms = np.asarray(jax.random.uniform(jax.random.split(key)[0], (40, 2)))
         logp, deltas = step.differences(x)
         ref = single_site_steps(
-            x, logp, deltas, step._prepared, step.layout, step.differences.evaluate, uniforms
+            x, logp, deltas, step.proposal_weights, step.layout, step.differences.evaluate, uniforms
         )
         np.testing.assert_array_equal(np.asarray(new[0]), ref.x)
         assert int(stats["n_accepted"]) == ref.n_accepted
@@ -83,7 +83,7 @@ def test_integer_jumps_match_the_numpy_reference():
         step = pymc_lbp.LocallyBalanced([n], initial_point=point)
     block, values, x = _jax_block(model, step, point)
     _, reference = reference_jumps(step)
-    n_moves = step._integer_sites.size  # one move per integer site
+    n_moves = step.integer_moves.sites.size  # one move per integer site
     moved = 0
     for seed in range(5):
         key = jax.random.PRNGKey(seed)
@@ -291,16 +291,17 @@ def test_random_scan_matches_the_numpy_reference(case):
         point["c"] = np.array([0, 2, 1, 1, 0])
         point["h"] = np.array([0.4, -0.3, 0.9])
         with model:
-            step = pymc_lbp.BlockGibbs([model["c"]], max_states=9, compiled=False)
+            from pymc_lbp.step_methods.block_gibbs import CLUSTER_SHARE
+
+            step = pymc_lbp.BlockGibbs([model["c"]], max_states=9 * CLUSTER_SHARE)  # pairs
     else:
         model = ising_model((3, 3), 0.6, np.linspace(-0.5, 0.5, 9).reshape(3, 3), periodic=False)
         point = model.initial_point()
         blocks = lattice_blocks((3, 3), 2)
         with model:
             step = pymc_lbp.NeuralBlock(
-                [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5),
-                compiled=False,
-            )  # fmt: skip
+                [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5)
+            )
     _, values, x = _jax_block(model, step, point)
     to_jax = partial(
         jax_function, model=model, replacements=model_value_replacements(model, [step])
@@ -403,9 +404,11 @@ def test_neural_mixed_block_pair_updates_match_the_numpy_reference():
 def test_chain_sweeps_match_the_numpy_colour_updates():
     """NeuralBlock's default chain blocks on an HMM whose transition matrix is a Dirichlet
     variable read from the chain's values: the JAX sweeps over the colour classes make
-    NeuralBlock.colour_update's moves from the same uniforms (state, acceptances, evaluations),
+    the numpy colour updates' moves (pymc_lbp.samplers.block.reference.colour_update) from the
+    same uniforms (state, acceptances, evaluations),
     two sweeps per call."""
     from pymc_lbp.samplers.block.jax_scan import chain_sweeps_jax
+    from pymc_lbp.samplers.block.reference import colour_update
 
     _require_jax()
     with pm.Model() as model:
@@ -413,7 +416,7 @@ def test_chain_sweeps_match_the_numpy_colour_updates():
         s = pm.Categorical("s", np.ones(3) / 3, shape=12)
         pm.Potential("chain", pm.math.sum(pm.math.log(p[s[:-1], s[1:]])))
         pm.Normal("y", s * 1.5, 1.0, observed=np.linspace(-1, 3, 12))
-        step = pymc_lbp.NeuralBlock([s], compiled=False)
+        step = pymc_lbp.NeuralBlock([s])
     assert step.colours is not None and step.sweep_compilable
     point = model.initial_point()
     point["p_simplex__"] = np.log([[6.0, 2.0], [1.0, 3.0], [0.5, 0.2]]) - 1.0
@@ -434,7 +437,7 @@ def test_chain_sweeps_match_the_numpy_colour_updates():
         step._draw_evals = 0
         for _ in range(2):
             for colour in step.colours:
-                ref, logp, a, w = step.colour_update(colour, ref, logp)
+                ref, logp, a, w = colour_update(step, colour, ref, logp)
                 acc, won = acc + a, won + w
         np.testing.assert_array_equal(np.asarray(res.x), ref)
         np.testing.assert_allclose(float(res.sum_accept), acc, rtol=1e-10)

@@ -4,7 +4,7 @@ Versions
 --------
 reference
     Block proposals in numpy: mixtures of products of categoricals, clamping, exact block
-    updates.
+    updates; ``colour_update``, the compiled sweep's numpy reference (a test oracle).
 sweep_graph
     NeuralBlock's sweep over colour classes of chain blocks as one compiled graph.
 random_scan_graph

@@ -22,8 +22,8 @@ block of its own. When the whole network fits the budget there is one block (no 
 every update is an independent exact draw.
 
 The whole network gets a budget of its own, ``max_whole_table_size`` (``BlockGibbs`` gives it
-:data:`WHOLE_MAX_TABLE_SIZE`, 64 times the cutset blocks' default). A block with no cutset is
-conditioned on nothing that changes, so its forward pass runs once and every later update is a
+64 times its ``max_states``, the cutset blocks' budget: 2**22 by default). A block with no cutset
+is conditioned on nothing that changes, so its forward pass runs once and every later update is a
 backward draw only: on the shipped networks that fit 2**22 entries such an independent exact
 draw costs less than a cutset block update within 2**16 entries, which on DBN_11 never leaves the
 mode it starts in. At 2**16 entries, 50-12-5, BN_0, Grids_12 and DBN_11.small fit in one block.
@@ -56,7 +56,6 @@ from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
 __all__ = [
     "DEFAULT_MAX_TABLE_SIZE",
     "N_BLOCKS",
-    "WHOLE_MAX_TABLE_SIZE",
     "BlockSampler",
     "EliminationBlock",
     "elimination_blocks",
@@ -66,9 +65,6 @@ __all__ = [
 #: Largest elimination table of a block (entries): bigger blocks with smaller cutsets mix better
 #: and cost more per update (docs/uai.md, "Elimination blocks").
 DEFAULT_MAX_TABLE_SIZE = 2**16
-#: Largest elimination table (entries, 32 MiB as float64) with which the whole network is one
-#: block of independent exact draws (its messages computed once, see the module docstring).
-WHOLE_MAX_TABLE_SIZE = 2**22
 #: Blocks made with disjoint cutsets when the network does not fit in one.
 N_BLOCKS = 3
 

@@ -15,7 +15,7 @@ read from the chain's values at every draw.
 Chain blocks (parameters read from the model at each update) run as ``pm.sample`` runs them:
 sweeps over their colour classes (:func:`chain_sweeps_jax`, the graph of
 :func:`~pymc_lbp.samplers.block.sweep_graph.chain_sweep_graph`, whose numpy reference is
-:meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.colour_update`), a draw's sweeps in one
+:func:`~pymc_lbp.samplers.block.reference.colour_update`), a draw's sweeps in one
 ``lax.scan``.
 
 Not here (the program refuses them by name, :func:`pymc_lbp.whole_model.discrete_blocks.
@@ -114,7 +114,7 @@ def chain_sweeps_jax(step, to_jax: Callable) -> Callable:
     """``run(uniforms, x, values) -> SweepRun`` for a NeuralBlock ``step`` with colour classes
     the sweep graph runs (``step.sweep_compilable``): sweeps over every class in order, in one
     ``lax.scan``; ``uniforms`` one ``(sweeps, blocks, width)`` array per class (sweep ``i``'s
-    rows are what :meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.colour_update` draws
+    rows are what :func:`~pymc_lbp.samplers.block.reference.colour_update` draws
     for that class, in its order). ``n_evaluated`` counts the logp at the start too.
 
     Parameters

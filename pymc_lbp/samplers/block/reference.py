@@ -15,13 +15,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.samplers.common import draw_categorical, inverse_cdf, log_normalize
+from pymc_lbp.samplers.block.motifs.chain import (
+    canonical_chain_params,
+    chain_potentials_from_reference,
+    chain_reference_states,
+)
+from pymc_lbp.samplers.common import (
+    draw_categorical,
+    inverse_cdf,
+    log_normalize,
+    mh_accept_probs,
+    mh_log_ratios,
+)
 
 __all__ = [
     "block_log_prob",
     "block_log_probs",
     "blocks_log_probs",
     "clamp_mixture",
+    "colour_update",
     "draw_block",
     "draw_blocks",
     "enumerate_block_states",
@@ -164,3 +176,78 @@ def exact_block_log_probs(logp_states: np.ndarray) -> np.ndarray:
     """
     lp = np.where(np.isnan(logp_states), -np.inf, np.asarray(logp_states, dtype=float))
     return log_normalize(lp)
+
+
+# ------------------------------------------------------------------ the compiled sweep's oracle
+def _batched_target(step, units: list, x: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """Model logp at ``x`` with each unit's sites set to each of ``states`` (one batched
+    call): shape (len(units), len(states))."""
+    S = states.shape[0]
+    Y = np.repeat(x[None, :], len(units) * S, axis=0)
+    for j, unit in enumerate(units):
+        Y[j * S : (j + 1) * S, unit.sites] = states
+    step._draw_evals += Y.shape[0]
+    return step.differences.logp_batch(Y).reshape(len(units), S)
+
+
+def colour_update(
+    step, colour: np.ndarray, x: np.ndarray, logp: float, uniforms: np.ndarray | None = None
+) -> tuple[np.ndarray, float, float, int]:
+    """Update every chain block of one colour class of a ``NeuralBlock`` ``step`` at once: the
+    numpy reference of the compiled sweep (:mod:`pymc_lbp.samplers.block.sweep_graph`, which
+    takes the same uniforms and makes the same moves, tested); the steps run the compiled sweep.
+
+    The blocks share no term (``step.colours``), so given the rest their updates are
+    independent and each is the unit's own update (exact block Gibbs, or the MH step of its
+    proposal): the same kernel as updating them one after another, with one batched logp
+    call for all blocks' reference states (or joint states) and one for all proposals, and
+    one batched network evaluation. Returns ``(x, logp, sum of acceptances, accepted)``; the
+    logp evaluations are added to ``step._draw_evals``.
+
+    ``uniforms`` (drawn from ``step.rng`` when not given): for neural blocks shape
+    ``(blocks, block size + 2)``, per block the component's uniform, one per entry, and the
+    MH coin; for exact blocks ``(blocks, 1)``, the joint state's (inverse CDF).
+    """
+    units = [step._units[u] for u in colour]
+    x = x.copy()
+    if units[0].kind == "exact":
+        states = units[0].states
+        sites = np.stack([u.sites for u in units])  # (B, block size)
+        lp = _batched_target(step, units, x, states)  # (B, joint states)
+        lp = np.where(np.isnan(lp), -np.inf, lp)
+        u = step.rng.random((len(units), 1)) if uniforms is None else uniforms
+        new = pick_index(np.exp(lp - lp.max(axis=1, keepdims=True)), u[:, 0])
+        current = np.argmax((states[None] == x[sites][:, None]).all(axis=-1), axis=1)
+        rows = np.arange(len(units))
+        x[sites] = states[new]
+        logp += float(np.sum(lp[rows, new] - lp[rows, current]))
+        return x, logp, float(len(units)), len(units)
+    K, L = units[0].chain
+    lp = _batched_target(step, units, x, chain_reference_states(K, L))
+    a, b = chain_potentials_from_reference(lp, K, L)
+    params = canonical_chain_params(a, b)
+    log_w, log_tables = step.proposal.net.mixture_from_preactivation(step.proposal.prepare(params))
+    sites = np.stack([u.sites for u in units])  # (B, block size)
+    old = x[sites]
+    # per block: a component's uniform, one per entry, the MH coin
+    u = step.rng.random((len(units), sites.shape[1] + 2)) if uniforms is None else uniforms
+    new = draw_blocks(log_w, log_tables, u[:, :-1])
+    moved = np.flatnonzero((new != old).any(axis=1))
+    accept = np.ones(len(units))
+    n_accepted = len(units) - moved.size  # a proposal equal to the block: accepted as is
+    if moved.size:
+        Y = np.repeat(x[None, :], moved.size, axis=0)
+        Y[np.arange(moved.size)[:, None], sites[moved]] = new[moved]
+        step._draw_evals += moved.size
+        lp_y = step.differences.logp_batch(Y)
+        log_q = blocks_log_probs(
+            log_w[moved], log_tables[moved], np.stack([new[moved], old[moved]], axis=1)
+        )
+        # the blocks share no term: independent MH decisions, additive logp changes
+        ratio = mh_log_ratios(np.full(moved.size, logp), lp_y, log_q[:, 0], log_q[:, 1])
+        accept[moved] = mh_accept_probs(ratio)
+        won = u[moved, -1] < accept[moved]
+        x[sites[moved[won]]] = new[moved[won]]
+        logp += float(np.sum(lp_y[won] - logp))
+        n_accepted += int(won.sum())
+    return x, logp, float(accept.sum()), n_accepted

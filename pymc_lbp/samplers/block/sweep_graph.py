@@ -3,7 +3,7 @@
 A sweep updates every colour class of chain blocks in turn (the blocks of a class share no term,
 so their updates are independent). For one class of ``B`` blocks of ``L`` sites with ``K``
 categories, read top to bottom (the numpy reference is
-:meth:`pymc_lbp.step_methods.neural_block.NeuralBlock.colour_update`, which these graphs
+:func:`pymc_lbp.samplers.block.reference.colour_update`, which these graphs
 reproduce move for move given the same uniforms):
 
 1. the model logp at every block's reference states (``x`` with the block set to each of
@@ -148,7 +148,7 @@ def every_block_at(x: Variable, sites: np.ndarray, states: np.ndarray) -> Variab
 def exact_colour_graph(x: Variable, logp: Variable, u: Variable, colour: ChainColour, logp_rows):
     """Exact block Gibbs for every block of a class: the logp at all joint states of every
     block (one vectorised evaluation), one inverse-CDF draw per block
-    (:meth:`NeuralBlock.colour_update`'s exact branch as a graph)."""
+    (:func:`~pymc_lbp.samplers.block.reference.colour_update`'s exact branch as a graph)."""
     sites, states = colour.sites, colour.states
     B = sites.shape[0]
     S = states.shape[0]
@@ -248,7 +248,8 @@ class CompiledChainSweep:
     (:func:`chain_sweep_graph`).
 
     Called as ``(x, logp, uniforms, weights)``: ``uniforms`` one array per class, shape
-    ``(blocks, ChainColour.uniform_width)`` (what :meth:`NeuralBlock.colour_update` takes),
+    ``(blocks, ChainColour.uniform_width)`` (what
+    :func:`~pymc_lbp.samplers.block.reference.colour_update` takes),
     ``weights`` the arrays of :data:`WEIGHT_NAMES` (unused by exact classes).
     Returns ``(x, logp, sum of acceptances, accepted, evaluations)``.
     """

@@ -11,6 +11,10 @@ graph
     classes at once), from the graph builders of ``site_moves`` (one site's jump or
     full-conditional draw) and ``class_moves`` (a colour class of sites at once). What the
     steps run, compiled at the first draw that moves an integer site.
+moves
+    ``IntegerMoves``: the component a step holds (``step.integer_moves``): its moving sites
+    (support Gibbs or jumps), the exponent ``J`` and its growth while tuning, its
+    ``CompiledJumps`` and a draw's moves.
 jax_jumps
     ``CompiledJumps``' graphs in JAX, for :mod:`pymc_lbp.whole_model`.
 

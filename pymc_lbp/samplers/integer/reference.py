@@ -21,7 +21,7 @@ wrapped around into it.
 the largest jump spans the support, up to :data:`LARGEST_SCALE_EXPONENT` (62, the largest power of
 two an ``int64`` offset holds). On an unbounded support (Poisson, NegativeBinomial, Geometric, ...)
 no fixed ``J`` fits every posterior, so the step chooses it in two stages
-(:meth:`pymc_lbp.step_methods.base.DiscreteStep._jump_integer_sites`): it starts each chain from
+(:meth:`pymc_lbp.samplers.integer.moves.IntegerMoves.draw`): it starts each chain from
 :func:`start_exponent`, at least :data:`MAX_SCALE_EXPONENT` (jumps up to 1024) and enough bits for
 the start's magnitude, and while tuning it grows ``J`` (:func:`grown_exponent`: doubled, at most
 62) whenever an accepted jump used the largest offset ``2^J``, the sign that larger moves are

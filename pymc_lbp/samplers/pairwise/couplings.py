@@ -48,8 +48,7 @@ from pymc_lbp.logp.differences import Differences, ExactDifferences
 from pymc_lbp.logp.site_colouring import greedy_colouring
 from pymc_lbp.logp.site_pieces import site_pieces
 from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS
-from pymc_lbp.samplers.pairwise.kernel import BALANCING_CODES
-from pymc_lbp.samplers.path import numba_pieces as path_kernels
+from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -295,10 +294,12 @@ def pairwise_differences(
     """:class:`PairwiseDifferences` for the block, or None and why not (the balancing function
     must be one the kernel implements, or ``learned`` (SelfBalancing's), the block pairwise
     binary, the couplings finite and checked at the start)."""
-    if not path_kernels.ENABLED:
+    if not pairwise_kernel.ENABLED:
         return None, "numba kernels are switched off (PYMC_LBP_NUMBA=0)"
     name, fn = balancing
-    if not learned and (name not in BALANCING_CODES or fn is not BALANCING_FUNCTIONS[name]):
+    if not learned and (
+        name not in pairwise_kernel.BALANCING_CODES or fn is not BALANCING_FUNCTIONS[name]
+    ):
         return None, f"balancing {name!r} is not one the pairwise kernel implements"
     target = Differences(model, specs, layout, shared)  # graphs only, nothing compiled
     adjacency, reason = pairwise_structure(model, target, x0)

@@ -15,9 +15,8 @@ reference):
 2. ``R`` distinct sites drawn without replacement, each pick proportional to the locally
    balanced site weight ``g(e^{Delta_i})`` among the sites not yet picked, from a sum tree of
    the weights (``O(log n)`` a pick), scored by
-   :func:`pymc_lbp.samplers.path.numba_pieces.log_prob_order_log` (the picked sites' weights in log
-   space: a reverse move ``e^-800`` below the others keeps its probability instead of underflowing
-   to an impossible move);
+   :func:`log_prob_order_log` (the picked sites' weights in log space: a reverse move ``e^-800``
+   below the others keeps its probability instead of underflowing to an impossible move);
 3. the flips applied one after the other: the logp moves by ``Delta_j`` at the current state,
    the neighbours' fields are updated (their old values saved for a rejection);
 4. the weights at the proposal ``y``: only the flipped sites and their neighbours change, so the
@@ -41,15 +40,31 @@ transition probabilities against the exact kernel enumerated with the numpy refe
 from __future__ import annotations
 
 import math
+import os
 from typing import NamedTuple
 
 import numpy as np
 
 from pymc_lbp.samplers.common import mh_accept, mh_log_ratio
 from pymc_lbp.samplers.path.adaptation import adapt_update
-from pymc_lbp.samplers.path.numba_pieces import linear_weights_into, log_prob_order_log, njit
-from pymc_lbp.samplers.path.reference import draw_path_length
+from pymc_lbp.samplers.path.reference import CANCEL, draw_path_length
 from pymc_lbp.samplers.self_balancing.parametrizations import D_CLIP, GRID_DENSITY
+
+ENABLED = os.environ.get("PYMC_LBP_NUMBA", "1") != "0"
+"""Whether pairwise binary blocks run this kernel (``PYMC_LBP_NUMBA=0``: they take the general
+differences and kernels, :mod:`pymc_lbp.samplers.pairwise.couplings` reads it)."""
+
+try:  # pragma: no branch - numba ships with pytensor
+    from numba import njit
+except ImportError:  # pragma: no cover
+    ENABLED = False
+
+    def njit(*args, **kwargs):
+        def wrap(fn):
+            return fn
+
+        return wrap(args[0]) if args and callable(args[0]) else wrap
+
 
 BALANCING_CODES = {"sqrt": 0, "barker": 1, "min": 2, "max": 3}
 """The balancing functions the kernel implements (a custom callable takes the general path)."""
@@ -103,6 +118,85 @@ def log_g(d: float, code: int, params: np.ndarray = _NO_PARAMS) -> float:
     idx = min(int(pos), params.shape[0] - 2)
     frac = pos - idx
     return 0.5 * d + (1.0 - frac) * params[idx] + frac * params[idx + 1]
+
+
+@njit(cache=True, nogil=True)
+def linear_weights_into(site: np.ndarray, lin: np.ndarray) -> tuple[float, float, int]:
+    """Fill ``lin`` with ``exp(site - top)``, ``top = max(site)`` (0 if none); return
+    ``(top, total, n_positive)`` (:func:`pymc_lbp.samplers.path.reference.linear_weights`)."""
+    n = site.shape[0]
+    top = -np.inf
+    for i in range(n):
+        if site[i] > top:
+            top = site[i]
+    if not math.isfinite(top):
+        top = 0.0
+    total = 0.0
+    n_pos = 0
+    for i in range(n):
+        v = math.exp(site[i] - top)
+        lin[i] = v
+        total += v
+        if v > 0.0:
+            n_pos += 1
+    return top, total, n_pos
+
+
+@njit(cache=True, nogil=True)
+def log_prob_order_log(
+    log_lin: np.ndarray, lin: np.ndarray, total: float, sites: np.ndarray
+) -> float:
+    """Log-probability of drawing ``sites`` in order without replacement, proportional to
+    ``lin`` (``total = sum(lin)``), each picked site's weight taken in log space
+    (``log_lin = log(lin)``, finite where ``lin`` underflowed to 0): a site ``e^-800`` below
+    the scale keeps its log-probability instead of ``-inf``. Where the remaining mass itself
+    underflows, it is a log-sum-exp over the sites not yet picked (``O(n)``, rare). The
+    arithmetic of :func:`pymc_lbp.samplers.path.reference.log_prob_order`."""
+    R = sites.shape[0]
+    picked_lin = 0.0
+    for r in range(R):
+        if log_lin[sites[r]] == -np.inf:
+            return -np.inf
+        picked_lin += lin[sites[r]]
+    rest = total - picked_lin
+    suffix_mode = rest < CANCEL * total
+    if suffix_mode:  # the path holds almost all the mass: the rest summed directly
+        rest = 0.0
+        mask = np.ones(lin.shape[0], dtype=np.bool_)
+        for r in range(R):
+            mask[sites[r]] = False
+        for i in range(lin.shape[0]):
+            if mask[i]:
+                rest += lin[i]
+    remaining = np.empty(R)
+    if suffix_mode:
+        acc = rest
+        for r in range(R - 1, -1, -1):
+            acc += lin[sites[r]]
+            remaining[r] = acc
+    else:
+        prefix = 0.0
+        for r in range(R):
+            remaining[r] = total - prefix
+            prefix += lin[sites[r]]
+    out = 0.0
+    for r in range(R):
+        if remaining[r] > 1e-300:
+            out += log_lin[sites[r]] - math.log(remaining[r])
+        else:  # every weight still in the race underflowed: log-sum-exp of their logs
+            taken = np.zeros(lin.shape[0], dtype=np.bool_)
+            for q in range(r):
+                taken[sites[q]] = True
+            top = -np.inf
+            for i in range(lin.shape[0]):
+                if not taken[i] and log_lin[i] > top:
+                    top = log_lin[i]
+            acc = 0.0
+            for i in range(lin.shape[0]):
+                if not taken[i]:
+                    acc += math.exp(log_lin[i] - top)
+            out += log_lin[sites[r]] - (top + math.log(acc))
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -377,8 +471,11 @@ __all__ = [
     "BALANCING_CODES",
     "LEARNED_CODES",
     "PairwiseSteps",
+    "ENABLED",
     "adapt_update",
+    "linear_weights_into",
     "log_g",
+    "log_prob_order_log",
     "pairwise_steps",
     "pick_sites",
     "site_weights",

@@ -3,11 +3,9 @@
 Versions
 --------
 reference
-    Site weights, ordered draws without replacement, path probabilities and lengths in numpy
-    (``PathAuxiliaryLBP.mh_step`` runs them).
-numba_pieces
-    numba versions of the reference's per-step array work (weights, the exponential race,
-    order probabilities), used by the Python loop.
+    Site weights, ordered draws without replacement, path probabilities and lengths, and one
+    transition from a row of noise (``path_step``, ``path_steps``) in plain numpy: the oracle of
+    the compiled kernel.
 graph
     The path kernel as one pytensor ``scan`` per draw, carrying the path-length adaptation
     while tuning.
@@ -19,9 +17,10 @@ adaptation
 numba kernel on pairwise blocks
     ``pymc_lbp.samplers.pairwise.kernel``.
 
-Tests holding the twins together: ``tests/samplers/path/test_path_proposals.py`` (numba pieces ==
-numpy), ``tests/samplers/path/test_compiled_path_kernel.py`` (graph == numpy move for move and
-update for update), ``tests/samplers/path/test_path_auxiliary_kernel.py`` (the enumerated mixture
-kernel leaves ``pi`` invariant, irreducibility), ``tests/samplers/pairwise/test_pairwise.py`` (the
-update compiled by numba == the update in Python).
+Tests holding the twins together: ``tests/samplers/path/test_path_proposals.py`` (the
+reference's pieces), ``tests/samplers/path/test_compiled_path_kernel.py`` (graph == numpy move
+for move and update for update), ``tests/samplers/path/test_path_auxiliary_kernel.py`` (the
+enumerated mixture kernel leaves ``pi`` invariant, the reference's rows follow it,
+irreducibility), ``tests/samplers/pairwise/test_pairwise.py`` (the update compiled by numba ==
+the update in Python).
 """

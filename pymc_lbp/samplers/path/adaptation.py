@@ -87,7 +87,7 @@ def adapt_update(
     log_u, log_u_bar, count, accept, doubling, target, max_length, gamma0, t0, kappa, avg_kappa
 ):
     """:meth:`PathLengthAdaptation.update` with the adaptation's fields as arguments: the one
-    copy of the rule, plain Python that the numba kernels compile too
+    copy of the rule, plain Python that the numba kernel compiles too
     (:mod:`pymc_lbp.samplers.pairwise.kernel`); its graph twin is
     :meth:`PathLengthAdaptation.update_graph`."""
     log_max = math.log(max_length)

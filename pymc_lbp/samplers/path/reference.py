@@ -22,24 +22,32 @@ The remaining mass before each pick is computed as (mass of the sites not on the
 the path sites not yet picked), a sum of positive terms, so long paths that take almost all of
 the mass stay accurate (``1 - cumsum`` would cancel catastrophically).
 
-Everything here is a function of arrays (and an rng where it draws); the step class
-:class:`pymc_lbp.step_methods.path_auxiliary.PathAuxiliaryLBP` is a thin shell around them. The
-slots' new values and reverse slots are the layout's one-site moves
+Everything here is a function of arrays (and an rng where it draws), in plain numpy: the oracle
+of the compiled kernel :mod:`pymc_lbp.samplers.path.graph` that
+:class:`pymc_lbp.step_methods.path_auxiliary.PathAuxiliaryLBP` runs. :func:`path_step` makes,
+from one row of noise, the move the kernel makes from the same row (the tests compare them move
+for move, and check the reference against kernels enumerated independently). The slots' new
+values and reverse slots are the layout's one-site moves
 (:meth:`pymc_lbp.logp.layout.BlockLayout.moves_of`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from pymc_lbp.logp.layout import BlockLayout
 from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights
-from pymc_lbp.samplers.common import register_jitable
-from pymc_lbp.samplers.path import numba_pieces as kernels
-from pymc_lbp.samplers.path.adaptation import check_fraction
+from pymc_lbp.samplers.common import mh_accept, mh_log_ratio, register_jitable
+from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_fraction
+
+CANCEL = 1e-6
+"""Below this fraction of the total, the mass off a path is summed directly (see
+:func:`log_prob_order`)."""
 
 
 @dataclass(frozen=True)
@@ -76,15 +84,12 @@ class PathWeights:
     ) -> PathWeights:
         """Build from site log-weights (and within-site log-probabilities, if any)."""
         site = np.asarray(site, dtype=float)
-        if kernels.ENABLED and site.size:
-            lin, top, total, n_movable = kernels.linear_weights(site)
-            return cls(site, lin, float(top), float(total), within, int(n_movable))
-        lin, top, total, n_movable = _linear_weights_numpy(site)
+        lin, top, total, n_movable = linear_weights(site)
         return cls(site, lin, top, total, within, n_movable)
 
 
-def _linear_weights_numpy(site: np.ndarray) -> tuple[np.ndarray, float, float, int]:
-    """Reference of :func:`pymc_lbp.samplers.path.numba_pieces.linear_weights`."""
+def linear_weights(site: np.ndarray) -> tuple[np.ndarray, float, float, int]:
+    """``(exp(site - top), top, total, n_positive)`` with ``top = max(site)`` (0 if none)."""
     top = float(site.max()) if site.size else -np.inf
     if not math.isfinite(top):
         top = 0.0
@@ -130,91 +135,66 @@ def site_weights(log_w: np.ndarray, layout: BlockLayout) -> PathWeights:
     return PathWeights.from_site_log_weights(site, within)
 
 
-def draw_sites(lin: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """Ordered sample of ``size`` distinct sites, successive picks proportional to ``lin``.
+def race(lin: np.ndarray, noise: np.ndarray, size: int) -> np.ndarray:
+    """Ordered sample of ``size`` distinct sites, successive picks proportional to ``lin``, from
+    one standard exponential per site (``noise``).
 
     Exponential race (the Gumbel top-k trick on a linear scale): with ``E_i`` standard
     exponential, the sites with the ``size`` smallest ``E_i / lin_i``, in increasing order, are
     distributed exactly as successive draws without replacement with probabilities proportional
     to ``lin``. Zero-weight sites are never picked; the caller must make sure at least ``size``
-    sites have positive weight.
-
-    Parameters
-    ----------
-    lin : ndarray
-        Non-negative, unnormalised site weights (e.g. :attr:`PathWeights.lin`).
-    size : int
-        Number of sites.
-    rng : numpy.random.Generator
+    sites have positive weight. Ties (probability 0) go to the lower index.
     """
-    noise = rng.standard_exponential(lin.shape[0])
-    if kernels.ENABLED:
-        return kernels.race(lin, noise, size)
-    return _race_numpy(lin, noise, size)
-
-
-def _race_numpy(lin: np.ndarray, noise: np.ndarray, size: int) -> np.ndarray:
-    """Reference of :func:`pymc_lbp.samplers.path.numba_pieces.race`."""
-    if lin.min() > 0.0:
+    with np.errstate(divide="ignore"):
         keys = noise / lin
-    else:
-        with np.errstate(divide="ignore"):
-            keys = noise / lin
-    if size == 1:
-        return np.array([int(np.argmin(keys))])
     if size >= keys.shape[0]:
         return np.argsort(keys, kind="stable")[:size]
     top = np.argpartition(keys, size - 1)[:size]
-    return top[np.argsort(keys[top], kind="stable")]
+    return top[np.lexsort((top, keys[top]))]
+
+
+def draw_sites(lin: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """:func:`race` with the exponentials drawn from ``rng``."""
+    return race(lin, rng.standard_exponential(lin.shape[0]), size)
 
 
 def draw_slots(
-    sites: np.ndarray, within: np.ndarray | None, layout: BlockLayout, rng: np.random.Generator
+    sites: np.ndarray, within: np.ndarray | None, layout: BlockLayout, noise: np.ndarray
 ) -> np.ndarray:
-    """For each picked site, one of its slots from the within-site softmax (Gumbel-max)."""
+    """For each picked site, one of its slots from the within-site softmax by Gumbel-max: the
+    slot of largest ``within - log E`` (the first on a tie), ``noise`` holding one standard
+    exponential ``E`` per slot of the block."""
     if within is None:
         return layout.site_offset[sites]
-    starts = layout.site_offset[sites]
-    stops = np.append(layout.site_offset, layout.n_slots)[sites + 1]
-    counts = stops - starts
-    # slot indices of all picked sites, concatenated site by site
-    seg_start = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    idx = np.repeat(starts - seg_start, counts) + np.arange(int(counts.sum()))
-    keys = within[idx] - np.log(rng.standard_exponential(idx.shape[0]))
-    best = np.maximum.reduceat(keys, seg_start)
-    # first slot of each segment that attains the segment maximum
-    hit = keys == np.repeat(best, counts)
-    first = np.minimum.reduceat(np.where(hit, np.arange(idx.shape[0]), idx.shape[0]), seg_start)
-    return idx[first]
+    keys = within - np.log(noise)
+    stops = np.append(layout.site_offset, layout.n_slots)
+    return np.array(
+        [layout.site_offset[i] + int(np.argmax(keys[layout.site_offset[i] : stops[i + 1]]))
+         for i in sites],
+        dtype=np.int64,
+    )  # fmt: skip
 
 
-_CANCEL = kernels.CANCEL  # below this fraction of the total, the mass off the path is summed
+def log_prob_order(weights: PathWeights, sites: np.ndarray) -> float:
+    """Log-probability of drawing ``sites`` in this order without replacement, proportional to
+    ``exp(weights.site)``.
 
-
-def _log_prob_sites(weights: PathWeights, sites: np.ndarray) -> float:
-    if kernels.ENABLED:
-        log_lin = weights.site - weights.top
-        return float(kernels.log_prob_order_log(log_lin, weights.lin, weights.total, sites))
-    return _log_prob_sites_numpy(weights, sites)
-
-
-def _log_prob_sites_numpy(weights: PathWeights, sites: np.ndarray) -> float:
-    """Reference of :func:`pymc_lbp.samplers.path.numba_pieces.log_prob_order_log`: the picked
-    sites' weights in log space (a site far below the others keeps its probability where its linear
-    weight underflows), the remaining mass on the linear scale, or a log-sum-exp where it
-    underflows."""
+    The picked sites' weights are taken in log space (a site far below the others keeps its
+    probability where its linear weight underflows); the remaining mass before each pick is
+    (mass off the path) + (path mass of the picks not yet made), a sum of positive terms (when the
+    path holds almost all the mass, the rest is summed directly instead of as ``total - path``),
+    or a log-sum-exp where it underflows.
+    """
     log_picked = weights.site[sites] - weights.top
     if not np.all(np.isfinite(log_picked)):
         return -np.inf
     picked = weights.lin[sites]
     total = weights.total
-    # remaining mass before pick r = (mass off the path) + (path mass of picks r..R)
     rest = total - float(picked.sum())
-    if rest >= _CANCEL * total:
+    if rest >= CANCEL * total:
         # total - (mass of picks before r): its rounding error is ~eps * total <= ~1e-10 of it
         remaining = total - np.cumsum(picked) + picked
     else:
-        # the path holds almost all the mass: sum the rest directly, suffix sums of the path
         mask = np.ones(weights.lin.shape[0], dtype=bool)
         mask[sites] = False
         rest = float(weights.lin[mask].sum())
@@ -229,25 +209,11 @@ def _log_prob_sites_numpy(weights: PathWeights, sites: np.ndarray) -> float:
 
 
 def log_prob_path(weights: PathWeights, sites: np.ndarray, slots: np.ndarray) -> float:
-    """Log-probability of the path ``(sites, slots)`` under ``weights``: order and values.
-
-    Costs O(R) given the weights (O(n) only when the path holds almost all the mass).
-    """
-    lp = _log_prob_sites(weights, sites)
+    """Log-probability of the path ``(sites, slots)`` under ``weights``: order and values."""
+    lp = log_prob_order(weights, sites)
     if weights.within is not None and np.isfinite(lp):
         lp += float(np.sum(weights.within[slots]))
     return lp
-
-
-@register_jitable
-def stochastic_round(u: float, rng: np.random.Generator) -> int:
-    """Unbiased rounding: ``ceil(u)`` with probability ``frac(u)``, else ``floor(u)``.
-
-    ``E[stochastic_round(u)] = u``. (Public reference code has this reversed, which biases the
-    path length towards the wrong integer.)
-    """
-    lo = int(np.floor(u))
-    return lo + int(rng.random() < u - lo)
 
 
 def check_single_site_share(share: float) -> float:
@@ -262,19 +228,21 @@ def check_single_site_share(share: float) -> float:
 
 
 @register_jitable
-def draw_path_length(
-    scale: float, single_site_share: float, max_length: int, rng: np.random.Generator
+def path_length(
+    u_share: float, u_round: float, scale: float, single_site_share: float, max_length: int
 ) -> tuple[int, bool]:
-    """The path length ``R`` of one step of the path-length mixture, and its component.
+    """The path length ``R`` of one step of the path-length mixture, and its component, from
+    two uniforms.
 
-    With probability ``single_site_share`` the step is a *single-site* step (``R = 1``);
-    otherwise it is a *path* step with ``R`` the unbiased stochastic rounding of ``scale``
-    (``E[R | path step] = scale``), kept within ``[1, max_length]``. The mixture weights do not
-    depend on the state, so with ``scale`` fixed the kernel is the fixed mixture
-    ``share T_1 + (1 - share) [(1 - f) T_floor(U) + f T_ceil(U)]`` (``f = frac(scale)``) of
-    pi-invariant kernels, and ``T_1`` (single-site locally balanced moves) makes it irreducible
-    wherever single-site moves connect the support, whatever the scale. Plain Python that the
-    numba kernels compile too (:mod:`pymc_lbp.samplers.pairwise.kernel`).
+    With probability ``single_site_share`` (``u_share`` below it) the step is a *single-site*
+    step (``R = 1``); otherwise it is a *path* step with ``R`` the unbiased stochastic rounding of
+    ``scale`` (``ceil`` when ``u_round < frac(scale)``: ``E[R | path step] = scale``; public
+    reference code has the two branches the other way round, which biases ``R`` towards the
+    wrong integer), kept within ``[1, max_length]``. The mixture weights do not depend on the
+    state, so with ``scale`` fixed the kernel is the fixed mixture ``share T_1 + (1 - share)
+    [(1 - f) T_floor(U) + f T_ceil(U)]`` (``f = frac(scale)``) of pi-invariant kernels, and
+    ``T_1`` (single-site locally balanced moves) makes it irreducible wherever single-site moves
+    connect the support, whatever the scale.
 
     Returns
     -------
@@ -282,19 +250,166 @@ def draw_path_length(
     path_step : bool
         False for a single-site step (the adaptation ignores those).
     """
-    if rng.random() < single_site_share:
+    if u_share < single_site_share:
         return 1, False
-    return min(max(stochastic_round(scale, rng), 1), max_length), True
+    lo = int(np.floor(scale))
+    return min(max(lo + int(u_round < scale - lo), 1), max_length), True
+
+
+@register_jitable
+def draw_path_length(
+    scale: float, single_site_share: float, max_length: int, rng: np.random.Generator
+) -> tuple[int, bool]:
+    """:func:`path_length` with its uniforms drawn from ``rng`` (the second only for a path
+    step). Plain Python that the numba kernel compiles too
+    (:mod:`pymc_lbp.samplers.pairwise.kernel`)."""
+    u_share = rng.random()
+    if u_share < single_site_share:
+        return 1, False
+    return path_length(u_share, rng.random(), scale, single_site_share, max_length)
+
+
+Target = Callable[[np.ndarray], tuple[float, np.ndarray]]
+"""``y -> (logp(y), differences at y)``: the block's target (a step's ``differences``)."""
+
+
+class PathStep(NamedTuple):
+    """One transition of :func:`path_step`."""
+
+    x: np.ndarray
+    logp: float
+    deltas: np.ndarray
+    accept: float  # MH acceptance probability (0 when no path could be drawn)
+    accepted: bool
+    evaluated: bool  # the target was evaluated at a proposal
+    length: int  # R
+    path_step: bool  # a path step (False: a single-site step)
+
+
+def noise_width(layout: BlockLayout) -> int:
+    """Noise values one step consumes: ``[u_share, u_round, u_mh, E_1..E_n, (E'_1..E'_slots)]``,
+    the slot exponentials only for blocks that are not all binary."""
+    return 3 + layout.n_sites + (0 if layout.all_binary else layout.n_slots)
+
+
+def path_step(
+    x: np.ndarray,
+    logp: float,
+    deltas: np.ndarray,
+    noise: np.ndarray,
+    scale: float,
+    *,
+    share: float,
+    log_g: LogBalancing,
+    layout: BlockLayout,
+    target: Target,
+) -> PathStep:
+    """One path auxiliary MH transition from one noise row (see :func:`noise_width`): the numpy
+    oracle of :func:`pymc_lbp.samplers.path.graph.path_kernel`, which makes the same move from
+    the same row.
+
+    1. ``R`` from ``u_share`` and ``u_round`` (:func:`path_length`);
+    2. the sites by the exponential race of the site weights (:func:`race`, the ``E_i``);
+    3. each picked site's slot by Gumbel-max within the site (:func:`draw_slots`, the ``E'_s``);
+    4. the target at ``y``; the reverse path (same sites, reversed order, each back to its old
+       value) scored with the weights at ``y``;
+    5. the one MH accept (:func:`pymc_lbp.samplers.common.mh_accept`, ``u_mh``).
+    """
+    n = layout.n_sites
+    length, is_path = path_length(noise[0], noise[1], scale, share, n)
+    wx = path_weights(deltas, log_g, layout)
+    if wx.n_movable < length:  # fewer movable sites than the path needs: no proposal
+        return PathStep(x, logp, deltas, 0.0, False, False, length, is_path)
+    sites = race(wx.lin, noise[3 : 3 + n], length)
+    slots = draw_slots(sites, wx.within, layout, noise[3 + n : 3 + n + layout.n_slots])
+    new, back = layout.moves_of(slots, x[sites])
+    y = x.copy()
+    y[sites] = new
+    logp_y, deltas_y = target(y)
+    log_q_fwd = log_prob_path(wx, sites, slots)
+    if np.isfinite(logp_y):
+        wy = path_weights(deltas_y, log_g, layout)
+        log_q_rev = log_prob_path(wy, sites[::-1], back[::-1])
+    else:
+        log_q_rev = -np.inf
+    prob, accepted = mh_accept(mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), noise[2])
+    if accepted:
+        return PathStep(y, logp_y, deltas_y, prob, True, True, length, is_path)
+    return PathStep(x, logp, deltas, prob, False, True, length, is_path)
+
+
+class PathSteps(NamedTuple):
+    """State after :func:`path_steps` and its summaries (those of
+    :class:`pymc_lbp.samplers.path.graph.PathStepsResult`)."""
+
+    x: np.ndarray
+    logp: float
+    deltas: np.ndarray
+    sum_accept: float
+    n_accepted: int
+    n_evaluated: int
+    sum_length: int
+    sum_moved: int
+    adapt_state: tuple[float, float, int, bool] | None
+
+
+def path_steps(
+    x: np.ndarray,
+    logp: float,
+    deltas: np.ndarray,
+    noise: np.ndarray,
+    scale: float,
+    *,
+    share: float,
+    log_g: LogBalancing,
+    layout: BlockLayout,
+    target: Target,
+    adaptation: PathLengthAdaptation | None = None,
+    adapt_state: tuple[float, float, int, bool] | None = None,
+) -> PathSteps:
+    """:func:`path_step` once per row of ``noise``: the numpy oracle of
+    :class:`pymc_lbp.samplers.path.graph.CompiledPathSteps`. With ``adapt_state``
+    (``(log U, log Ubar, count, doubling)``) the steps tune: each step's scale is ``exp(log U)``
+    and each path step (not the single-site ones) updates the state by ``adaptation.update``
+    with its acceptance probability; ``scale`` is then unused."""
+    sum_accept = 0.0
+    n_accepted = n_evaluated = sum_length = sum_moved = 0
+    state = adapt_state
+    for row in noise:
+        u = math.exp(state[0]) if state is not None else scale
+        res = path_step(
+            x, logp, deltas, row, u, share=share, log_g=log_g, layout=layout, target=target
+        )
+        x, logp, deltas = res.x, res.logp, res.deltas
+        sum_accept += res.accept
+        n_accepted += int(res.accepted)
+        n_evaluated += int(res.evaluated)
+        sum_length += res.length
+        sum_moved += res.length if res.accepted else 0
+        if state is not None and res.path_step:
+            state = adaptation.update(state[0], state[1], state[2], res.accept, state[3])
+    return PathSteps(
+        x, logp, deltas, sum_accept, n_accepted, n_evaluated, sum_length, sum_moved, state
+    )
 
 
 __all__ = [
+    "CANCEL",
+    "PathStep",
+    "PathSteps",
     "PathWeights",
     "check_single_site_share",
     "draw_path_length",
     "draw_sites",
     "draw_slots",
+    "linear_weights",
+    "log_prob_order",
     "log_prob_path",
+    "noise_width",
+    "path_length",
+    "path_step",
+    "path_steps",
     "path_weights",
+    "race",
     "site_weights",
-    "stochastic_round",
 ]

@@ -4,9 +4,9 @@ Versions
 --------
 reference
     ``single_site_step`` (``reference.py``): one transition in numpy from two uniforms, the only
-    copy (``LocallyBalanced.mh_step``, ``SelfBalancing.mh_step`` and the ``differences="auto"``
-    probe run it); ``single_site_steps``, a run of them, is what ``LocallyBalanced`` runs for
-    its first ``COMPILE_AFTER_STEPS`` steps, before compiling the loop's kernel.
+    copy (``SelfBalancing.mh_step`` and the ``differences="auto"`` probe run it);
+    ``single_site_steps``, a run of them from a call's uniforms, is the test oracle of the
+    loop's kernel, which the steps run from their first draw.
 graph
     ``single_site_kernel``: the same transition as a pure graph builder
     ``kernel(u, state) -> (state, info)``.

@@ -6,9 +6,11 @@ are prepared: draw a slot (a site and its new value) from the balanced weights w
 MH rule (``mh_log_ratio`` and ``mh_accept`` of :mod:`pymc_lbp.samplers.common`). Given the same
 two uniforms it makes the move of the graph kernel
 (:func:`pymc_lbp.samplers.single_site.graph.single_site_kernel`), which the twin tests check move
-for move. Its users: ``LocallyBalanced.mh_step`` and ``GibbsWithGradients`` (fixed balancing),
-``SelfBalancing.mh_step`` (the learned balancing) and the differences probe of
-:mod:`pymc_lbp.step_methods.differences_choice`; each says how a state's weights are prepared.
+for move. Its users: the twin tests of ``LocallyBalanced`` and ``GibbsWithGradients`` (fixed
+balancing, weights from ``LocallyBalanced.proposal_weights``), ``SelfBalancing.mh_step`` (the
+learned balancing) and the differences probe of :mod:`pymc_lbp.step_methods.differences_choice`;
+each says how a state's weights are prepared. Sampling runs the compiled kernel from the first
+draw.
 """
 
 from __future__ import annotations
@@ -22,19 +24,12 @@ from pymc_lbp.samplers.common import draw_slot, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.single_site.loop import StepsResult
 
 __all__ = [
-    "COMPILE_AFTER_STEPS",
     "Prepared",
     "SingleSiteMove",
     "draw_slot",
     "single_site_step",
     "single_site_steps",
 ]
-
-COMPILE_AFTER_STEPS = 20_000
-"""Single-site steps a step makes in numpy (:func:`single_site_steps`) before it compiles its
-scan kernel: about as long in numpy steps as the kernel's compilation takes with a warm compile
-cache (the rent-or-buy rule; the times are in docs/compiled.md, "Compile cost"). A short first
-run of a small block never compiles the kernel."""
 
 Prepared = tuple[np.ndarray, np.ndarray, float]
 """``(log_w, cdf, log_z)`` of a state's proposal (``prepare_weights`` of ``samplers.common``)."""

@@ -22,6 +22,7 @@ from pymc_lbp import BlockGibbs
 from pymc_lbp.models.uai import UAINetwork, read_uai, uai_clusters
 from pymc_lbp.models.uai.clusters import graph_clusters
 from pymc_lbp.samplers.block.model_structure import structure_clusters
+from pymc_lbp.step_methods.block_gibbs import CLUSTER_SHARE
 from tests.helpers.block_kernels import block_gibbs_kernel, irreducible_on_support
 from tests.helpers.ess import checked_ess
 
@@ -90,7 +91,7 @@ def joint(kinds, log_pi):
 def xor_step():
     model = xor_model()
     with model:
-        step = BlockGibbs(max_states=6, compiled=False)
+        step = BlockGibbs(max_states=6 * CLUSTER_SHARE)
     return model, step
 
 
@@ -98,7 +99,7 @@ def xor_step():
 def mixed_step():
     model = mixed_model()
     with model:
-        step = BlockGibbs(max_states=6, compiled=False)
+        step = BlockGibbs(max_states=6 * CLUSTER_SHARE)
     return model, step
 
 
@@ -211,7 +212,7 @@ def chain_with_constraints(n: int = 8) -> pm.Model:
 def test_clusters_cover_every_site_keep_scopes_whole_and_respect_the_budget():
     model = chain_with_constraints()
     with model:
-        step = BlockGibbs(max_states=9, compiled=False)
+        step = BlockGibbs(max_states=9 * CLUSTER_SHARE)
     structure = step.structure
     assert structure.analysed and structure.unchecked == ()
     assert step.scopes == [(0, 1, 2), (5, 7)]
@@ -251,9 +252,9 @@ def test_uai_model_gets_the_cli_blocks():
     network = tiny_network()
     model = read_uai(network, {3: 1})
     with model:
-        step = BlockGibbs(blocks="clusters", max_states=4, compiled=False)
-        big = BlockGibbs(blocks="clusters", compiled=False)
-        default = BlockGibbs(compiled=False)
+        step = BlockGibbs(blocks="clusters", max_states=4 * CLUSTER_SHARE)
+        big = BlockGibbs(blocks="clusters")
+        default = BlockGibbs()
         (cli,) = make_steps("block_gibbs", list(model.free_RVs), None)
     for s, budget in ((step, 4), (big, 1024)):
         expected = uai_clusters(network, {3: 1}, max_states=budget)
@@ -274,8 +275,8 @@ def test_options_are_checked_before_any_compilation():
         for bad in (0, -2, 2.5, True, "8"):
             with pytest.raises(ValueError, match="max_states must be a positive integer"):
                 BlockGibbs(max_states=bad)
-        with pytest.raises(ValueError, match="above max_exact_states"):
-            BlockGibbs(max_states=64, max_exact_states=16)
+        with pytest.raises(ValueError, match=r"24 joint states, more than max_states=16"):
+            BlockGibbs(blocks=[[0, 1, 2, 3]], max_states=16)  # a given block above it, by name
         with pytest.raises(ValueError, match="blocks must be one of"):
             BlockGibbs(blocks="grid")
         with pytest.raises(ValueError, match="non-empty"):
@@ -295,7 +296,7 @@ def test_options_are_checked_before_any_compilation():
 def test_given_blocks_pickle_register_and_run_in_the_compiled_program():
     model = xor_model()
     with model:
-        step = BlockGibbs(blocks=[[0, 1], [2]], compiled=False)
+        step = BlockGibbs(blocks=[[0, 1], [2]])
         with pytest.raises(ValueError, match="outside 0..3"):
             BlockGibbs(blocks=[[0, 4]])
     assert step.clusters == [(0, 1), (2,)] and step.uncovered_sites.tolist() == [3]

@@ -35,6 +35,8 @@ from pymc_lbp.samplers.block.motifs.chain import (
     chain_potentials_from_reference,
     chain_reference_states,
 )
+from pymc_lbp.samplers.block.reference import colour_update
+from pymc_lbp.step_methods.step_results import DrawResult
 from tests.helpers.backends import require
 from tests.helpers.block_kernels import neural_block_kernel
 from tests.helpers.frequencies import marginal_z_scores, posterior_draws
@@ -447,7 +449,7 @@ def test_colour_update_is_the_product_of_its_blocks_updates(kind):
     n = 4000
     counts: dict = {}
     for _ in range(n):
-        y, logp_y, _, _ = step.colour_update(step.colours[0], x, logp)
+        y, logp_y, _, _ = colour_update(step, step.colours[0], x, logp)
         np.testing.assert_array_equal(y[2:4], x[2:4])
         assert abs(logp_y - step.differences.logp(y)) < 1e-9
         key = (*y[0:2], *y[4:6])
@@ -542,14 +544,32 @@ def _sticky_hmm():
     return hmm_model(12, P, np.array([0.0, 1.5, 3.0]), np.linspace(-1, 3, 12))
 
 
+def numpy_sweeps(step: NeuralBlock) -> NeuralBlock:
+    """``step`` with its draws' sweeps made by the numpy reference
+    (:func:`pymc_lbp.samplers.block.reference.colour_update`, class after class, from the
+    step's generator) instead of the compiled sweep: the compiled sweep's oracle."""
+
+    def run_steps(x, logp, deltas, n_steps):
+        evals0, total, won = step._draw_evals, 0.0, 0
+        for _ in range(n_steps // len(step.units)):
+            for colour in step.colours:
+                x, logp, acc, n_acc = colour_update(step, colour, x, logp)
+                total, won = total + acc, won + n_acc
+        extras = {"block": [int(step.colours[-1][-1])]}
+        return DrawResult(x, logp, deltas, total, won, step._draw_evals - evals0, 0, extras)
+
+    step.run_steps = run_steps
+    return step
+
+
 @pytest.fixture(scope="module")
 def sticky():
-    """The sticky HMM, the default numpy step on it and that step's 40 draws from seed 3: the
-    reference of every compiled-sweep test (built once: the model is shared, so the compiled
-    graphs can be too)."""
+    """The sticky HMM, the default step on it drawing by the numpy reference and that step's 40
+    draws from seed 3: the reference of every compiled-sweep test (built once: the model is
+    shared, so the compiled graphs can be too)."""
     model = _sticky_hmm()
     with model:
-        ref = NeuralBlock([model["z"]], compiled=False)
+        ref = numpy_sweeps(NeuralBlock([model["z"]]))
     return model, ref, _draws(ref, model, 40, 3)
 
 
@@ -569,9 +589,9 @@ def test_compiled_sweep_of_exact_blocks_makes_the_numpy_draws():
     model = _sticky_hmm()
     blocks = chain_blocks("z", 12, 3, 3)
     with model:
-        ref = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled=False)
-        fast = NeuralBlock([model["z"]], blocks=blocks, proposal="exact", compiled=True)
-    assert fast.uses_compiled_sweep and ref.colours is not None
+        ref = numpy_sweeps(NeuralBlock([model["z"]], blocks=blocks, proposal="exact"))
+        fast = NeuralBlock([model["z"]], blocks=blocks, proposal="exact")
+    assert fast.sweep_compilable and ref.colours is not None
     a, b = _draws(ref, model, 30, 5), _draws(fast, model, 30, 5)
     for (xa, na, ea, _, la), (xb, nb, eb, _, lb) in zip(a, b, strict=True):
         np.testing.assert_array_equal(xb, xa)
@@ -583,7 +603,7 @@ def test_compiled_sweep_of_exact_blocks_makes_the_numpy_draws():
 
 @pytest.mark.parametrize("mode", [None, "JAX"], ids=["c", "jax"])
 def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode, sticky):
-    """NeuralBlock(compiled=True) (every colour class of the sweep in one compiled graph:
+    """NeuralBlock's compiled sweep (every colour class of the sweep in one compiled graph:
     reference logps, chain parameters, network, proposals, their logps, the MH decisions) makes
     the draws of the numpy colour updates from the same seed, with the same statistics, over 40
     draws with many accepted moves; also with the JAX backend (skipped without jax). Not run
@@ -596,8 +616,8 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode, sticky):
     model, ref, a = sticky
     kwargs = {"compile_kwargs": {"mode": mode}} if mode else {}
     with model:
-        fast = NeuralBlock([model["z"]], compiled=True, **kwargs)
-    assert fast.uses_compiled_sweep and not ref.uses_compiled_sweep
+        fast = NeuralBlock([model["z"]], **kwargs)
+    assert fast.sweep_compilable
     b = _draws(fast, model, 40, 3)
     for (xa, na, ea, pa, la), (xb, nb, eb, pb, lb) in zip(a, b, strict=True):
         np.testing.assert_array_equal(xb, xa)
@@ -606,30 +626,3 @@ def test_compiled_sweep_makes_the_numpy_colour_updates_moves(mode, sticky):
         np.testing.assert_allclose(lb, la, rtol=1e-9)
     states = [x for x, *_ in a]
     assert sum(not np.array_equal(x, y) for x, y in zip(states[:-1], states[1:], strict=True)) > 20
-
-
-def test_compiled_sweep_option_auto_switch_and_state(caplog, sticky):
-    """ "auto" (the default) sweeps in numpy until the step has made KERNEL_AFTER_BLOCK_UPDATES
-    block updates, then compiled; the count is part of the sampling state; bad values are
-    refused."""
-    from pymc_lbp.step_methods.neural_block import KERNEL_AFTER_BLOCK_UPDATES
-
-    model = sticky[0]
-    with model:
-        step = NeuralBlock([model["z"]])
-        assert step.compiled == "auto" and not step.uses_compiled_sweep
-        for bad in ("yes", None, 1.5):
-            with pytest.raises(ValueError, match="compiled must be 'auto', True or False"):
-                NeuralBlock([model["z"]], compiled=bad)
-    per_draw = step.steps_per_draw
-    step.block_updates = KERNEL_AFTER_BLOCK_UPDATES - 2 * per_draw
-    state = step.sampling_state
-    point, used = model.initial_point(), []
-    with caplog.at_level("INFO", logger="pymc_lbp"):
-        for _ in range(4):
-            used.append(step.uses_compiled_sweep)
-            point, _ = step.step(point)
-    assert used == [False, False, True, True]
-    assert f"compiling the chain sweep after {KERNEL_AFTER_BLOCK_UPDATES} block" in caplog.text
-    step.sampling_state = state
-    assert step.block_updates == KERNEL_AFTER_BLOCK_UPDATES - 2 * per_draw

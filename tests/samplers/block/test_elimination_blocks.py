@@ -215,12 +215,24 @@ def test_kernel_of_the_chosen_blocks_is_invariant_and_irreducible_where_single_s
     assert not irreducible_on_support(single, pi)  # x0 = x5 locks single sites
 
 
-def test_step_units_make_the_block_kernel_and_bayes_models_target_the_normalised_cpts():
+def cutset_blocks(monkeypatch) -> BlockGibbs:
+    """BlockGibbs on elimination blocks of tables up to 8 entries, the whole network given no
+    budget of its own (``WHOLE_NETWORK_FACTOR`` 1), in the current model: cutset blocks on the
+    ring network, whose whole elimination needs a bigger table."""
+    from pymc_lbp.step_methods import block_gibbs
+
+    monkeypatch.setattr(block_gibbs, "WHOLE_NETWORK_FACTOR", 1)
+    return BlockGibbs(max_states=8)
+
+
+def test_step_units_make_the_block_kernel_and_bayes_models_target_the_normalised_cpts(
+    monkeypatch,
+):
     network = ring_network()
     states, pi = brute_force(network)
     model = read_uai(network)
     with model:
-        step = BlockGibbs(max_table_size=8, max_whole_table_size=None)
+        step = cutset_blocks(monkeypatch)
     assert step.logp_mode == "factors" and step.proposal == "eliminate"
     assert [tuple(step.elimination_blocks[u].variables) for u in range(len(step.units))] == [
         b.variables for b in elimination_blocks(network, {}, max_table_size=8)
@@ -263,14 +275,14 @@ def test_step_units_make_the_block_kernel_and_bayes_models_target_the_normalised
 
 
 # ------------------------------------------------------------------------- through pm.sample
-def test_pm_sample_with_cutsets_matches_exact_marginals():
+def test_pm_sample_with_cutsets_matches_exact_marginals(monkeypatch):
     """Three blocks with cutsets; marginals within 4 MCSE of enumeration (MCSE from the chain's
     ArviZ estimate; a chance failure ~6e-5 per marginal)."""
     network = ring_network()
     states, pi = brute_force(network)
     model = read_uai(network)
     with model:
-        step = BlockGibbs(max_table_size=8, max_whole_table_size=None)
+        step = cutset_blocks(monkeypatch)
         idata = pm.sample(
             step=[step], draws=1500, tune=0, chains=1, random_seed=7, progressbar=False,
             compute_convergence_checks=False,
@@ -332,10 +344,10 @@ def test_options_and_models_elimination_cannot_take():
     network = ring_network()
     with read_uai(network):
         for bad in (0, 2.5, True):
-            with pytest.raises(ValueError, match="max_table_size must be a positive integer"):
-                BlockGibbs(max_table_size=bad)
-        with pytest.raises(ValueError, match="below the largest cardinality"):
-            BlockGibbs(max_table_size=2)
+            with pytest.raises(ValueError, match="max_states must be a positive integer"):
+                BlockGibbs(max_states=bad)
+        with pytest.raises(ValueError, match="max_states=2 is below the largest cardinality 3"):
+            BlockGibbs(max_states=2)
         clusters = BlockGibbs(blocks="clusters")
     assert clusters.proposal == "exact" and clusters.elimination_blocks == []
     with pm.Model():

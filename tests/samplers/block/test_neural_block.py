@@ -216,7 +216,7 @@ def test_factor_local_and_model_logp_give_the_same_kernel():
     with model:
         local = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, compile_kwargs=FAST)
         full = NeuralBlock(
-            model.free_RVs, blocks=BLOCKS, proposal=prop, differences="model", compile_kwargs=FAST
+            model.free_RVs, blocks=BLOCKS, proposal=prop, logp="model", compile_kwargs=FAST
         )
     assert (local.logp_mode, full.logp_mode) == ("factors", "model")
     rng = np.random.default_rng(1)
@@ -306,16 +306,13 @@ def test_training_is_reproducible_from_a_seed(trained):
         np.testing.assert_array_equal(weights[0][k], weights[1][k])
 
 
-@pytest.mark.parametrize("compiled", [False, True], ids=["numpy", "compiled-scan"])
-def test_sample_frequencies_match_exact_enumeration(trained, compiled):
-    """Through pm.sample, with the numpy random scan and with the compiled one."""
+def test_sample_frequencies_match_exact_enumeration(trained):
+    """Through pm.sample (the compiled random scan, whose moves are the numpy steps', tested in
+    test_neural_block_scan.py)."""
     network, model, prop, *_ = trained
     with model:
-        step = NeuralBlock(
-            model.free_RVs, blocks=BLOCKS, proposal=prop, compiled=compiled,
-            compile_kwargs=None if compiled else FAST,
-        )  # fmt: skip
-        assert step.uses_compiled_scan == compiled
+        step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop)
+        assert step.scan_compilable
         idata = pm.sample(
             draws=1000,  # the z-scores' standard errors come from the ESS, checked below
             tune=100,

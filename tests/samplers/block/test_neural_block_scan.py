@@ -87,7 +87,7 @@ def assert_same_moves(step, model, n_steps=40, seed=0):
 def compiled_steps():
     """``get(case)``: the model and the compiled-scan step (C backend) of a case, built once per
     module (compiling the scan is the cost): the tests of the moves and the backend twins' C
-    references share them. Cases: ``("uai", proposal, differences)`` on the tiny BN (one model
+    references share them. Cases: ``("uai", proposal, logp_mode)`` on the tiny BN (one model
     for all), ``("lattice", shape)`` an Ising model with overlapping 2x2 patches."""
     built: dict = {}
     bn = read_uai(tiny_network(), EVIDENCE)
@@ -96,8 +96,8 @@ def compiled_steps():
         if case in built:
             return built[case]
         if case[0] == "uai":
-            _, proposal, differences = case
-            kw = {"differences": differences, "compiled": True}
+            _, proposal, logp_mode = case
+            kw = {"logp": logp_mode}
             with bn:
                 if proposal == "sites":
                     step = NeuralBlock(bn.free_RVs, blocks=None, **kw)
@@ -114,9 +114,8 @@ def compiled_steps():
             blocks = lattice_blocks(case[1], 2)
             with model:
                 step = NeuralBlock(
-                    [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5),
-                    compiled=True,
-                )  # fmt: skip
+                    [model["x"]], blocks=blocks, proposal=random_proposal(blocks.motif, seed=5)
+                )
             built[case] = model, step
         return built[case]
 
@@ -128,11 +127,11 @@ def lattice_model(shape):
     return ising_model(shape, 0.6, field, periodic=False)
 
 
-# every (proposal, differences) pair but (sites, model): a scan of sites only runs the exact
+# every (proposal, logp_mode) pair but (sites, model): a scan of sites only runs the exact
 # units' graph that (exact, model) runs on blocks and sites alike, and (sites, factors) covers the
 # construction without blocks
 @pytest.mark.parametrize(
-    ("proposal", "differences"),
+    ("proposal", "logp_mode"),
     [
         ("neural", "factors"),
         ("neural", "model"),
@@ -141,12 +140,12 @@ def lattice_model(shape):
         ("sites", "factors"),
     ],
 )
-def test_compiled_scan_makes_the_numpy_moves_uai(proposal, differences, compiled_steps):
+def test_compiled_scan_makes_the_numpy_moves_uai(proposal, logp_mode, compiled_steps):
     """Tiny BN: blocks (v0, v1) and (v2, v5) with v5 evidence (clamped), sites v3, v4
     uncovered; cards 3 and 2 in one motif."""
-    model, step = compiled_steps(("uai", proposal, differences))
-    assert step.logp_mode == differences
-    assert step.uses_compiled_scan and step.colours is None
+    model, step = compiled_steps(("uai", proposal, logp_mode))
+    assert step.logp_mode == logp_mode
+    assert step.scan_compilable and step.colours is None
     if proposal != "sites":
         assert len(step.uncovered_sites) == 2  # a mixed scan: blocks and sites
     assert_same_moves(step, model)
@@ -160,31 +159,23 @@ def test_compiled_scan_makes_the_numpy_moves_lattice(compiled_steps):
     assert_same_moves(step, model, seed=1)
 
 
-def test_draws_use_the_compiled_scan_only_when_asked():
-    """``compiled``: False never compiles, True always, "auto" after
-    ``KERNEL_AFTER_BLOCK_UPDATES``; a draw through ``step`` makes the same move either way."""
-    from pymc_lbp.step_methods import neural_block
-
+def test_draws_run_the_compiled_scan_from_the_first_draw():
+    """A draw through ``step`` runs the compiled random scan from the first draw, on the rows
+    of uniforms ``scan_step`` takes, drawn from the step's generator: the numpy steps' moves."""
     network = tiny_network()
     model = read_uai(network, EVIDENCE)
-    prop = random_proposal(MOTIF, seed=4, epsilon=0.05)
-    points = []
-    for option in (False, True, "auto"):
-        with model:
-            step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, compiled=option)
-        step.set_rng(np.random.default_rng(7))
-        if option == "auto":
-            assert not step.uses_compiled_scan
-            step.block_updates = neural_block.KERNEL_AFTER_BLOCK_UPDATES
-        assert step.uses_compiled_scan == (option is not False)
-        point = model.initial_point()
-        for _ in range(25):
-            point, _ = step.step(point)
-        assert (step._random_scan is not None) == (option is not False)
-        points.append(point)
-    for other in points[1:]:
-        for name, value in points[0].items():
-            np.testing.assert_array_equal(other[name], value)
+    with model:
+        step = NeuralBlock(
+            model.free_RVs, blocks=BLOCKS, proposal=random_proposal(MOTIF, seed=4, epsilon=0.05)
+        )
+    point = model.initial_point()
+    x = step._state_vector(point)
+    logp = step.differences.logp(x)
+    noise = np.random.default_rng(7).random((step.steps_per_draw, step.scan_width))
+    step.set_rng(np.random.default_rng(7))
+    point, _ = step.step(point)
+    assert step._random_scan is not None
+    np.testing.assert_array_equal(step._state_vector(point), numpy_scan(step, x, logp, noise)[0])
 
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
@@ -205,7 +196,7 @@ def test_compiled_scan_under_other_backends(backend, compiled_steps):
             step = reference
         else:
             with model:
-                step = NeuralBlock([model["x"]], compiled=True, compile_kwargs={"mode": mode}, **kw)
+                step = NeuralBlock([model["x"]], compile_kwargs={"mode": mode}, **kw)
         x = step._state_vector(model.initial_point())
         step._refresh_outside()
         logp = step.differences.logp(x)

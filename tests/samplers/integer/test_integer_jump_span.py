@@ -109,9 +109,9 @@ def test_compiled_jumps_span_a_wide_support_and_make_the_reference_decisions(wid
     and from the same uniforms the compiled call moves as the numpy reference with
     ``scale_exponent``'s J, accepting jumps far beyond the old cap of 1024."""
     _, step = wide
-    assert step._jump_sites.tolist() == [0]  # too wide for the full-conditional draw
-    assert not step._jump_exponent_grows
-    jumps = step.jumps
+    assert step.integer_moves.jump_sites.tolist() == [0]  # too wide for the full-conditional draw
+    assert not step.integer_moves.exponent_grows
+    jumps = step.integer_moves.jumps
     assert jumps.d.max() == 2**20
     support = (0.0, 1_000_000.0)
     rng = np.random.default_rng(28)
@@ -121,7 +121,13 @@ def test_compiled_jumps_span_a_wide_support_and_make_the_reference_decisions(wid
         u = rng.random((1, 2))
         res = jumps(x, u)
         ref = jump(
-            step._site_logp, x, 0, scale_exponent(*support), log_sqrt, _Uniforms(u[0]), support
+            step.integer_moves.site_logp,
+            x,
+            0,
+            scale_exponent(*support),
+            log_sqrt,
+            _Uniforms(u[0]),
+            support,
         )
         np.testing.assert_array_equal(res.x, ref.x)
         np.testing.assert_allclose(res.logp, ref.logp, rtol=1e-12)
@@ -234,14 +240,19 @@ def test_unbounded_count_far_from_its_start_grows_its_jumps_while_tuning(caplog)
     assert model.initial_point()["n"] < 10
     with model:
         step = LocallyBalanced([model["n"]])
-        assert step._jump_exponent_grows and step._jump_exponent == MAX_SCALE_EXPONENT
+        assert (
+            step.integer_moves.exponent_grows and step.integer_moves.exponent == MAX_SCALE_EXPONENT
+        )
         with caplog.at_level(logging.INFO, logger="pymc_lbp"):
             # 2,000 draws a chain: the ESS of n was 146 from 1,000
             idata = pm.sample(draws=2000, tune=300, chains=2, step=[step], random_seed=5, **SAMPLE)
     grown = [r.getMessage() for r in caplog.records if "integer jumps now reach" in r.getMessage()]
     # each chain tunes its own J from its start, as a pickled copy under cores > 1 does
     assert sum("J 10 -> 20" in m for m in grown) == 2, grown
-    assert step._jump_exponent >= 20 and step.jumps.d.max() == 2**step._jump_exponent
+    assert (
+        step.integer_moves.exponent >= 20
+        and step.integer_moves.jumps.d.max() == 2**step.integer_moves.exponent
+    )
     mean, sd = far_count_posterior()
     draws = idata.posterior["n"].values.astype(np.float64)
     assert draws.min() > mean - 10 * sd  # every kept draw is in the posterior
@@ -250,10 +261,12 @@ def test_unbounded_count_far_from_its_start_grows_its_jumps_while_tuning(caplog)
     assert float(az.rhat(idata)["n"]) < 1.05
 
     clone = cloudpickle.loads(cloudpickle.dumps(step))
-    assert clone._jump_exponent == step._jump_exponent
+    assert clone.integer_moves.exponent == step.integer_moves.exponent
     u = np.random.default_rng(1).random((1, 2))
     x = np.array([4_000_000], dtype=np.int64)
-    np.testing.assert_array_equal(clone.jumps(x, u).x, step.jumps(x, u).x)
+    np.testing.assert_array_equal(
+        clone.integer_moves.jumps(x, u).x, step.integer_moves.jumps(x, u).x
+    )
 
 
 def test_chains_tune_their_exponent_alike_in_sequence_and_in_parallel():
@@ -267,7 +280,7 @@ def test_chains_tune_their_exponent_alike_in_sequence_and_in_parallel():
     with model:
         step = LocallyBalanced([model["n"]])
         first = pm.sample(step=[step], cores=1, **quick).posterior["n"].values
-        assert step._jump_exponent > MAX_SCALE_EXPONENT  # grown in the last chain
+        assert step.integer_moves.exponent > MAX_SCALE_EXPONENT  # grown in the last chain
         again = pm.sample(step=[step], cores=1, **quick).posterior["n"].values
         fresh = LocallyBalanced([model["n"]])
         parallel = pm.sample(step=[fresh], cores=2, **quick).posterior["n"].values

@@ -199,11 +199,11 @@ def test_support_gibbs_is_used_for_small_fixed_supports_only():
         alone = LocallyBalanced([n])
         k = pm.Binomial("k", n=n, p=0.3)
         following = LocallyBalanced([n, k])
-    np.testing.assert_array_equal(fixed._gibbs_sites, [0])
-    np.testing.assert_array_equal(fixed._jump_sites, [1, 2])
-    np.testing.assert_array_equal(alone._gibbs_sites, [0])
-    assert alone._jump_sites.size == 0
-    assert following._gibbs_sites.size == 0
+    np.testing.assert_array_equal(fixed.integer_moves.gibbs_sites, [0])
+    np.testing.assert_array_equal(fixed.integer_moves.jump_sites, [1, 2])
+    np.testing.assert_array_equal(alone.integer_moves.gibbs_sites, [0])
+    assert alone.integer_moves.jump_sites.size == 0
+    assert following.integer_moves.gibbs_sites.size == 0
 
 
 # -- the compiled jumps reproduce the reference ---------------------------------------------------
@@ -231,7 +231,7 @@ def test_compiled_jumps_make_the_reference_decisions(unrolled, monkeypatch):
         k = pm.Binomial("k", n=n, p=0.3, initval=2)
         pm.Potential("modes", pm.math.logaddexp(-0.5 * (n - 2) ** 2, -0.25 * (n - 10) ** 2))
         step = LocallyBalanced([n, k])
-    jumps = step.jumps
+    jumps = step.integer_moves.jumps
     assert jumps.d.max() == 2**10  # k's support follows n: the largest exponent
     rng = np.random.default_rng(11)
     x = step._x0.copy()
@@ -241,11 +241,11 @@ def test_compiled_jumps_make_the_reference_decisions(unrolled, monkeypatch):
         u = rng.random((2, 2))
         res = jumps(x, u)
         ref, logp = x.copy(), None
-        for row, site in enumerate(step._integer_sites):
+        for row, site in enumerate(step.integer_moves.sites):
             step.differences.refresh_bounds(ref)
             support = (lay.lower[site], lay.upper[site])
             out = jump(
-                step._site_logp,
+                step.integer_moves.site_logp,
                 ref,
                 int(site),
                 scale_exponent(*support),
@@ -305,11 +305,11 @@ def moving_step():
     model, vars = _moving_supports_model()
     with model:
         step = LocallyBalanced(vars, rng=np.random.default_rng(11))
-    assert step._jumps is None  # nothing compiled before a draw moves an integer site
+    assert not step.integer_moves.is_compiled  # nothing compiled before a draw moves a site
     point, seen = model.initial_point(), set()
     for draw in range(N_DRAWS):
         point, _ = step.step(point)
-        assert step.__dict__.get("_jumps_by_exponent"), draw  # compiled at the first draw
+        assert step.integer_moves.is_compiled, draw  # compiled at the first draw
         seen.add(np.concatenate([np.ravel(point[v.name]) for v in model.value_vars]).tobytes())
     assert len(seen) > 2  # the chain moved
     return step
@@ -333,7 +333,7 @@ def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_de
         model, vars = _fixed_supports_model()
         with model:
             step = LocallyBalanced(vars)
-    jumps = step.jumps
+    jumps = step.integer_moves.jumps
     np.testing.assert_array_equal(jumps.gibbs_sites, [0, 1])
     np.testing.assert_array_equal(jumps.sites, [2, 3])
     # the counts share no term, nor do n and m: each group is one colour class, moved at once
@@ -352,9 +352,11 @@ def test_compiled_moves_of_jumping_and_support_gibbs_sites_make_the_reference_de
             support = (lay.lower[site], lay.upper[site])
             uniforms = _Uniforms(u[row])
             if site in jumps.gibbs_sites:
-                out = support_gibbs(step._site_logp, ref, int(site), support, uniforms)
+                out = support_gibbs(step.integer_moves.site_logp, ref, int(site), support, uniforms)
             else:
-                out = jump(step._site_logp, ref, int(site), 10, log_sqrt, uniforms, support)
+                out = jump(
+                    step.integer_moves.site_logp, ref, int(site), 10, log_sqrt, uniforms, support
+                )
                 jumps_accepted += int(out.accept > 0 and np.any(out.x != ref))
             ref, logp = out.x, out.logp
         np.testing.assert_array_equal(res.x, ref)
@@ -369,7 +371,7 @@ def _reference_and_compiled_agree(step, n_steps: int) -> tuple[int, int, int]:
     """The numpy reference (:func:`block_jumps` site after site) and :class:`CompiledJumps` of
     ``step`` from the same uniforms, chained for ``n_steps`` calls: (calls that moved the
     state, site moves accepted, site moves)."""
-    (order, reference), compiled = reference_jumps(step), step.jumps
+    (order, reference), compiled = reference_jumps(step), step.integer_moves.jumps
     np.testing.assert_array_equal(order, compiled.order)
     rng = np.random.default_rng(5)
     x = step._x0.copy()
@@ -397,7 +399,7 @@ def test_the_reference_makes_a_steps_compiled_moves(dependent, request):
     support-Gibbs sites, jumps and colour classes, or with a support that moves with another
     site (on the step of :func:`moving_step`, whose jumps are compiled and ``J`` tuned)."""
     step = request.getfixturevalue("moving_step" if dependent else "fixed_step")
-    compiled = step.jumps
+    compiled = step.integer_moves.jumps
     if dependent:
         assert len(compiled.gibbs_sites) == 0 and len(compiled.sites) == 4
         assert [c.tolist() for c in compiled.jump_classes] == [[0], [1, 2, 3]]
@@ -460,7 +462,7 @@ def test_batched_logp_checks_parameters_row_by_row():
         n = pm.DiscreteUniform("N", 0, 1000, initval=300)
         pm.HyperGeometric("m", N=n, k=50, n=60, observed=5)
         step = LocallyBalanced([n])
-    site_logp = step._site_logp
+    site_logp = step.integer_moves.site_logp
     logp_x, rows = site_logp(np.array([500]), np.zeros(3, np.int64), np.array([50, 500, 600]))
     logp_fn = model.compile_logp()
     assert rows[0] == -np.inf

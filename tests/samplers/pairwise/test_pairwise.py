@@ -241,7 +241,7 @@ def test_self_balancing_kernel_rows_match_the_enumerated_kernel(parametrization)
     )
 
     with edge_model():
-        step = SelfBalancing(balancing=parametrization, steps_per_draw=1)
+        step = SelfBalancing(family=parametrization, steps_per_draw=1)
     assert step.pairwise_ready()
     params = np.random.default_rng(8).normal(scale=1.0, size=step.lsb_params.size)
     step.lsb_params = params
@@ -278,7 +278,7 @@ def _path_reference(scale, share):
 @pytest.mark.parametrize("scale, share", [(2.5, 0.2), (4.0, 0.1)])
 def test_path_kernel_rows_match_the_enumerated_mixture(scale, share):
     with edge_model():
-        step = PathAuxiliaryLBP(path_length=scale, single_site_share=share, steps_per_draw=1)
+        step = PathAuxiliaryLBP(path_scale=scale, single_site_share=share, steps_per_draw=1)
     assert step.pairwise_ready()
     step.stop_tuning()
     T = _path_reference(scale, share)
@@ -375,11 +375,11 @@ def test_weights_far_below_the_scale_are_rescaled_not_lost(sampler, kernel, monk
     that scale, where ``exp`` underflows to 0: without rescaling, sites 1-3 could never move
     again. The chains must sample the eight states of sites 1-3 (with site 0 on) as enumeration
     says; the other eight states have probability ``e^-1600`` (never visited). The general
-    kernels (numba off: the path proposal's numpy reference, the single-site scan) score the
-    reverse move in log space too."""
-    from pymc_lbp.samplers.path import numba_pieces as path_kernels
+    kernels (numba off: the compiled path and single-site scans) score the reverse move in log
+    space too."""
+    from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 
-    monkeypatch.setattr(path_kernels, "ENABLED", kernel == "pairwise")
+    monkeypatch.setattr(pairwise_kernel, "ENABLED", kernel == "pairwise")
     h = np.array([1600.0, 0.5, -0.3, 0.2])
     edges = np.array([(1, 2), (2, 3), (1, 3)])
     j = np.array([0.7, -0.4, 0.9])
@@ -405,29 +405,38 @@ def test_weights_far_below_the_scale_are_rescaled_not_lost(sampler, kernel, monk
 
 
 def test_order_probability_in_log_space_agrees_and_survives_underflow():
-    from pymc_lbp.samplers.path.numba_pieces import log_prob_order, log_prob_order_log
+    """The kernel's order log-probability (numba) against the numpy reference's, on random
+    weights and paths (both branches: a path holding almost all the mass sums the rest
+    directly), and where the linear weights underflow."""
+    from pymc_lbp.samplers.pairwise.kernel import log_prob_order_log
+    from pymc_lbp.samplers.path.reference import PathWeights, log_prob_order
+
+    def both(log_w, sites):
+        w = PathWeights.from_site_log_weights(log_w)
+        ours = log_prob_order_log(w.site - w.top, w.lin, w.total, sites)
+        return ours, log_prob_order(w, sites)
 
     rng = np.random.default_rng(4)
-    for _ in range(50):
-        log_w = rng.normal(0.0, 3.0, 12)
-        lin = np.exp(log_w - log_w.max())
-        sites = rng.permutation(12)[: rng.integers(1, 13)]
-        ours = log_prob_order_log(log_w - log_w.max(), lin, lin.sum(), sites)
-        assert ours == pytest.approx(log_prob_order(lin, lin.sum(), sites), rel=1e-12, abs=1e-12)
+    for scale in (3.0, 30.0):  # 30: the largest weight holds almost all the mass
+        for _ in range(50):
+            log_w = rng.normal(0.0, scale, 12)
+            log_w[rng.random(12) < 0.1] = -np.inf
+            sites = rng.permutation(12)[: rng.integers(1, 13)]
+            ours, ref = both(log_w, sites)
+            assert ours == pytest.approx(ref, rel=1e-11, abs=1e-11)
     # a site 900 nats below the others: 0 on the linear scale, finite in log space
     log_w = np.array([0.0, -0.5, -900.0, -1.0])
-    lin = np.exp(log_w)
-    assert lin[2] == 0.0
+    assert np.exp(log_w)[2] == 0.0
     sites = np.array([2, 0])
     expected = (-900.0 - np.logaddexp.reduce(log_w)) + (0.0 - np.logaddexp.reduce(log_w[[0, 1, 3]]))
-    assert log_prob_order_log(log_w, lin, lin.sum(), sites) == pytest.approx(expected, rel=1e-12)
-    assert log_prob_order(lin, lin.sum(), sites) == -np.inf  # the linear-scale version's limit
+    for got in both(log_w, sites):
+        assert got == pytest.approx(expected, rel=1e-12)
     # every weight left underflows: the remaining mass as a log-sum-exp
     log_w = np.array([0.0, -900.0, -901.0])
-    lin = np.exp(log_w)
     sites = np.array([0, 1, 2])
     expected = (0.0 - np.logaddexp.reduce(log_w)) + (-900.0 - np.logaddexp(-900.0, -901.0)) + 0.0
-    assert log_prob_order_log(log_w, lin, lin.sum(), sites) == pytest.approx(expected, rel=1e-12)
+    for got in both(log_w, sites):
+        assert got == pytest.approx(expected, rel=1e-12)
 
 
 def _ring_model(writing: str) -> pm.Model:

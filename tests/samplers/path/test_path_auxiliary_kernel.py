@@ -8,9 +8,11 @@ the scale, ``f = frac U``), whose weights are computed here independently. Four 
 
 1. the reference kernel is a stochastic matrix with ``pi T = pi`` (and detailed balance);
 2. the sampler's path log-probabilities equal the reference ones for every path from every state;
-3. the real ``PathAuxiliaryLBP.mh_step`` reproduces rows of the reference mixture kernel
-   (chi-square on independent repeated steps from a fixed state; no autocorrelation, so the test
-   is exact);
+3. the sampler's numpy reference transition (:func:`pymc_lbp.samplers.path.reference.path_step`,
+   with a real ``PathAuxiliaryLBP``'s differences, layout and balancing; the compiled kernel makes
+   its moves from the same noise, ``test_compiled_path_kernel.py``) reproduces rows of the
+   reference mixture kernel (chi-square on independent repeated steps from a fixed state; no
+   autocorrelation, so the test is exact);
 4. the single-site component makes the mixture irreducible where a path-only kernel is reducible
    (fixed even ``R``) or practically trapped (issue #14: ``R`` in ``{2, 3}`` one site away from
    the mode of a near-deterministic posterior).
@@ -33,7 +35,7 @@ from scipy import stats
 
 from pymc_lbp import PathAuxiliaryLBP
 from pymc_lbp.samplers.balancing import log_sqrt
-from pymc_lbp.samplers.path.reference import log_prob_path, path_weights
+from pymc_lbp.samplers.path.reference import log_prob_path, noise_width, path_step, path_weights
 
 ALPHA = 1e-4  # false-alarm rate of each chi-square test (fixed seeds: a failure is a real bug)
 
@@ -144,16 +146,30 @@ def chi_square_pvalue(counts, probs):
     return float(stats.chi2.sf(chi2, df=len(obs) - 1))
 
 
-def sampler_rows(step, states, starts, n):
-    """Empirical transition counts of ``step.mh_step`` from each start (independent repeats)."""
+def sampler_rows(step, states, starts, n, rng):
+    """Empirical transition counts of the sampler's reference transition from each start
+    (independent repeats; the step's differences, layout, balancing, share and scale; noise rows
+    from ``rng``, uniforms then exponentials as the compiled kernel's)."""
     index = {s: k for k, s in enumerate(states)}
+    width = noise_width(step.layout)
     rows = []
     for x0 in starts:
         x = np.array(x0, dtype=np.int64)
         logp, deltas = step.differences(x)
         counts = np.zeros(len(states))
         for _ in range(n):
-            res = step.mh_step(x, logp, deltas)
+            noise = np.concatenate([rng.random(3), rng.standard_exponential(width - 3)])
+            res = path_step(
+                x,
+                logp,
+                deltas,
+                noise,
+                step.path_scale,
+                share=step.single_site_share,
+                log_g=step.log_g,
+                layout=step.layout,
+                target=step.differences,
+            )
             counts[index[tuple(int(v) for v in res.x)]] += 1
         rows.append(counts)
     return rows
@@ -327,34 +343,35 @@ def _check_path_probabilities(step, states, logp, moves, R):
 
 @pytest.mark.parametrize("R", [2, 3])
 def test_path_probabilities_binary(R):
-    step = PathAuxiliaryLBP(model=binary_model(), path_length=R, differences="exact")
+    step = PathAuxiliaryLBP(model=binary_model(), path_scale=R, differences="exact")
     _check_path_probabilities(step, STATES_BIN, logp_bin, moves_bin, R)
 
 
 @pytest.mark.parametrize("R", [2, 3])
 def test_path_probabilities_categorical(R):
-    step = PathAuxiliaryLBP(model=categorical_model(), path_length=R, differences="exact")
+    step = PathAuxiliaryLBP(model=categorical_model(), path_scale=R, differences="exact")
     _check_path_probabilities(step, STATES_CAT, logp_cat, moves_cat, R)
 
 
 def test_path_probabilities_integer():
-    step = PathAuxiliaryLBP(model=integer_model(), path_length=2, differences="exact")
+    step = PathAuxiliaryLBP(model=integer_model(), path_scale=2, differences="exact")
     _check_path_probabilities(step, STATES_INT, logp_int, moves_int, 2)
 
 
-# --------------------------------------------------------------------------- 3. the real step
+# --------------------------------------------------------------------------- 3. the transition
 N_ROW = 3000  # draws per row: detects row errors of ~0.03 in a cell of probability 0.2
 
 
 def _check_rows(step, states, logp, moves, R, starts, seed, approximate=False):
-    """Rows of the real step against the mixture kernel with scale ``R`` and the step's share."""
+    """Rows of the step's transition against the mixture kernel with scale ``R`` and the step's
+    share."""
     deltas = step_deltas(step, moves) if approximate else exact_deltas(logp, moves)
     T = mixture_kernel(states, logp, moves, deltas, R, step.single_site_share)
     assert_invariant(T, exact_pi(states, logp))
-    step.set_rng(np.random.default_rng(seed))
-    step.tune = False
+    assert step.path_scale == R
     index = {s: k for k, s in enumerate(states)}
-    for x0, counts in zip(starts, sampler_rows(step, states, starts, N_ROW), strict=True):
+    rows = sampler_rows(step, states, starts, N_ROW, np.random.default_rng(seed))
+    for x0, counts in zip(starts, rows, strict=True):
         p = chi_square_pvalue(counts, T[index[x0]])
         assert p > ALPHA / len(starts), (x0, p)
     return T
@@ -362,7 +379,7 @@ def _check_rows(step, states, logp, moves, R, starts, seed, approximate=False):
 
 @pytest.mark.parametrize("R", [2, 3])
 def test_step_rows_binary(R):
-    step = PathAuxiliaryLBP(model=binary_model(), path_length=R)
+    step = PathAuxiliaryLBP(model=binary_model(), path_scale=R)
     assert step.differences_kind == "gradient"  # multilinear: first-order differences are exact
     starts = [(0, 0, 0, 0, 0), (1, 0, 1, 1, 0)]
     _check_rows(step, STATES_BIN, logp_bin, moves_bin, R, starts, seed=R)
@@ -370,7 +387,7 @@ def test_step_rows_binary(R):
 
 @pytest.mark.parametrize("R", [2, 3])
 def test_step_rows_categorical(R):
-    step = PathAuxiliaryLBP(model=categorical_model(), path_length=R)
+    step = PathAuxiliaryLBP(model=categorical_model(), path_scale=R)
     starts = [(0, 0, 0), (2, 1, 0)]
     T = _check_rows(step, STATES_CAT, logp_cat, moves_cat, R, starts, seed=10 + R)
     if R == 2:
@@ -380,8 +397,7 @@ def test_step_rows_categorical(R):
         bad += 0.9 * reference_kernel(
             STATES_CAT, logp_cat, moves_cat, deltas, R, drop_rev_value=True
         )
-        step.set_rng(np.random.default_rng(99))
-        (counts,) = sampler_rows(step, STATES_CAT, [(2, 1, 0)], N_ROW)
+        (counts,) = sampler_rows(step, STATES_CAT, [(2, 1, 0)], N_ROW, np.random.default_rng(99))
         i = STATES_CAT.index((2, 1, 0))
         assert not np.allclose(bad[i], T[i])
         assert chi_square_pvalue(counts, bad[i]) < ALPHA
@@ -389,13 +405,13 @@ def test_step_rows_categorical(R):
 
 def test_step_rows_integer_first_order():
     """Binomial sites (+-1 moves), first-order differences (approximate here): still exact."""
-    step = PathAuxiliaryLBP(model=integer_model(), path_length=2, differences="gradient")
+    step = PathAuxiliaryLBP(model=integer_model(), path_scale=2, differences="gradient")
     starts = [(0, 1, 2), (2, 2, 0)]
     _check_rows(step, STATES_INT, logp_int, moves_int, 2, starts, seed=5, approximate=True)
 
 
 def test_step_rows_binary_nonlinear_first_order():
-    step = PathAuxiliaryLBP(model=binary_nonlinear_model(), path_length=3, differences="gradient")
+    step = PathAuxiliaryLBP(model=binary_nonlinear_model(), path_scale=3, differences="gradient")
     starts = [(1, 1, 0, 0, 1)]
     _check_rows(
         step, STATES_BIN, logp_bin_nonlinear, moves_bin, 3, starts, seed=7, approximate=True
@@ -425,15 +441,15 @@ def test_single_site_share_makes_even_lengths_irreducible():
     assert not _irreducible(reference_kernel(STATES_BIN, logp_bin, moves_bin, deltas, 5))
 
 
-@pytest.mark.parametrize("path_length", [2.5, 2, 2.0])
-def test_step_rows_mixture(path_length):
-    """The real step's rows follow the mixture for a fractional scale, and for an integer scale
+@pytest.mark.parametrize("path_scale", [2.5, 2, 2.0])
+def test_step_rows_mixture(path_scale):
+    """The step's rows follow the mixture for a fractional scale, and for an integer scale
     given as an int or as a float (one meaning: 2 and 2.0 are the same kernel,
     0.1 T_1 + 0.9 T_2; before the fix 2.0 gave T_2 alone, which never changes parity)."""
-    step = PathAuxiliaryLBP(model=binary_model(), path_length=path_length)
+    step = PathAuxiliaryLBP(model=binary_model(), path_scale=path_scale)
     assert step.single_site_share == 0.1
     starts = [(0, 1, 0, 0, 1), (1, 1, 1, 1, 1)]
-    _check_rows(step, STATES_BIN, logp_bin, moves_bin, path_length, starts, seed=21)
+    _check_rows(step, STATES_BIN, logp_bin, moves_bin, path_scale, starts, seed=21)
 
 
 # --------------------------------------------------------------------------- 5. the trap of #14
@@ -491,10 +507,10 @@ def test_trap_kernel_hitting_times():
 
 
 def test_trap_step_rows():
-    """The real step, scale frozen at 2.2, one site away from the mode: it moves to the mode
-    about 10% of the time (the single-site steps), as the reference mixture says; the path-only
-    step never did."""
-    step = PathAuxiliaryLBP(model=trap_model(), path_length=2.2, steps_per_draw=1)
+    """The step's transition, scale frozen at 2.2, one site away from the mode: it moves to the
+    mode about 10% of the time (the single-site steps), as the reference mixture says; the
+    path-only step never did."""
+    step = PathAuxiliaryLBP(model=trap_model(), path_scale=2.2, steps_per_draw=1)
     starts = [(1, 1, 0, 1, 1), (0, 1, 0, 0, 1)]
     # first-order differences are approximate on this model; the default takes exact ones (the
     # sites are a pairwise binary block, without couplings)

@@ -265,27 +265,33 @@ def test_lower_target_gives_longer_paths():
 
 def test_unbiased_rounding_in_steps():
     """With the scale held at U = 3.3 (zero gain), a share 0.1 of the tuning steps are
-    single-site steps, the others have mean R = U, and only those update the adaptation."""
+    single-site steps, the others have mean R = U, and only those update the adaptation: one
+    tuning draw of 4000 steps of the compiled kernel, its lengths and updates counted exactly
+    from the same noise (the path steps' R by the rule of the reference)."""
+    import copy
+
+    from pymc_lbp.samplers.path.reference import path_length
+
     model = product_model(50)
-    step = PathAuxiliaryLBP(model=model, rng=np.random.default_rng(0), steps_per_draw=1)
+    step = PathAuxiliaryLBP(
+        model=model, rng=np.random.default_rng(0), steps_per_draw=1, differences="gradient"
+    )
+    assert not step.pairwise_ready()  # the compiled kernel, not numba's
     step.adaptation = PathLengthAdaptation(0.574, 50, gamma0=0.0)
     step.path_log_u = float(np.log(3.3))
     step.path_doubling = False
     x = np.zeros(50, dtype=np.int64)
     logp, deltas = step.differences(x)
-    lengths = []
-    for _ in range(4000):
-        res = step.mh_step(x, logp, deltas)
-        x, logp, deltas = res.x, res.logp, res.deltas
-        lengths.append(res.extra["mean_path_length"])
-    lengths = np.array(lengths)
-    assert set(np.unique(lengths)) == {1, 3, 4}
-    single = lengths == 1
+    noise = step.path_kernel.draw_noise(copy.deepcopy(step.rng), 4000)
+    res = step.run_steps(x, logp, deltas, 4000)
+    lengths = np.array([path_length(u[0], u[1], 3.3, 0.1, 50)[0] for u in noise])
+    single = noise[:, 0] < 0.1
+    assert res.extras["mean_path_length"] == [lengths.mean()]
+    assert step.path_adapt_count == np.count_nonzero(~single)  # single-site steps do not adapt
+    assert np.all(lengths[single] == 1) and set(np.unique(lengths[~single])) == {3, 4}
     assert abs(single.mean() - 0.1) < 4 * np.sqrt(0.1 * 0.9 / single.size)
     path = lengths[~single]
-    se = np.sqrt(0.3 * 0.7 / path.size)
-    assert abs(path.mean() - 3.3) < 4 * se
-    assert step.path_adapt_count == path.size  # single-site steps do not adapt U
+    assert abs(path.mean() - 3.3) < 4 * np.sqrt(0.3 * 0.7 / path.size)
 
 
 def test_reset_tuning_and_sampling_state_round_trip():
@@ -305,11 +311,11 @@ def test_reset_tuning_and_sampling_state_round_trip():
     assert clone.path_scale == step.path_scale
 
 
-def test_fixed_path_length_is_constant_and_reported():
-    """path_length=7: every path step has R = 7, mixed with single-site steps (R = 1); the
+def test_fixed_path_scale_is_constant_and_reported():
+    """path_scale=7: every path step has R = 7, mixed with single-site steps (R = 1); the
     draw's stat is the mean over its 3 steps; the scale is reported exactly."""
     model = product_model(60)
-    step = PathAuxiliaryLBP(model=model, path_length=7, steps_per_draw=3)
+    step = PathAuxiliaryLBP(model=model, path_scale=7, steps_per_draw=3)
     idata = sample(model, step, draws=100, tune=30, seed=6, chains=1, discard_tuned_samples=False)
     for group in (idata.warmup_sample_stats, idata.sample_stats):
         r = group.mean_path_length.values
@@ -334,7 +340,7 @@ def test_fewer_movable_sites_than_path_stays_put():
     with pm.Model() as model:
         x = pm.Bernoulli("x", 0.5, shape=3, initval=np.zeros(3, dtype=int))
         pm.Potential("forbid", pt.switch(pt.gt(x[0], 0), -np.inf, 0.0))
-    step = PathAuxiliaryLBP([x], model=model, path_length=3, differences="exact", steps_per_draw=1)
+    step = PathAuxiliaryLBP([x], model=model, path_scale=3, differences="exact", steps_per_draw=1)
     idata = sample(model, step, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
     path_steps = idata.sample_stats.mean_path_length.values == 3
@@ -342,7 +348,7 @@ def test_fewer_movable_sites_than_path_stays_put():
     assert np.all(idata.sample_stats.accept.values[path_steps] == 0)
     assert idata.sample_stats.n_accepted.values[~path_steps].any()
     step2 = PathAuxiliaryLBP(
-        [x], model=model, path_length=2, steps_per_draw=1
+        [x], model=model, path_scale=2, steps_per_draw=1
     )  # first-order, floored log 0
     idata = sample(model, step2, draws=200, tune=0, seed=1, chains=1)
     assert np.all(idata.posterior["x"].values[..., 0] == 0)
@@ -352,15 +358,15 @@ def test_fewer_movable_sites_than_path_stays_put():
 PARITY_P = np.array([0.2, 0.7, 0.4, 0.9, 0.3, 0.6, 0.5, 0.8])
 
 
-@pytest.mark.parametrize("path_length", [2, 2.0, None])
-def test_parity_changes_for_every_path_length(path_length):
-    """path_length=2 and 2.0 mean the same (every path step has R = 2) and the single-site
+@pytest.mark.parametrize("path_scale", [2, 2.0, None])
+def test_parity_changes_for_every_path_scale(path_scale):
+    """path_scale=2 and 2.0 mean the same (every path step has R = 2) and the single-site
     steps change the parity of the number of ones: P(sum even) is right, by MCSE z-score. Before
     the fix 2.0 gave R = 2 on every step without a warning and the parity never changed (so this
     test failed); the tuned sampler (None) is checked the same way."""
     with pm.Model() as model:
         x = pm.Bernoulli("x", p=PARITY_P, shape=PARITY_P.size, initval=np.zeros(8, dtype=int))
-    step = PathAuxiliaryLBP([x], model=model, path_length=path_length, steps_per_draw=1)
+    step = PathAuxiliaryLBP([x], model=model, path_scale=path_scale, steps_per_draw=1)
     idata = sample(model, step, draws=1500, tune=300, seed=3)
     even = (idata.posterior["x"].values.sum(axis=-1) % 2 == 0).astype(float)
     exact = 0.5 * (1 + np.prod(1 - 2 * PARITY_P))
@@ -368,12 +374,12 @@ def test_parity_changes_for_every_path_length(path_length):
     assert abs(z) < z_threshold(1), (even.mean(), exact, z)
 
 
-def test_int_and_float_path_length_are_one_setting():
+def test_int_and_float_path_scale_are_one_setting():
     """3 and 3.0 build the same kernel: with the same seed the draws are identical."""
     model = product_model(12)
     runs = []
-    for path_length in (3, 3.0, np.int64(3)):
-        step = PathAuxiliaryLBP(model=model, path_length=path_length, steps_per_draw=1)
+    for path_scale in (3, 3.0, np.int64(3)):
+        step = PathAuxiliaryLBP(model=model, path_scale=path_scale, steps_per_draw=1)
         assert step.path_scale == 3.0 and step.fixed_path_scale == 3.0
         runs.append(sample(model, step, draws=100, tune=20, seed=8, chains=1).posterior["x"])
     for other in runs[1:]:
@@ -421,17 +427,17 @@ def test_bad_inputs():
         with pytest.raises(ValueError, match="target_accept"):
             PathAuxiliaryLBP(model=model, target_accept=bad)
     for bad in (0, -3, 0.5, "2", True, np.inf, np.nan):
-        with pytest.raises(ValueError, match="path_length"):
-            PathAuxiliaryLBP(model=model, path_length=bad)
+        with pytest.raises(ValueError, match="path_scale"):
+            PathAuxiliaryLBP(model=model, path_scale=bad)
     for bad in (0, 0.0, 1, 1.0, -0.1, 1.5, "0.1", True, None):
         with pytest.raises(ValueError, match="single_site_share"):
             PathAuxiliaryLBP(model=model, single_site_share=bad)
     with pytest.raises(ValueError, match="larger than the block"):
-        PathAuxiliaryLBP(model=model, path_length=5.5)
+        PathAuxiliaryLBP(model=model, path_scale=5.5)
     with pytest.raises(ValueError, match="larger than the block"):
-        PathAuxiliaryLBP(model=model, path_length=6)
-    with pytest.raises(ValueError, match="initial_path_length"):
-        PathAuxiliaryLBP(model=model, initial_path_length=0.5)
+        PathAuxiliaryLBP(model=model, path_scale=6)
+    with pytest.raises(ValueError, match="initial_path_scale"):
+        PathAuxiliaryLBP(model=model, initial_path_scale=0.5)
     with pytest.raises(ValueError, match="balancing"):
         PathAuxiliaryLBP(model=model, balancing="cubic")
     with pm.Model() as mixed:
@@ -454,7 +460,7 @@ def test_registered_auto_assignment_and_options():
                 progressbar=False,
                 compute_convergence_checks=False,
                 random_seed=1,
-                path_auxiliary_lbp={"path_length": 5, "steps_per_draw": 1},
+                path_auxiliary_lbp={"path_scale": 5, "steps_per_draw": 1},
             )
     finally:
         pymc_lbp.unregister()

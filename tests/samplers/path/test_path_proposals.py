@@ -11,20 +11,17 @@ from scipy import stats
 
 from pymc_lbp.logp.layout import BlockLayout, VariableSpec
 from pymc_lbp.samplers.balancing import log_max, log_sqrt
-from pymc_lbp.samplers.path import numba_pieces as kernels
 from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_target_accept
 from pymc_lbp.samplers.path.reference import (
     PathWeights,
-    _linear_weights_numpy,
-    _log_prob_sites,
-    _log_prob_sites_numpy,
-    _race_numpy,
     check_single_site_share,
     draw_path_length,
     draw_sites,
     draw_slots,
+    log_prob_order,
+    path_length,
     path_weights,
-    stochastic_round,
+    race,
 )
 
 ALPHA = 1e-4
@@ -47,17 +44,7 @@ def layout_of(*kinds):
 def log_prob_sites(site_log_w: np.ndarray, sites: np.ndarray) -> float:
     """Log-probability of drawing ``sites`` in this order without replacement from ``exp(W)``,
     as the path step computes it."""
-    return _log_prob_sites(PathWeights.from_site_log_weights(site_log_w), np.asarray(sites))
-
-
-def test_stochastic_round_is_unbiased():
-    rng = np.random.default_rng(0)
-    for u in (1.0, 2.5, 3.3, 7.9):
-        r = np.array([stochastic_round(u, rng) for _ in range(20000)])
-        assert set(np.unique(r)) <= {math.floor(u), math.ceil(u)}
-        frac = u - math.floor(u)
-        se = math.sqrt(frac * (1 - frac) / r.size)
-        assert abs(r.mean() - u) <= 4 * se + 1e-12
+    return log_prob_order(PathWeights.from_site_log_weights(site_log_w), np.asarray(sites))
 
 
 def test_ordered_sample_law_and_normalisation():
@@ -108,7 +95,13 @@ def test_categorical_site_weights_and_value_draws():
     np.testing.assert_allclose(np.exp(w.within[2:5]).sum(), 1.0)
     # within-site draw frequencies of the categorical site 2 (slots 2, 3)
     rng = np.random.default_rng(2)
-    slots = np.array([draw_slots(np.array([2, 4, 0]), w.within, layout, rng) for _ in range(8000)])
+    picked = np.array([2, 4, 0])
+    slots = np.array(
+        [
+            draw_slots(picked, w.within, layout, rng.standard_exponential(layout.n_slots))
+            for _ in range(8000)
+        ]
+    )
     assert np.all(np.isin(slots[:, 0], [2, 3])) and np.all(np.isin(slots[:, 1], [8, 9]))
     assert np.all(slots[:, 2] == 0)
     p2 = math.exp(0.25) / (math.exp(0.25) + math.exp(0.6))
@@ -199,33 +192,22 @@ def test_check_target_accept(bad):
         check_target_accept(bad)
 
 
-@pytest.mark.skipif(not kernels.ENABLED, reason="numba kernels disabled")
-def test_numba_kernels_match_numpy_reference():
+def test_race_is_the_sorted_order_of_the_keys():
+    """The exponential race (a partial sort) picks the ``size`` smallest ``noise / lin`` in
+    increasing order, as a full stable sort does, and never a site of weight 0; ``path_length``
+    is ``draw_path_length`` from given uniforms."""
     rng = np.random.default_rng(5)
     for n, size in ((1, 1), (7, 3), (50, 50), (900, 33), (2500, 400)):
-        site = rng.normal(0, 3, n)
-        site[rng.random(n) < 0.1] = -np.inf
-        if not np.isfinite(site).any():
-            site[0] = 0.0
-        lin, top, total, n_pos = kernels.linear_weights(site)
-        ref = _linear_weights_numpy(site)
-        np.testing.assert_allclose(lin, ref[0], rtol=1e-15)
-        assert top == ref[1] and total == pytest.approx(ref[2], rel=1e-13) and n_pos == ref[3]
-        size = min(size, n_pos)
+        lin = rng.exponential(1.0, n)
+        lin[rng.random(n) < 0.1] = 0.0
+        if not lin.any():
+            lin[0] = 1.0
+        size = min(size, int(np.count_nonzero(lin)))
         noise = rng.standard_exponential(n)
-        sites = kernels.race(lin, noise, size)
-        np.testing.assert_array_equal(sites, _race_numpy(lin, noise, size))
-        w = PathWeights(site, lin, top, total, None, n_pos)
-        for order in (sites, sites[::-1]):
-            got = kernels.log_prob_order(lin, total, order)
-            assert got == pytest.approx(_log_prob_sites_numpy(w, order), rel=1e-11, abs=1e-11)
-    # the cancellation branch: a path holding almost all the mass
-    site = np.full(30, -40.0)
-    site[0] = 0.0
-    lin, top, total, n_pos = kernels.linear_weights(site)
-    order = np.arange(30)
-    expected = -math.log1p(29 * math.exp(-40.0)) - math.lgamma(30)
-    assert kernels.log_prob_order(lin, total, order) == pytest.approx(expected, rel=1e-12)
-    assert kernels.log_prob_order(lin, total, np.array([0, 29, 3])) < 0
-    lin[3] = 0.0
-    assert kernels.log_prob_order(lin, total, np.array([0, 3])) == -np.inf
+        with np.errstate(divide="ignore"):
+            expected = np.argsort(noise / lin, kind="stable")[:size]
+        np.testing.assert_array_equal(race(lin, noise, size), expected)
+    assert path_length(0.05, 0.9, 2.5, 0.1, 10) == (1, False)
+    assert path_length(0.5, 0.4, 2.5, 0.1, 10) == (3, True)
+    assert path_length(0.5, 0.6, 2.5, 0.1, 10) == (2, True)
+    assert path_length(0.5, 0.6, 12.5, 0.1, 10) == (10, True)

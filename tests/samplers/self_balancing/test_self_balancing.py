@@ -169,7 +169,7 @@ def test_frozen_kernel_is_pi_invariant_and_matches_enumeration(case, differences
     rng = np.random.default_rng(zlib.crc32(f"{case}-{differences}-{parametrization}".encode()))
     with model:
         step = SelfBalancing(
-            balancing=parametrization, differences=differences, n_particles=2, rng=rng
+            family=parametrization, differences=differences, n_particles=2, rng=rng
         )
     step.stop_tuning()
     scale = 2.0 if parametrization == "lsb1" else 0.8
@@ -219,7 +219,7 @@ def test_sample_frequencies_coupled_binary_lsb2_exact():
         s = 2 * x - 1
         pm.Potential("coupling", 0.8 * (s[1:] * s[:-1]).sum() + 0.5 * s[0] * s[4])
         step = SelfBalancing(
-            [x], balancing="lsb2", n_particles=6, differences="exact", steps_per_draw=1
+            [x], family="lsb2", n_particles=6, differences="exact", steps_per_draw=1
         )
         params_seen = []
 
@@ -249,7 +249,7 @@ def test_sample_frequencies_coupled_binary_lsb2_exact():
 def test_sample_frequencies_potts_lsb1_first_order():
     model = potts_model((2, 2), n_states=3, coupling=0.6, field=np.array([0.4, 0.0, -0.3]))
     with model:
-        step = SelfBalancing(balancing="lsb1", differences="gradient", n_particles=6)
+        step = SelfBalancing(family="lsb1", differences="gradient", n_particles=6)
         idata = pm.sample(
             tune=200, draws=1000, step=step, chains=2, cores=1, random_seed=12,
             progressbar=False, compute_convergence_checks=False, discard_tuned_samples=False,
@@ -274,7 +274,7 @@ def test_sample_frequencies_detect_a_wrong_target():
         s = 2 * x - 1
         pm.Potential("coupling", 0.8 * (s[1:] * s[:-1]).sum())
         step = SelfBalancing(
-            [x], balancing="lsb1", n_particles=3, differences="exact", steps_per_draw=1
+            [x], family="lsb1", n_particles=3, differences="exact", steps_per_draw=1
         )
         # 3,500 draws: the smallest state indicator's ESS 230 at 2,500, the floor 200
         idata = pm.sample(
@@ -343,7 +343,7 @@ def test_learning_moves_lsb1_towards_the_best_function():
     assert min(fixed, key=fixed.get) == "sqrt" and sorted(fixed.values())[1] - fixed["sqrt"] > 0.1
     with model:
         step = SelfBalancing(
-            balancing="lsb1",
+            family="lsb1",
             n_particles=10,
             rng=np.random.default_rng(3),
             differences="exact",
@@ -433,14 +433,14 @@ def _tuned_step(model, **kwargs):
 @pytest.mark.parametrize("parametrization", ["lsb1", "lsb2"])
 def test_sampling_state_round_trip_and_pickle(parametrization):
     model = chain_target(5)
-    step, q = _tuned_step(model, balancing=parametrization)
+    step, q = _tuned_step(model, family=parametrization)
     assert not np.allclose(step.lsb_params, step._initial_params)
     state = step.sampling_state
     with model:
         other = SelfBalancing(
             rng=np.random.default_rng(99),
             n_particles=4,
-            balancing=parametrization,
+            family=parametrization,
             differences="exact",
             steps_per_draw=1,
         )
@@ -459,7 +459,7 @@ def test_sampling_state_round_trip_and_pickle(parametrization):
 
 def test_reset_tuning_restores_the_untuned_parameters():
     model = chain_target(5)
-    step, _ = _tuned_step(model, balancing="lsb2")
+    step, _ = _tuned_step(model, family="lsb2")
     initial = step._initial_params.copy()
     step.stop_tuning()
     assert step.lsb_particles is not None and not np.allclose(step.lsb_params, initial)
@@ -473,7 +473,7 @@ def test_reset_tuning_restores_the_untuned_parameters():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"balancing": "lsb3"}, "Unknown parametrization 'lsb3'"),
+        ({"family": "lsb3"}, "Unknown parametrization 'lsb3'"),
         ({"learning_rate": 0.0}, "learning_rate must be a positive"),
         ({"learning_rate": -1e-3}, "learning_rate must be a positive"),
         ({"learning_rate": float("nan")}, "learning_rate must be a positive"),
@@ -526,7 +526,7 @@ def test_exact_and_gradient_chains_coincide_on_a_multilinear_model(general_paths
         ({"n_particles": 10**7}, r"n_particles=10000000 is out of range"),
         ({"n_particles": MAX_PARTICLES + 1}, r"n_particles=100001 is out of range"),
         (
-            {"balancing": "lsb2", "hidden": 10**6},
+            {"family": "lsb2", "hidden": 10**6},
             r"would need about \d+\.\d GiB .*1000000 hidden units",
         ),
     ],
@@ -554,4 +554,4 @@ def test_sizes_within_range_are_accepted():
     with chain_target(3):
         # lsb1 has no network: hidden is ignored, whatever its size
         assert SelfBalancing(hidden=10**6).n_particles == 30
-        assert SelfBalancing(balancing="lsb2", hidden=1000, n_particles=10**4)
+        assert SelfBalancing(family="lsb2", hidden=1000, n_particles=10**4)

@@ -76,7 +76,7 @@ def test_learning_reproduces_the_numpy_reference(name, differences, parametrizat
     model, vars, _, states, log_pi, _ = factory()
     with model:
         step = SelfBalancing(
-            vars, balancing=parametrization, differences=differences, n_particles=6,
+            vars, family=parametrization, differences=differences, n_particles=6,
             particle_weights=weights, learning_rate=0.05, steps_per_draw=1,
         )  # fmt: skip
     rng = np.random.default_rng(11)
@@ -171,7 +171,7 @@ def test_frozen_compiled_kernel_reproduces_numpy_moves(name, differences):
     model, vars, _, states, log_pi, _ = MODELS[name]()
     with model:
         step = SelfBalancing(
-            vars, balancing="lsb2", differences=differences, n_particles=3,
+            vars, family="lsb2", differences=differences, n_particles=3,
             steps_per_draw=1, rng=np.random.default_rng(4),
         )  # fmt: skip
     step.lsb_params = np.random.default_rng(5).normal(scale=0.5, size=step.lsb_params.size)
@@ -217,7 +217,7 @@ def _tuning_and_frozen_draws(model, vars, x, mode):
     compiled with ``mode``, seed 8: (state, accepted, parameters) after each."""
     with model:
         step = SelfBalancing(
-            vars, balancing="lsb2", n_particles=4, steps_per_draw=15,
+            vars, family="lsb2", n_particles=4, steps_per_draw=15,
             compile_kwargs={"mode": mode} if mode else None,
         )  # fmt: skip
     step.set_rng(np.random.default_rng(8))

@@ -2,8 +2,9 @@
 
 The exact-kernel tests (test_kernels.py) check the compiled kernel's transition probabilities
 against independent enumeration. Here: the one MH accept on non-finite inputs; the compiled
-kernel and the numpy reference ``LocallyBalanced.mh_step`` make the same moves given the same
-uniforms, step by step and over a whole draw of many steps in one call; the slot draw never
+kernel and the numpy reference (``single_site_steps`` of ``samplers/single_site/reference.py``)
+make the same moves given the same uniforms, step by step and over a whole draw of many steps in
+one call; the slot draw never
 returns a zero-weight slot; custom balancing callables; the NUMBA backend; seeding.
 """
 
@@ -91,17 +92,6 @@ def test_slot_draw_never_returns_zero_weight_slot():
     assert fn(np.array([0.2, 0.7, 0.7]), 1.0) == 1
 
 
-class _Uniforms:
-    """A stand-in generator whose ``random()`` returns given uniforms in order."""
-
-    def __init__(self, values):
-        self.values = list(values)
-
-    def random(self, size=None):
-        assert size is None
-        return self.values.pop(0)
-
-
 # one case per model and differences (the balancing is only a formula inside the same graph;
 # every balancing's compiled kernel is enumerated against its definition in test_kernels.py)
 CASES = [
@@ -124,33 +114,33 @@ def test_compiled_kernel_reproduces_numpy_reference_moves(name, balancing, diffe
     x = states[int(np.argmax(log_pi))].copy()
     logp, deltas = step.differences(x)
     U = rng.random((STEPS, 2))
+    evaluate, prepare = step.differences.evaluate, step.proposal_weights
     n_acc = 0
     xs = []
     for u in U:
         comp = step.kernel(x, logp, deltas, u[None, :])
-        step.rng = _Uniforms(u)
-        ref = step.mh_step(x.copy(), logp, deltas)
+        ref = single_site_steps(x.copy(), logp, deltas, prepare, step.layout, evaluate, u[None])
+        assert ref.n_evaluated == 1
         np.testing.assert_array_equal(comp.x, ref.x)
         np.testing.assert_allclose(comp.logp, ref.logp, rtol=1e-12)
         np.testing.assert_allclose(comp.deltas, ref.deltas, rtol=1e-12)
-        np.testing.assert_allclose(comp.sum_accept, ref.accept, rtol=1e-12, atol=1e-300)
-        assert comp.n_accepted == int(ref.accepted)
-        n_acc += int(ref.accepted)
+        np.testing.assert_allclose(comp.sum_accept, ref.sum_accept, rtol=1e-12, atol=1e-300)
+        assert comp.n_accepted == ref.n_accepted
+        n_acc += ref.n_accepted
         x, logp, deltas = ref.x, ref.logp, ref.deltas
         xs.append(x)
     # both branches of the MH decision were compared: the chain moved, and not always
     assert 0 < n_acc < STEPS
     assert len({tuple(v) for v in xs}) > 3
-    # all the steps in one call end where the step-by-step chain ended, and so do the same
-    # numpy steps a step makes before compiling its kernel
+    # all the steps in one call end where the step-by-step chain ended, in the kernel and in
+    # the reference
     x0 = states[int(np.argmax(log_pi))].copy()
     logp0, deltas0 = step.differences(x0)
     whole = step.kernel(x0, logp0, deltas0, U)
     np.testing.assert_array_equal(whole.x, x)
     assert whole.n_accepted == n_acc
     assert whole.n_evaluated == STEPS
-    evaluate = step.differences.evaluate
-    numpy_run = single_site_steps(x0, logp0, deltas0, step._prepared, step.layout, evaluate, U)
+    numpy_run = single_site_steps(x0, logp0, deltas0, prepare, step.layout, evaluate, U)
     np.testing.assert_array_equal(numpy_run.x, x)
     assert (numpy_run.n_accepted, numpy_run.n_evaluated) == (n_acc, STEPS)
     np.testing.assert_allclose(numpy_run.sum_accept, whole.sum_accept, rtol=1e-9)
@@ -213,37 +203,6 @@ def test_same_rng_same_draw():
     assert not np.array_equal(a.x, c.x) or a.n_accepted != c.n_accepted
 
 
-def test_a_step_runs_numpy_steps_first_and_its_kernel_later_with_the_same_draws(monkeypatch):
-    """LocallyBalanced makes its first COMPILE_AFTER_STEPS steps in numpy, then compiles its
-    kernel: its draws are those of a step compiled from the first draw, and a short run never
-    compiles it."""
-    from pymc_lbp.samplers.single_site import reference
-
-    model = ising_model((3, 3), 0.4, 0.1)
-    default = reference.COMPILE_AFTER_STEPS
-
-    def draws(threshold):
-        monkeypatch.setattr(reference, "COMPILE_AFTER_STEPS", threshold)
-        with model:
-            step = GibbsWithGradients(
-                [model["x"]], steps_per_draw=9, differences="gradient", rng=np.random.default_rng(2)
-            )
-        point, out = model.initial_point(), []
-        for _ in range(12):
-            point, _ = step.step(point)
-            out.append(point["x"].copy())
-        return np.array(out), step
-
-    switched, step = draws(9 * 5)  # numpy for 5 draws, then the kernel
-    assert step._kernel is not None
-    compiled, _ = draws(0)
-    np.testing.assert_array_equal(switched, compiled)
-    assert len({x.tobytes() for x in compiled}) > 5  # the chain moves: a comparison with teeth
-    never, step = draws(default)
-    assert step._kernel is None
-    np.testing.assert_array_equal(never, compiled)
-
-
 def _lb_run(step):
     """40 steps of LocallyBalanced's scan kernel from the zero state, seed 7."""
     x0 = np.zeros(9, dtype=np.int64)
@@ -256,16 +215,14 @@ def _lb_run(step):
 @pytest.fixture(scope="module")
 def c_backend_moves():
     """The C backend's moves the other backends must make, computed once for all of them:
-    ``(model, GibbsWithGradients' final state, LocallyBalanced's run, its step)``, with the
-    kernels compiled from the first step and numba's pairwise kernel off (as
-    ``general_paths`` does), so the lattice takes the scan kernel."""
-    from pymc_lbp.samplers.path import numba_pieces
-    from pymc_lbp.samplers.single_site import reference
+    ``(model, GibbsWithGradients' final state, LocallyBalanced's run, its step)``, with
+    numba's pairwise kernel off (as ``general_paths`` does), so the lattice takes the scan
+    kernel."""
+    from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 
     model = ising_model((3, 3), 0.4, 0.1)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(numba_pieces, "ENABLED", False)
-        patch.setattr(reference, "COMPILE_AFTER_STEPS", 0)
+        patch.setattr(pairwise_kernel, "ENABLED", False)
         gwg = _final_state(model, 42, None)
         with model:
             step = LocallyBalanced([model["x"]], steps_per_draw=40)
@@ -274,14 +231,11 @@ def c_backend_moves():
 
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
-def test_other_backends_make_the_same_moves(backend, general_paths, monkeypatch, c_backend_moves):
+def test_other_backends_make_the_same_moves(backend, general_paths, c_backend_moves):
     """compile_kwargs={"mode": "JAX"} (jax is optional: skipped without it) or "NUMBA": the
     compiled steps (under JAX built for the shapes of their arguments: JAX traces shapes as
     values) make the C backend's moves from the same uniforms, for GibbsWithGradients and
     LocallyBalanced's scan kernel (numba's pairwise kernel off, so the lattice takes it)."""
-    from pymc_lbp.samplers.single_site import reference
-
-    monkeypatch.setattr(reference, "COMPILE_AFTER_STEPS", 0)  # the kernels, from the first step
     _, mode = modes(backend)
     model, ref, ref_lb, ref_step = c_backend_moves
     other = _final_state(model, 42, mode)
@@ -326,7 +280,7 @@ def _integer_and_independent_draws(model, mode):
         for step in steps:
             p, _ = step.step(p)
         seen.append(np.concatenate([p["k"], p["g"]]))
-    assert all(step._jumps is not None for step in steps)  # the compiled calls ran
+    assert all(step.integer_moves.is_compiled for step in steps)  # the compiled calls ran
     return p, seen
 
 
