@@ -24,16 +24,13 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
         ProposalFileError,
         load_proposal,
     )
-    from pymc_lbp.step_methods import (
-        DiscreteStep,
-        GibbsWithGradients,
-        LocallyBalanced,
-        PathAuxiliaryLBP,
-        SelfBalancing,
-    )
-    from pymc_lbp.step_methods.block_gibbs import BlockGibbs
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
-    from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
+    from pymc_lbp.samplers.block.step import NeuralBlock
+    from pymc_lbp.samplers.block.step_block_gibbs import BlockGibbs
+    from pymc_lbp.samplers.block.step_mixed import NeuralMixedBlock
+    from pymc_lbp.samplers.path.step import PathAuxiliaryLBP
+    from pymc_lbp.samplers.self_balancing.step import SelfBalancing
+    from pymc_lbp.samplers.single_site.step import GibbsWithGradients, LocallyBalanced
+    from pymc_lbp.step_methods import DiscreteStep
     from pymc_lbp.whole_model import NotInProgramError, sample
 
 __version__ = "0.1.0"
@@ -41,17 +38,17 @@ __version__ = "0.1.0"
 #: Public name -> the module that defines it (imported on first access).
 _LAZY: dict[str, str] = {
     "BALANCING_FUNCTIONS": "pymc_lbp.samplers.balancing",
-    "BlockGibbs": "pymc_lbp.step_methods.block_gibbs",
+    "BlockGibbs": "pymc_lbp.samplers.block.step_block_gibbs",
     "DiscreteStep": "pymc_lbp.step_methods",
-    "GibbsWithGradients": "pymc_lbp.step_methods",
-    "LocallyBalanced": "pymc_lbp.step_methods",
-    "NeuralBlock": "pymc_lbp.step_methods.neural_block",
-    "NeuralMixedBlock": "pymc_lbp.step_methods.neural_mixed_block",
+    "GibbsWithGradients": "pymc_lbp.samplers.single_site.step",
+    "LocallyBalanced": "pymc_lbp.samplers.single_site.step",
+    "NeuralBlock": "pymc_lbp.samplers.block.step",
+    "NeuralMixedBlock": "pymc_lbp.samplers.block.step_mixed",
     "NeuralProposal": "pymc_lbp.samplers.block.neural_proposal",
     "NotRelaxableError": "pymc_lbp.logp.relaxed_values",
-    "PathAuxiliaryLBP": "pymc_lbp.step_methods",
+    "PathAuxiliaryLBP": "pymc_lbp.samplers.path.step",
     "ProposalFileError": "pymc_lbp.samplers.block.neural_proposal",
-    "SelfBalancing": "pymc_lbp.step_methods",
+    "SelfBalancing": "pymc_lbp.samplers.self_balancing.step",
     "load_proposal": "pymc_lbp.samplers.block.neural_proposal",
     "NotInProgramError": "pymc_lbp.whole_model",
     "register": "pymc_lbp.registry",

@@ -30,7 +30,7 @@ def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]
         The registered class.
     """
     if step_class is None:
-        from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+        from pymc_lbp.samplers.single_site.step import LocallyBalanced
 
         step_class = LocallyBalanced
     explicit_only = isinstance(step_class, type) and not getattr(step_class, "auto_assignable", 1)

@@ -455,7 +455,7 @@ def test_chains_that_never_leave_their_region_warn(tmp_path, walled_uai, sample_
 
 def test_sampler_names_are_the_step_classes_names():
     """Issue #26.4: a --sampler that is one step class is named as the class's ``name``."""
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
+    from pymc_lbp.samplers.block.step import NeuralBlock
 
     classes = [
         pymc_lbp.GibbsWithGradients,

@@ -78,9 +78,12 @@ def test_install_has_no_build_warnings(tmp_path: Path, editable: bool) -> None:
 
 
 def _folder(module: str) -> str | None:
-    """The node of a ``pymc_lbp`` module in the import graph: ``samplers/<algorithm>`` for the
-    samplers' folders, else the first package level (a top-level module such as
-    ``pymc_lbp.compiling`` is its own node); ``None`` for the package itself."""
+    """The node of a ``pymc_lbp`` module in the import graph: for an algorithm's room
+    ``samplers/<algorithm>/``, ``samplers.<algorithm>.step`` for its step classes (``step*.py``,
+    the layer above the shell ``step_methods/``) and ``samplers.<algorithm>`` for the rest (its
+    kernels, references and adaptation, below the shell); else the first package level (a
+    top-level module such as ``pymc_lbp.compiling`` is its own node); ``None`` for the package
+    itself."""
     parts = module.split(".")
     if parts[0] != "pymc_lbp" or len(parts) < 2:
         return None
@@ -89,7 +92,8 @@ def _folder(module: str) -> str | None:
         and len(parts) > 2
         and (ROOT / "pymc_lbp" / "samplers" / parts[2]).is_dir()
     ):
-        return f"samplers.{parts[2]}"
+        step_layer = len(parts) > 3 and parts[3].startswith("step")
+        return f"samplers.{parts[2]}" + (".step" if step_layer else "")
     return parts[1]
 
 
@@ -128,7 +132,7 @@ def test_imported_modules_reads_every_import_form():
         "from . import local_plan": ["pymc_lbp.logp.local_plan"],
         "from .layout import BlockLayout": ["pymc_lbp.logp.layout"],
         "from .. import compiling": ["pymc_lbp.compiling"],
-        "from ..samplers.block import jax_scan": ["pymc_lbp.samplers.block.jax_scan"],
+        "from ..samplers.block import jax_steps": ["pymc_lbp.samplers.block.jax_steps"],
         "import numpy, pymc_lbp": [],
         "from numpy import ndarray": [],
     }

@@ -47,13 +47,13 @@ SamplerFactory = Callable[[list, "int | None"], Any]
 
 
 def _gibbs_with_gradients(vars: list, steps_per_draw: int | None) -> Any:
-    from pymc_lbp.step_methods import GibbsWithGradients
+    from pymc_lbp.samplers.single_site.step import GibbsWithGradients
 
     return GibbsWithGradients(vars, steps_per_draw=_explicit(steps_per_draw))
 
 
 def _locally_balanced(vars: list, steps_per_draw: int | None) -> Any:
-    from pymc_lbp.step_methods import LocallyBalanced
+    from pymc_lbp.samplers.single_site.step import LocallyBalanced
 
     return LocallyBalanced(
         vars, balancing="sqrt", differences="exact", steps_per_draw=_explicit(steps_per_draw)
@@ -63,7 +63,7 @@ def _locally_balanced(vars: list, steps_per_draw: int | None) -> Any:
 def _path_auxiliary(vars: list, steps_per_draw: int | None) -> Any:
     """PathAuxiliaryLBP with gradient differences (the PAS paper's sampler; exact on the
     multilinear binary UAI models) and the path length tuned to 0.574 acceptance."""
-    from pymc_lbp.step_methods import PathAuxiliaryLBP
+    from pymc_lbp.samplers.path.step import PathAuxiliaryLBP
 
     return PathAuxiliaryLBP(
         vars, balancing="sqrt", differences="gradient", steps_per_draw=_explicit(steps_per_draw)
@@ -73,7 +73,7 @@ def _path_auxiliary(vars: list, steps_per_draw: int | None) -> Any:
 def _self_balancing(vars: list, steps_per_draw: int | None) -> Any:
     """SelfBalancing (LSB1: learned mixture of balancing functions) with exact differences,
     learning during tuning only."""
-    from pymc_lbp.step_methods import SelfBalancing
+    from pymc_lbp.samplers.self_balancing.step import SelfBalancing
 
     return SelfBalancing(
         vars,
@@ -89,7 +89,7 @@ def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
     import pymc as pm
 
     from pymc_lbp.samplers.block.neural_proposal import load_proposal
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
+    from pymc_lbp.samplers.block.step import NeuralBlock
 
     model = pm.modelcontext(None)
     network = getattr(getattr(model, "uai_info", None), "network", None)
@@ -122,7 +122,7 @@ def _block_gibbs(vars: list, steps_per_draw: int | None) -> Any:
     determinism; ``steps_per_draw=None``: one update per block on average."""
     import pymc as pm
 
-    from pymc_lbp.step_methods.block_gibbs import BlockGibbs
+    from pymc_lbp.samplers.block.step_block_gibbs import BlockGibbs
 
     info = getattr(pm.modelcontext(None), "uai_info", None)
     if info is None:

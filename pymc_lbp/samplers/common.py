@@ -12,7 +12,7 @@ Python that the numba kernels compile too (``register_jitable``:
 :mod:`pymc_lbp.samplers.pairwise.kernel`), and the array rules (:func:`mh_log_ratios`,
 :func:`mh_accept_probs`, :func:`inverse_cdf`, :func:`draw_slot_rows`) take the array module
 ``xp``, numpy by default, ``jax.numpy`` in the JAX twins
-(:mod:`pymc_lbp.samplers.self_balancing.jax_learning`). Their pytensor twins are
+(:mod:`pymc_lbp.samplers.self_balancing.jax_steps`). Their pytensor twins are
 :mod:`pymc_lbp.samplers.mh_graph` and :func:`pymc_lbp.samplers.single_site.graph.draw_slot`.
 """
 

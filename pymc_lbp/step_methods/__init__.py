@@ -1,15 +1,8 @@
-"""The pymc_lbp step methods."""
+"""The step classes' shared shell: :class:`~pymc_lbp.step_methods.base.DiscreteStep` (the PyMC
+contract, the draw loop, stats, tune-then-freeze), the stats registry and the step results.
+Each algorithm's step class lives in its room, ``pymc_lbp/samplers/<algorithm>/step.py``;
+import the classes from :mod:`pymc_lbp`."""
 
 from pymc_lbp.step_methods.base import DiscreteStep
-from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
-from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
-from pymc_lbp.step_methods.path_auxiliary import PathAuxiliaryLBP
-from pymc_lbp.step_methods.self_balancing import SelfBalancing
 
-__all__ = [
-    "DiscreteStep",
-    "GibbsWithGradients",
-    "LocallyBalanced",
-    "PathAuxiliaryLBP",
-    "SelfBalancing",
-]
+__all__ = ["DiscreteStep"]

@@ -16,18 +16,18 @@ with uniforms from ``key`` instead of the step's ``rng``:
   then frozen at its averaged value; with ``steps_per_draw=None`` the number of steps per draw
   follows the scale (one sweep), as in ``pm.sample``;
 * SelfBalancing: its chain's single-site steps with the current learned ``g`` and, while
-  warming up, its learning steps (:mod:`pymc_lbp.samplers.self_balancing.jax_learning`: every
+  warming up, its learning steps (:mod:`pymc_lbp.samplers.self_balancing.jax_steps`: every
   particle's transition, one Adam update of the LSB objective each), the particles and the
   learned parameters carried per chain in ``state``, frozen after warmup;
 * NeuralBlock, BlockGibbs: ``steps_per_draw`` random-scan steps
-  (:mod:`pymc_lbp.samplers.block.jax_scan`: exact blocks and uncovered sites from their exact
+  (:mod:`pymc_lbp.samplers.block.jax_steps`: exact blocks and uncovered sites from their exact
   conditionals, motif blocks by the network's proposal and the MH rule), or, where ``pm.sample``
   sweeps colour classes of chain blocks, the same sweeps; elimination blocks, and chain blocks
   without colour classes, are refused by name;
 * NeuralMixedBlock: ``steps_per_draw`` pair updates (:mod:`pymc_lbp.samplers.block.jax_flag_value`),
   its values NUTS's as well (:mod:`pymc_lbp.whole_model.neural_blocks`);
 * then, for the others, one move per integer site
-  (:mod:`pymc_lbp.samplers.integer.jax_jumps`: informed jumps, full-conditional draws over small
+  (:mod:`pymc_lbp.samplers.integer.jax_steps`: informed jumps, full-conditional draws over small
   supports, conditionally independent sites all at once).
 
 The jumps' offset exponent ``J`` is the one the step starts the chains with (the largest over
@@ -57,13 +57,12 @@ def program_kind(step) -> str:
     ``"self_balancing"``, ``"random_scan"``, ``"chain_sweep"``, ``"flag_value"``); a
     :class:`NotInProgramError` naming the step otherwise (checked before anything is
     compiled)."""
-    from pymc_lbp.step_methods.block_gibbs import BlockGibbs
-    from pymc_lbp.step_methods.gibbs_with_gradients import GibbsWithGradients
-    from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
-    from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
-    from pymc_lbp.step_methods.path_auxiliary import PathAuxiliaryLBP
-    from pymc_lbp.step_methods.self_balancing import SelfBalancing
+    from pymc_lbp.samplers.block.step import NeuralBlock
+    from pymc_lbp.samplers.block.step_block_gibbs import BlockGibbs
+    from pymc_lbp.samplers.block.step_mixed import NeuralMixedBlock
+    from pymc_lbp.samplers.path.step import PathAuxiliaryLBP
+    from pymc_lbp.samplers.self_balancing.step import SelfBalancing
+    from pymc_lbp.samplers.single_site.step import GibbsWithGradients, LocallyBalanced
 
     kinds = {LocallyBalanced: "single_site", GibbsWithGradients: "single_site"}
     kinds[PathAuxiliaryLBP] = "path"
@@ -102,7 +101,7 @@ def program_kind(step) -> str:
 
 def _sweeps_colours(step) -> bool:
     """Whether ``pm.sample`` runs the step's draws as sweeps over colour classes of chain blocks
-    (:meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.run_steps`) and the sweep's graph
+    (:meth:`~pymc_lbp.samplers.block.step.NeuralBlock.run_steps`) and the sweep's graph
     can run them."""
     colours = getattr(step, "colours", None)
     return (
@@ -155,7 +154,7 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     import jax
     import jax.numpy as jnp
 
-    from pymc_lbp.samplers.integer.jax_jumps import integer_moves_jax
+    from pymc_lbp.samplers.integer.jax_steps import integer_moves_jax
     from pymc_lbp.samplers.single_site.graph import graph_balancing
     from pymc_lbp.whole_model.neural_blocks import (
         chain_sweep_block,
@@ -267,12 +266,12 @@ def _learned_state(step):
 
 def _learned_steps(step, d, to_jax):
     """The SelfBalancing part of a draw: its chain's steps with the current ``g``, then, while
-    tuning, :attr:`~pymc_lbp.step_methods.self_balancing.SelfBalancing.learning_steps` learning
+    tuning, :attr:`~pymc_lbp.samplers.self_balancing.step.SelfBalancing.learning_steps` learning
     steps of its particles (each one transition of every particle and one Adam update)."""
     import jax
     import jax.numpy as jnp
 
-    from pymc_lbp.samplers.self_balancing.jax_learning import batch_moves_jax, learned_chain_jax
+    from pymc_lbp.samplers.self_balancing.jax_steps import batch_moves_jax, learned_chain_jax
 
     n_steps = int(step.steps_per_draw)
     fns = learned_chain_jax(step, to_jax, n_steps)

@@ -4,7 +4,7 @@ Each is a :class:`~pymc_lbp.whole_model.program.BlockDraw` made by
 :func:`~pymc_lbp.whole_model.discrete_blocks.block_draw`, uniforms from the draw's key:
 
 * NeuralBlock, BlockGibbs (:func:`random_scan_block`): ``steps_per_draw`` random-scan steps
-  (:mod:`pymc_lbp.samplers.block.jax_scan`);
+  (:mod:`pymc_lbp.samplers.block.jax_steps`);
 * NeuralBlock with colour classes of chain blocks (:func:`chain_sweep_block`): sweeps over the
   classes, as ``pm.sample`` runs them;
 * NeuralMixedBlock (:func:`flag_value_block`): ``steps_per_draw`` pair updates
@@ -38,11 +38,11 @@ def _block_stats(res, x0, n_steps: int, evals, block, stat_names: tuple) -> dict
 
 def random_scan_block(step, model, vector, to_jax) -> BlockDraw:
     """NeuralBlock / BlockGibbs: ``steps_per_draw`` random-scan steps per draw
-    (:mod:`pymc_lbp.samplers.block.jax_scan`), uniforms from the draw's key."""
+    (:mod:`pymc_lbp.samplers.block.jax_steps`), uniforms from the draw's key."""
     import jax
     import jax.numpy as jnp
 
-    from pymc_lbp.samplers.block.jax_scan import random_scan_jax
+    from pymc_lbp.samplers.block.jax_steps import random_scan_jax
 
     n_steps = int(step.steps_per_draw)
     width = int(step.scan_width)
@@ -61,12 +61,12 @@ def random_scan_block(step, model, vector, to_jax) -> BlockDraw:
 
 def chain_sweep_block(step, model, vector, to_jax) -> BlockDraw:
     """NeuralBlock with colour classes: ``steps_per_draw / units`` sweeps over the classes per
-    draw (:func:`pymc_lbp.samplers.block.jax_scan.chain_sweeps_jax`), as ``pm.sample`` runs
+    draw (:func:`pymc_lbp.samplers.block.jax_steps.chain_sweeps_jax`), as ``pm.sample`` runs
     them, uniforms from the draw's key."""
     import jax
     import jax.numpy as jnp
 
-    from pymc_lbp.samplers.block.jax_scan import chain_sweeps_jax
+    from pymc_lbp.samplers.block.jax_steps import chain_sweeps_jax
 
     n_steps = int(step.steps_per_draw)
     n_sweeps = n_steps // len(step.units)

@@ -109,7 +109,7 @@ def assign_steps(model, step, initial_point: dict | None = None) -> tuple[list, 
         variables is not one of ``model.value_vars``).
     """
     from pymc_lbp.registry import registered
-    from pymc_lbp.step_methods.locally_balanced import LocallyBalanced
+    from pymc_lbp.samplers.single_site.step import LocallyBalanced
 
     steps = _steps_list(step)
     covered = _covered(steps, model)
@@ -140,7 +140,7 @@ def continuous_positions(model) -> list[int]:
 def _covered(steps: list, model) -> dict[str, str]:
     """The discrete variables the user's steps sample (name -> step class); the errors of
     :func:`assign_steps` for steps the program does not take."""
-    from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
+    from pymc_lbp.samplers.block.step_mixed import NeuralMixedBlock
 
     covered: dict[str, str] = {}
     value_vars = set(model.value_vars)

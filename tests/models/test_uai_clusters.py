@@ -130,7 +130,7 @@ def test_neural_block_runs_exact_block_gibbs_on_blocks_of_any_shape():
     import pymc as pm
 
     from pymc_lbp.models.uai import read_uai
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
+    from pymc_lbp.samplers.block.step import NeuralBlock
 
     net = mixed_network()
     model = read_uai(net)
@@ -157,7 +157,7 @@ def test_compiled_scan_makes_the_numpy_moves_on_blocks_of_any_shape():
     the numpy steps' moves from the same uniforms (as for motif blocks; factor-local targets,
     what ``read_uai`` models get; FAST_COMPILE keeps the compilation short)."""
     from pymc_lbp.models.uai import read_uai
-    from pymc_lbp.step_methods.neural_block import NeuralBlock
+    from pymc_lbp.samplers.block.step import NeuralBlock
     from tests.samplers.block.test_neural_block_scan import assert_same_moves
 
     net = mixed_network()

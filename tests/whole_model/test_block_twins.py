@@ -160,7 +160,7 @@ def self_balancing():
     batch_moves and batch_moves_jax, passed explicitly below, not read from the step)."""
     from functools import partial
 
-    from pymc_lbp.samplers.self_balancing.jax_learning import learned_chain_jax
+    from pymc_lbp.samplers.self_balancing.jax_steps import learned_chain_jax
     from pymc_lbp.whole_model.jaxify import jax_function
 
     model = _potts_model()
@@ -179,7 +179,7 @@ def self_balancing():
 def test_self_balancing_particle_moves_match_the_numpy_reference(weights, self_balancing):
     """SelfBalancing's learning step in JAX: the particles' moves and the records of the
     objective equal the numpy reference's (batch_moves) from the same uniforms."""
-    from pymc_lbp.samplers.self_balancing.jax_learning import batch_moves_jax
+    from pymc_lbp.samplers.self_balancing.jax_steps import batch_moves_jax
     from pymc_lbp.samplers.self_balancing.learning import batch_moves
 
     step, fns, values = self_balancing
@@ -280,7 +280,7 @@ def test_random_scan_matches_the_numpy_reference(case):
     from functools import partial
 
     from pymc_lbp.models import ising_model
-    from pymc_lbp.samplers.block.jax_scan import random_scan_jax
+    from pymc_lbp.samplers.block.jax_steps import random_scan_jax
     from pymc_lbp.samplers.block.motifs.lattice_blocks import lattice_blocks
     from pymc_lbp.whole_model.jaxify import jax_function
     from tests.samplers.block.test_neural_block import random_proposal
@@ -291,7 +291,7 @@ def test_random_scan_matches_the_numpy_reference(case):
         point["c"] = np.array([0, 2, 1, 1, 0])
         point["h"] = np.array([0.4, -0.3, 0.9])
         with model:
-            from pymc_lbp.step_methods.block_gibbs import CLUSTER_SHARE
+            from pymc_lbp.samplers.block.step_block_gibbs import CLUSTER_SHARE
 
             step = pymc_lbp.BlockGibbs([model["c"]], max_states=9 * CLUSTER_SHARE)  # pairs
     else:
@@ -407,7 +407,7 @@ def test_chain_sweeps_match_the_numpy_colour_updates():
     the numpy colour updates' moves (pymc_lbp.samplers.block.reference.colour_update) from the
     same uniforms (state, acceptances, evaluations),
     two sweeps per call."""
-    from pymc_lbp.samplers.block.jax_scan import chain_sweeps_jax
+    from pymc_lbp.samplers.block.jax_steps import chain_sweeps_jax
     from pymc_lbp.samplers.block.reference import colour_update
 
     _require_jax()

@@ -12,7 +12,7 @@ random_scan_graph
     its body, one step's graph (``random_scan_step_graph``), which the JAX version loops.
 flag_value_graph
     NeuralMixedBlock's pair update as a graph (its numpy reference: ``pair_update``).
-jax_scan, jax_flag_value
+jax_steps, jax_flag_value
     The random scan, the chain sweep and the pair updates in JAX, for ``pymc_lbp.sample``.
 mdn, neural_proposal
     The mixture density network and the proposal files (``library/`` holds the shipped ones).

@@ -1,7 +1,7 @@
 """NeuralMixedBlock's pair update as a pytensor graph (the compiled program's version).
 
 The numpy reference, which this graph reproduces move for move given the same uniforms, is
-:meth:`pymc_lbp.step_methods.neural_mixed_block.NeuralMixedBlock.pair_update`. One update of
+:meth:`pymc_lbp.samplers.block.step_mixed.NeuralMixedBlock.pair_update`. One update of
 pair ``k`` from the state ``q`` (the flags, then the values) of log density ``logp``, read top to
 bottom, with ``u = (u_component, u_flag, z, u_accept)`` (``z`` a standard normal draw):
 
@@ -59,7 +59,7 @@ def flag_value_log_q_graph(log_w, log_tables, means, sds, flag, t) -> Variable:
 
 
 def pair_update_graph(step) -> tuple[list[Variable], list[Variable]]:
-    """One pair update of a :class:`~pymc_lbp.step_methods.neural_mixed_block.NeuralMixedBlock`.
+    """One pair update of a :class:`~pymc_lbp.samplers.block.step_mixed.NeuralMixedBlock`.
 
     Returns
     -------

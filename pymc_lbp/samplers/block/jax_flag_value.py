@@ -1,7 +1,7 @@
 """NeuralMixedBlock's pair updates in the compiled whole-model program (issue #25).
 
 The JAX version of :mod:`pymc_lbp.samplers.block.flag_value_graph` (whose numpy reference is
-:meth:`pymc_lbp.step_methods.neural_mixed_block.NeuralMixedBlock.pair_update`): the pair-update
+:meth:`pymc_lbp.samplers.block.step_mixed.NeuralMixedBlock.pair_update`): the pair-update
 graph converted to JAX with the model's other variables read from the chain's values
 (:func:`pymc_lbp.whole_model.jaxify.jax_function`), run over a draw's pairs in one
 ``lax.scan``. The order of the pairs and the uniforms come from the caller
@@ -45,7 +45,7 @@ def pair_updates_jax(step, to_jax: Callable) -> Callable:
     ----------
     step : NeuralMixedBlock
     to_jax : callable
-        As :func:`pymc_lbp.samplers.block.jax_scan.random_scan_jax` takes it.
+        As :func:`pymc_lbp.samplers.block.jax_steps.random_scan_jax` takes it.
     """
     import jax
     import jax.numpy as jnp

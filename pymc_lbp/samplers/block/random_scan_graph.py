@@ -2,7 +2,7 @@
 
 Every step picks one update unit (a motif block proposed by the network, a block or an uncovered
 site resampled exactly) and updates it; the numpy reference, which these graphs reproduce move
-for move given the same uniforms, is :meth:`pymc_lbp.step_methods.neural_block.NeuralBlock.
+for move given the same uniforms, is :meth:`pymc_lbp.samplers.block.step.NeuralBlock.
 scan_step`. Read top to bottom, one step from the uniforms ``u`` (one row of the noise matrix):
 
 1. the unit ``j = floor(u[0] * units)``; the state ``z = [x, values of other steps'
@@ -254,7 +254,7 @@ def random_scan_step_graph(
     units: ScanUnits, factors, logp_rows, n_sites: int, n_outside: int, net
 ) -> tuple[list[Variable], list[Variable]]:
     """One random-scan step as a graph, for a loop written in the target backend (the JAX
-    program's ``jax.lax.scan``, :mod:`pymc_lbp.samplers.block.jax_scan`): inputs ``u`` (one row
+    program's ``jax.lax.scan``, :mod:`pymc_lbp.samplers.block.jax_steps`): inputs ``u`` (one row
     of ``units.width`` uniforms), ``x, logp, outside`` and the network arrays of
     :data:`NETWORK_NAMES`; outputs ``(x, logp, acceptance, accepted, target evaluations,
     unit)``: the body of :func:`random_scan_graph`'s ``scan``."""

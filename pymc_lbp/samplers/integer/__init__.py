@@ -15,7 +15,7 @@ moves
     ``IntegerMoves``: the component a step holds (``step.integer_moves``): its moving sites
     (support Gibbs or jumps), the exponent ``J`` and its growth while tuning, its
     ``CompiledJumps`` and a draw's moves.
-jax_jumps
+jax_steps
     ``CompiledJumps``' graphs in JAX, for :mod:`pymc_lbp.whole_model`.
 
 Tests holding the twins together: ``tests/samplers/integer/test_integer_jumps.py`` (enumerated

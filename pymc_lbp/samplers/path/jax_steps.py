@@ -122,7 +122,7 @@ def frozen_scale(adaptation, log_u_bar):
 
 def sweep_steps(n_sites: int, share: float, scale, n_max: int):
     """The one-sweep rule ``ceil(n_sites / max(E[R], 1))`` with ``E[R] = s + (1 - s) min(U,
-    n_max)`` (:meth:`pymc_lbp.step_methods.path_auxiliary.PathAuxiliaryLBP.sweep_steps`), in
+    n_max)`` (:meth:`pymc_lbp.samplers.path.step.PathAuxiliaryLBP.sweep_steps`), in
     JAX."""
     import jax.numpy as jnp
 

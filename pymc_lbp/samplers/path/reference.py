@@ -24,7 +24,7 @@ the mass stay accurate (``1 - cumsum`` would cancel catastrophically).
 
 Everything here is a function of arrays (and an rng where it draws), in plain numpy: the oracle
 of the compiled kernel :mod:`pymc_lbp.samplers.path.graph` that
-:class:`pymc_lbp.step_methods.path_auxiliary.PathAuxiliaryLBP` runs. :func:`path_step` makes,
+:class:`pymc_lbp.samplers.path.step.PathAuxiliaryLBP` runs. :func:`path_step` makes,
 from one row of noise, the move the kernel makes from the same row (the tests compare them move
 for move, and check the reference against kernels enumerated independently). The slots' new
 values and reverse slots are the layout's one-site moves

@@ -22,7 +22,7 @@ from pymc_lbp import BlockGibbs
 from pymc_lbp.models.uai import UAINetwork, read_uai, uai_clusters
 from pymc_lbp.models.uai.clusters import graph_clusters
 from pymc_lbp.samplers.block.model_structure import structure_clusters
-from pymc_lbp.step_methods.block_gibbs import CLUSTER_SHARE
+from pymc_lbp.samplers.block.step_block_gibbs import CLUSTER_SHARE
 from tests.helpers.block_kernels import block_gibbs_kernel, irreducible_on_support
 from tests.helpers.ess import checked_ess
 

@@ -219,7 +219,7 @@ def cutset_blocks(monkeypatch) -> BlockGibbs:
     """BlockGibbs on elimination blocks of tables up to 8 entries, the whole network given no
     budget of its own (``WHOLE_NETWORK_FACTOR`` 1), in the current model: cutset blocks on the
     ring network, whose whole elimination needs a bigger table."""
-    from pymc_lbp.step_methods import block_gibbs
+    from pymc_lbp.samplers.block import step_block_gibbs as block_gibbs
 
     monkeypatch.setattr(block_gibbs, "WHOLE_NETWORK_FACTOR", 1)
     return BlockGibbs(max_states=8)

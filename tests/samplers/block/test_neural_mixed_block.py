@@ -21,7 +21,7 @@ import pymc as pm
 import pytest
 from scipy.stats import multivariate_normal
 
-import pymc_lbp.step_methods.neural_mixed_block as nmb
+import pymc_lbp.samplers.block.step_mixed as nmb
 from pymc_lbp import NeuralProposal, load_proposal
 from pymc_lbp.samplers.block.motifs.flag_value import (
     HALF_WIDTH,
@@ -30,7 +30,7 @@ from pymc_lbp.samplers.block.motifs.flag_value import (
     flag_value_motif,
     flag_value_samples,
 )
-from pymc_lbp.step_methods.neural_mixed_block import NeuralMixedBlock
+from pymc_lbp.samplers.block.step_mixed import NeuralMixedBlock
 from tests.helpers.backends import OTHER_BACKENDS, modes
 from tests.helpers.ess import checked_ess
 

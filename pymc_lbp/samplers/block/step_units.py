@@ -3,7 +3,7 @@
 (:class:`ModelLogp`), and the block-resolution methods (:class:`NeuralBlockUnits`: the units,
 the chain blocks' colour classes, the choice of target, the start and cardinality checks).
 
-A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`, which builds its units in
+A mixin of :class:`pymc_lbp.samplers.block.step.NeuralBlock`, which builds its units in
 ``__init__`` with :meth:`NeuralBlockUnits._build_units`.
 """
 

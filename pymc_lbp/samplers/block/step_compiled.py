@@ -1,10 +1,10 @@
 """NeuralBlock's compiled paths: the compiled chain sweep (colour classes of chain blocks, in
 one compiled call per draw) and the compiled random scan, each compiled at its first use.
 
-A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`; the graphs are built by
+A mixin of :class:`pymc_lbp.samplers.block.step.NeuralBlock`; the graphs are built by
 :mod:`pymc_lbp.samplers.block.sweep_graph` and :mod:`pymc_lbp.samplers.block.random_scan_graph`.
 Their numpy references, which take the same uniforms: the random-scan step
-:meth:`~pymc_lbp.step_methods.neural_block_kernel.NeuralBlockKernel.scan_step` (also what runs
+:meth:`~pymc_lbp.samplers.block.step_kernel.NeuralBlockKernel.scan_step` (also what runs
 the units no compiled scan takes) and the colour-class update
 :func:`pymc_lbp.samplers.block.reference.colour_update` (a test oracle).
 """
@@ -17,9 +17,9 @@ import numpy as np
 
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan, ScanFactors, ScanUnits
+from pymc_lbp.samplers.block.step_units import ModelLogp
 from pymc_lbp.samplers.block.sweep_graph import ChainColour, CompiledChainSweep
 from pymc_lbp.step_methods.base import DrawResult
-from pymc_lbp.step_methods.neural_block_units import ModelLogp
 
 
 class NeuralBlockCompiled:

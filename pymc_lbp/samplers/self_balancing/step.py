@@ -4,7 +4,7 @@ Sansone, "LSB: Local Self-Balancing MCMC in Discrete Spaces" (ICML 2022). The ma
 :mod:`pymc_lbp.samplers.self_balancing.parametrizations` (parametrizations, objective) and
 :mod:`pymc_lbp.samplers.self_balancing.learning` (compiled objective + Adam); this module is the
 stateful shell, with the learned function's parameters, optimiser state, particles and learning
-steps in the mixin :class:`pymc_lbp.step_methods.self_balancing_learned.SelfBalancingLearned`.
+steps in the mixin :class:`pymc_lbp.samplers.self_balancing.step_learned.SelfBalancingLearned`.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from pymc_lbp.samplers.self_balancing.learning import (
     check_learning_size,
 )
 from pymc_lbp.samplers.self_balancing.parametrizations import PARAMETRIZATIONS, make_parametrization
+from pymc_lbp.samplers.self_balancing.step_learned import SelfBalancingLearned
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.samplers.single_site.reference import single_site_step
 from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
-from pymc_lbp.step_methods.self_balancing_learned import SelfBalancingLearned
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 PARTICLE_WEIGHTS = ("uniform", "target")

@@ -2,7 +2,7 @@
 auxiliary particles (read and set through the ``lsb_*`` properties, kept through pickling), and
 the learning steps that update them while tuning (:meth:`~SelfBalancingLearned.learn`).
 
-A mixin of :class:`pymc_lbp.step_methods.self_balancing.SelfBalancing`; the objective and the
+A mixin of :class:`pymc_lbp.samplers.self_balancing.step.SelfBalancing`; the objective and the
 compiled update are in :mod:`pymc_lbp.samplers.self_balancing.learning`.
 """
 

@@ -2,9 +2,9 @@
 (:meth:`~NeuralBlockInspection.motif_examples`) and the exact transition probabilities of one
 unit update (:meth:`~NeuralBlockInspection.unit_transitions`, for tests and diagnostics).
 
-A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`; it reads the step's units
-(:mod:`pymc_lbp.step_methods.neural_block_units`) and targets
-(:mod:`pymc_lbp.step_methods.neural_block_kernel`).
+A mixin of :class:`pymc_lbp.samplers.block.step.NeuralBlock`; it reads the step's units
+(:mod:`pymc_lbp.samplers.block.step_units`) and targets
+(:mod:`pymc_lbp.samplers.block.step_kernel`).
 """
 
 from __future__ import annotations

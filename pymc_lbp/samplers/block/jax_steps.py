@@ -3,7 +3,7 @@
 The JAX version of :mod:`pymc_lbp.samplers.block.random_scan_graph`: the same step's graph
 (:func:`~pymc_lbp.samplers.block.random_scan_graph.random_scan_step_graph`, the body of the
 compiled scan, whose numpy reference is
-:meth:`~pymc_lbp.step_methods.neural_block.NeuralBlock.scan_step`) converted to JAX with the
+:meth:`~pymc_lbp.samplers.block.step.NeuralBlock.scan_step`) converted to JAX with the
 model's other variables read from the chain's values
 (:func:`pymc_lbp.whole_model.jaxify.jax_function`) and looped by ``jax.lax.scan``. One call
 runs a draw's ``steps_per_draw`` steps from a ``(steps, width)`` matrix of uniforms: each picks

@@ -1,7 +1,7 @@
 """BlockGibbs: exact block Gibbs on blocks chosen from the model's structure, for any discrete
 PyMC model.
 
-A thin step class on :class:`~pymc_lbp.step_methods.neural_block.NeuralBlock`'s exact updates
+A thin step class on :class:`~pymc_lbp.samplers.block.step.NeuralBlock`'s exact updates
 (``proposal="exact"`` on a block set without a motif): this module only chooses the blocks. On a
 model built by :func:`~pymc_lbp.models.read_uai` (unchanged, every free variable in the step) they
 are elimination blocks (:mod:`pymc_lbp.samplers.block.elimination`: all variables but a small
@@ -36,8 +36,8 @@ from pymc_lbp.samplers.block.model_structure import (
 )
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock
 from pymc_lbp.samplers.block.motifs.uai_blocks import uai_exact_blocks
+from pymc_lbp.samplers.block.step import EXACT_MAX_STATES, NeuralBlock, check_max_states
 from pymc_lbp.step_methods.base import StepResult
-from pymc_lbp.step_methods.neural_block import EXACT_MAX_STATES, NeuralBlock, check_max_states
 from pymc_lbp.step_methods.stats import document_stats
 
 __all__ = ["BlockGibbs"]

@@ -1,10 +1,10 @@
 """NeuralBlock: Metropolis-Hastings with learned block proposals (Wang et al. 2018).
 
 The class is put together from mixins, one module each: the update units and their resolution
-from the blocks (:mod:`pymc_lbp.step_methods.neural_block_units`), the numpy kernel
-(:mod:`pymc_lbp.step_methods.neural_block_kernel`), the compiled sweep and random scan
-(:mod:`pymc_lbp.step_methods.neural_block_compiled`) and the inspection methods
-(:mod:`pymc_lbp.step_methods.neural_block_inspection`); this module holds the constructor, the
+from the blocks (:mod:`pymc_lbp.samplers.block.step_units`), the numpy kernel
+(:mod:`pymc_lbp.samplers.block.step_kernel`), the compiled sweep and random scan
+(:mod:`pymc_lbp.samplers.block.step_compiled`) and the inspection methods
+(:mod:`pymc_lbp.samplers.block.step_inspection`); this module holds the constructor, the
 draw's block updates (:meth:`NeuralBlock.run_steps`) and the option handling.
 """
 
@@ -21,17 +21,17 @@ from pymc_lbp.samplers.block.motifs.finding import default_blocks
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan
-from pymc_lbp.samplers.block.sweep_graph import CompiledChainSweep
-from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, model_and_start
-from pymc_lbp.step_methods.differences_choice import DifferencesChoice
-from pymc_lbp.step_methods.neural_block_compiled import NeuralBlockCompiled
-from pymc_lbp.step_methods.neural_block_inspection import NeuralBlockInspection
-from pymc_lbp.step_methods.neural_block_kernel import NeuralBlockKernel
-from pymc_lbp.step_methods.neural_block_units import (
+from pymc_lbp.samplers.block.step_compiled import NeuralBlockCompiled
+from pymc_lbp.samplers.block.step_inspection import NeuralBlockInspection
+from pymc_lbp.samplers.block.step_kernel import NeuralBlockKernel
+from pymc_lbp.samplers.block.step_units import (
     ModelLogp,
     NeuralBlockUnits,
     _Unit,  # noqa: F401 (re-exported)
 )
+from pymc_lbp.samplers.block.sweep_graph import CompiledChainSweep
+from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, model_and_start
+from pymc_lbp.step_methods.differences_choice import DifferencesChoice
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")

@@ -1,11 +1,11 @@
 """NeuralBlock's numpy kernel: the unit targets, the proposals and the random-scan step
 (:meth:`~NeuralBlockKernel.scan_step`).
 
-A mixin of :class:`pymc_lbp.step_methods.neural_block.NeuralBlock`. :meth:`scan_step` is what
+A mixin of :class:`pymc_lbp.samplers.block.step.NeuralBlock`. :meth:`scan_step` is what
 runs the random scan where no compiled scan takes the units (chain blocks, whose parameters are
 read from the model at each update, and ``BlockGibbs``' elimination blocks), and elsewhere the
 numpy reference of the compiled random scan
-(:mod:`pymc_lbp.step_methods.neural_block_compiled`), which takes the same uniforms.
+(:mod:`pymc_lbp.samplers.block.step_compiled`), which takes the same uniforms.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from pymc_lbp.samplers.block.reference import (
     draw_blocks,
     pick_index,
 )
+from pymc_lbp.samplers.block.step_units import _Unit
 from pymc_lbp.samplers.common import (
     mh_accept_probs,
     mh_log_ratio,
 )
 from pymc_lbp.step_methods.base import StepResult
-from pymc_lbp.step_methods.neural_block_units import _Unit
 
 
 class NeuralBlockKernel:
