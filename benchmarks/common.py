@@ -151,7 +151,7 @@ def run_step(
         evals_draws = float(stats["logp_evals"].sum() + stats["grad_evals"].sum())
         evals = evals_draws * (draws + tune) / draws  # tuning draws cost the same
         accept = float(stats["accept"].mean())
-        jump = float(stats["jump_distance"].mean())
+        jump = float(stats["sites_changed"].mean())
     else:
         evals = float(gibbs_evals_per_draw or 0.0) * (draws + tune) * chains
         accept = jump = None
@@ -263,7 +263,7 @@ def summarize(runs: list[Run], baseline: str) -> list[dict]:
             "ess_per_second": float(np.median([r.ess_per_second for r in rs])),
             "ess_per_kilo_eval": float(np.median([r.ess_per_kilo_eval for r in rs])),
             "accept": None if rs[0].accept is None else float(np.median([r.accept for r in rs])),
-            "jump_distance": None
+            "sites_changed": None
             if rs[0].jump_distance is None
             else float(np.median([r.jump_distance for r in rs])),
             "repeats": len(rs),

@@ -175,8 +175,8 @@ def run_sampler(
     # (PyMC's BinaryMetropolis records the unclipped ratio as "accept")
     accept = float(np.minimum(stats["accept"], 1.0).mean()) if "accept" in stats else None
     path_length = float(stats["mean_path_length"].mean()) if "mean_path_length" in stats else None
-    if "step_jump_distance" in stats:
-        ejd = float(stats["step_jump_distance"].mean())
+    if "sites_moved_per_step" in stats:
+        ejd = float(stats["sites_moved_per_step"].mean())
     else:
         ejd = float(rec.jump[:, post].mean()) / steps_per_draw
     steps = chains * draws * steps_per_draw

@@ -38,7 +38,7 @@ SAMPLERS = {
     "path_auxiliary_lbp": "PathAuxiliaryLBP (pymc_lbp)",
     "binary_gibbs_metropolis": "BinaryGibbsMetropolis (PyMC)",
 }
-STATS = ["accept", "mean_path_length", "jump_distance"]
+STATS = ["accept", "mean_path_length", "sites_changed"]
 
 
 def run(sampler: str, model, args):
@@ -110,7 +110,7 @@ def stats_figure(idata):
     labels = {
         "accept": "MH acceptance probability",
         "mean_path_length": "path length (sites flipped per proposal, mean of the draw)",
-        "jump_distance": "jump distance (sites changed per draw)",
+        "sites_changed": "jump distance (sites changed per draw)",
     }
     for row, name in zip(axes, STATS, strict=True):
         row[0].set_title(f"{labels[name]}: distribution per chain")

@@ -318,8 +318,8 @@ def _summary(idata: Any, model: Any, seconds: float) -> list[str]:
     if stats is not None and "accept" in stats:
         accept = float(np.asarray(stats["accept"]).mean())
         line = f"mean acceptance probability: {accept:.3f}"
-        if "jump_distance" in stats:
-            line += f"; mean sites changed per draw: {float(stats['jump_distance'].mean()):.2f}"
+        if "sites_changed" in stats:
+            line += f"; mean sites changed per draw: {float(stats['sites_changed'].mean()):.2f}"
         lines.append(line)
     else:
         lines.append("mean acceptance probability: n/a (the sampler records none)")

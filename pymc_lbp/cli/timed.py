@@ -99,7 +99,7 @@ def chain_deadline(now: float, end: float, chains_left: int, parallel: bool) -> 
     return end if parallel else now + max(0.0, end - now) / chains_left
 
 
-_STATS = ("accept", "jump_distance")
+_STATS = ("accept", "sites_changed")
 """The sampler stats the summary reads (each the mean over the step methods that have it)."""
 
 

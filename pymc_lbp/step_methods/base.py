@@ -169,19 +169,27 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         "accept",
         "n_accepted",
         "mh_steps",
-        "jump_distance",
+        "sites_changed",
         "model_logp",
         "logp_evals",
         "grad_evals",
         "exact_differences",
     )
-    conditional_stats: ClassVar[tuple[str, ...]] = ("model_logp", "integer_accept", "integer_jump")
+    conditional_stats: ClassVar[tuple[str, ...]] = (
+        "model_logp",
+        "integer_accept",
+        "integer_jump_size",
+    )
     """Stats an instance adds to or drops from ``stats_dtypes_shapes`` at construction (their
     conditions are in :data:`pymc_lbp.step_methods.stats.STATS`)."""
     target_accept: float | None = None
     integer_jumps: ClassVar[bool] = True
     """Whether each draw gives every integer site one informed jump
     (:mod:`pymc_lbp.samplers.integer.reference`)."""
+    jax_kind: ClassVar[str | None] = None
+    """Which JAX version runs the step in :func:`pymc_lbp.sample`'s compiled program (its room's
+    ``jax_steps.py``; :func:`pymc_lbp.whole_model.discrete_blocks.program_kind`), ``None``
+    where there is none; each class declares its own (a subclass inherits none)."""
     independent_sites_at_once: ClassVar[bool] = True
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:func:`~pymc_lbp.samplers.integer.moves.sites_are_independent`) instead of by
@@ -323,7 +331,7 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
                 compile_kwargs=compile_kwargs,
                 label=f"{type(self).__name__} on {tuple(v.name for v in vars)}",
             )
-            stats.update(dtypes_shapes("integer_accept", "integer_jump"))
+            stats.update(dtypes_shapes("integer_accept", "integer_jump_size"))
         if stats != self.stats_dtypes_shapes:
             self.stats_dtypes_shapes = stats
             self.stats_dtypes = [{k: v[0] for k, v in stats.items()}]
@@ -377,6 +385,11 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
     @steps_per_draw.setter
     def steps_per_draw(self, value: int | None) -> None:
         self._steps_per_draw = check_steps_per_draw(value, self.layout.n_sites)
+
+    @property
+    def steps_per_draw_given(self) -> int | None:
+        """The ``steps_per_draw`` option as given: ``None`` for one sweep per draw."""
+        return self._steps_per_draw
 
     def sweep_steps(self) -> int:
         """Steps per draw of ``steps_per_draw=None``: one sweep, one step per swept site
@@ -440,7 +453,7 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
             "accept": accept,
             "n_accepted": n_accepted,
             "mh_steps": n_steps,
-            "jump_distance": int(np.count_nonzero(x != x0)),
+            "sites_changed": int(np.count_nonzero(x != x0)),
             "logp_evals": int(evals + jump_evals),
             "grad_evals": int(grads),
         }

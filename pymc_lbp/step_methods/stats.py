@@ -44,7 +44,7 @@ STATS: dict[str, Stat] = {
     ),
     "n_accepted": Stat(np.int64, "accepted MH steps in the draw"),
     "mh_steps": Stat(np.int64, "MH steps (unit or pair updates) made for the draw"),
-    "jump_distance": Stat(
+    "sites_changed": Stat(
         np.int64,
         "sites (entries of the step's variables) that differ between the previous and the new draw",
     ),
@@ -76,7 +76,7 @@ STATS: dict[str, Stat] = {
         ":mod:`pymc_lbp.samplers.integer.reference`; 1 for full-conditional draws)",
         "the block has integer sites, or conditionally independent sites drawn at once",
     ),
-    "integer_jump": Stat(
+    "integer_jump_size": Stat(
         np.float64,
         "mean absolute accepted jump of the draw's moves of its integer (or conditionally "
         "independent) sites",
@@ -93,7 +93,7 @@ STATS: dict[str, Stat] = {
         "the scale ``U`` after the draw (mean ``R`` of the path steps): moves while tuning, "
         "constant after",
     ),
-    "step_jump_distance": Stat(
+    "sites_moved_per_step": Stat(
         np.float64,
         "mean number of sites changed per MH step of the draw (``R`` if accepted, else 0): the "
         "per-step jump distance of the optimal-scaling theory",

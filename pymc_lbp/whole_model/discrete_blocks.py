@@ -56,20 +56,10 @@ def program_kind(step) -> str:
     """The JAX version that runs ``step`` in the program (``"single_site"``, ``"path"``,
     ``"self_balancing"``, ``"random_scan"``, ``"chain_sweep"``, ``"flag_value"``); a
     :class:`NotInProgramError` naming the step otherwise (checked before anything is
-    compiled)."""
-    from pymc_lbp.samplers.block.step import NeuralBlock
-    from pymc_lbp.samplers.block.step_block_gibbs import BlockGibbs
-    from pymc_lbp.samplers.block.step_mixed import NeuralMixedBlock
-    from pymc_lbp.samplers.path.step import PathAuxiliaryLBP
-    from pymc_lbp.samplers.self_balancing.step import SelfBalancing
-    from pymc_lbp.samplers.single_site.step import GibbsWithGradients, LocallyBalanced
-
-    kinds = {LocallyBalanced: "single_site", GibbsWithGradients: "single_site"}
-    kinds[PathAuxiliaryLBP] = "path"
-    kinds[SelfBalancing] = "self_balancing"
-    kinds[NeuralBlock] = kinds[BlockGibbs] = "random_scan"
-    kinds[NeuralMixedBlock] = "flag_value"
-    kind = kinds.get(type(step))
+    compiled). The kind is the step class's own ``jax_kind``, set in its room
+    (``samplers/<algorithm>/step.py``) beside its ``jax_steps.py``; a subclass runs in the
+    program only where it declares one (its draws may differ from its parent's)."""
+    kind = vars(type(step)).get("jax_kind")
     name = type(step).__name__
     if kind is None:
         raise NotInProgramError(
@@ -86,7 +76,7 @@ def program_kind(step) -> str:
     if kind == "random_scan" and not step.scan_compilable:
         which = (
             "elimination blocks (drawn by bucket elimination in numpy)"
-            if any(u.kind == "eliminate" for u in step._units)
+            if step.has_elimination_blocks
             else "chain blocks without colour classes its sweeps could update (pm.sample "
             "updates them by numpy random-scan steps)"
         )
@@ -205,12 +195,12 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
             run = jumps_run(k_jumps, x, vector.put(values, x))
             x = run.x
             stats["integer_accept"] = run.sum_accept / n_moves
-            stats["integer_jump"] = (run.sum_distance / n_moves).astype(jnp.float64)
+            stats["integer_jump_size"] = (run.sum_distance / n_moves).astype(jnp.float64)
             stats["logp_evals"] = stats["logp_evals"] + jump_evals
             if steps_run is None:
                 stats["accept"] = run.sum_accept / n_moves
                 stats["n_accepted"] = run.n_accepted.astype(jnp.int64)
-        stats["jump_distance"] = jnp.count_nonzero(x != x0).astype(jnp.int64)
+        stats["sites_changed"] = jnp.count_nonzero(x != x0).astype(jnp.int64)
         stats["exact_differences"] = jnp.bool_(d.kind == "exact")
         # a stat the draw did not make (a draw without steps: path length, loss) is a zero of
         # its dtype, as pm.sample records it
@@ -249,16 +239,16 @@ def _learned_state(step):
     import jax.numpy as jnp
 
     step.reset_tuning()
-    adam = step._adam
+    params, m, v, t = step.lsb_params, step.lsb_adam_m, step.lsb_adam_v, step.lsb_adam_t
 
     def init():
         return (
             jnp.zeros((step.n_particles, step.layout.n_sites), dtype=jnp.int64),
             jnp.bool_(False),
-            jnp.asarray(adam.params, jnp.float64),
-            jnp.asarray(adam.m, jnp.float64),
-            jnp.asarray(adam.v, jnp.float64),
-            jnp.float64(adam.t),
+            jnp.asarray(params, jnp.float64),
+            jnp.asarray(m, jnp.float64),
+            jnp.asarray(v, jnp.float64),
+            jnp.float64(t),
         )
 
     return init
@@ -380,7 +370,7 @@ def _path_state(step):
     from pymc_lbp.samplers.path.jax_steps import frozen_scale
 
     step.reset_tuning()
-    start = tuple(step._adapt_state())
+    start = tuple(step.adapt_state())
 
     def init():
         return (
@@ -408,7 +398,7 @@ def _path_steps(step, d, log_g, to_jax):
 
     share = step.single_site_share
     run_steps = path_steps_jax(d, step.layout, log_g, share, step.adaptation, to_jax)
-    fixed = step._steps_per_draw
+    fixed = step.steps_per_draw_given
     swept = step.swept_sites()
 
     def run(key, x, values, state, tuning):
@@ -432,7 +422,7 @@ def _path_steps(step, d, log_g, to_jax):
             {
                 **_steps_stats(d, res.sum_accept, res.n_accepted, n_steps, evals, per),
                 "mean_path_length": (res.sum_length / per).astype(jnp.float64),
-                "step_jump_distance": (res.sum_moved / per).astype(jnp.float64),
+                "sites_moved_per_step": (res.sum_moved / per).astype(jnp.float64),
                 "path_scale": scale.astype(jnp.float64),
             },
         )

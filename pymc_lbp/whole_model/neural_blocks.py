@@ -28,7 +28,7 @@ def _block_stats(res, x0, n_steps: int, evals, block, stat_names: tuple) -> dict
         "accept": res.sum_accept / n_steps,
         "n_accepted": jnp.asarray(res.n_accepted).astype(jnp.int64),
         "mh_steps": jnp.int64(n_steps),
-        "jump_distance": jnp.count_nonzero(res.x != x0).astype(jnp.int64),
+        "sites_changed": jnp.count_nonzero(res.x != x0).astype(jnp.int64),
         "logp_evals": jnp.asarray(evals).astype(jnp.int64),
         "grad_evals": jnp.int64(0),
         "block": jnp.asarray(block).astype(jnp.int64),
@@ -98,7 +98,7 @@ class PairVector:
         flag, value = (v.name for v in step.vars)
         self.positions = (names.index(flag), names.index(value))
         self.n = int(step.n_pairs)
-        self.dtype = step._dtype
+        self.dtype = step.dtype
 
     def get(self, values):
         import jax.numpy as jnp
@@ -143,7 +143,7 @@ def flag_value_block(step, model, to_jax) -> BlockDraw:
             "accept": res.sum_accept / n_steps,
             "n_accepted": res.n_accepted,
             "mh_steps": jnp.int64(n_steps),
-            "jump_distance": jnp.count_nonzero(res.q != q0).astype(jnp.int64),
+            "sites_changed": jnp.count_nonzero(res.q != q0).astype(jnp.int64),
             "flags_on": jnp.count_nonzero(res.q[:n_pairs] != 0).astype(jnp.int64),
             "logp_evals": jnp.int64(1 + n_steps * (2 * G + 1)),
             "grad_evals": jnp.int64(0),

@@ -124,7 +124,7 @@ def sample(step, model, *, draws=1000, tune=300, seed=1):
 
 
 def no_nan_stats(idata) -> None:
-    for name in ("accept", "jump_distance"):
+    for name in ("accept", "sites_changed"):
         if name in idata.sample_stats:
             assert not np.any(np.isnan(idata.sample_stats[name].values)), name
 

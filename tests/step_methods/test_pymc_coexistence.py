@@ -91,7 +91,7 @@ def test_every_pymc_step_coexists_with_all_of_ours(group, tiny_model_and_ours):
     ss = idata.sample_stats
     accepted = ss["accepted"]
     assert accepted.dtype == (np.float64 if group is GROUP_A else bool)  # PyMC's own
-    for key in ("n_accepted", "jump_distance", "logp_evals", "grad_evals", "mh_steps"):
+    for key in ("n_accepted", "sites_changed", "logp_evals", "grad_evals", "mh_steps"):
         assert ss[key].dtype == np.int64, key
     # one column per step that has the stat: ours are in the order given
     mh_steps = ss["mh_steps"].values

@@ -92,7 +92,7 @@ def test_instances_record_only_documented_stats():
         extra = names ^ set(cls.stats_dtypes_shapes)
         assert extra <= set(cls.conditional_stats), (cls.__name__, extra)
     assert "model_logp" not in steps[0].stats_dtypes_shapes
-    assert {"integer_accept", "integer_jump"} <= set(steps[0].stats_dtypes_shapes)
+    assert {"integer_accept", "integer_jump_size"} <= set(steps[0].stats_dtypes_shapes)
     assert "model_logp" in steps[1].stats_dtypes_shapes
     assert "lsb_weight_sqrt" in steps[2].stats_dtypes_shapes
 

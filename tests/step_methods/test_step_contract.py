@@ -45,7 +45,7 @@ def test_stats_present_with_declared_dtypes_next_to_nuts():
     assert "step_size" in ss and "diverging" in ss
     nuts_names = set(pm.NUTS.stats_dtypes_shapes)
     assert not nuts_names & set(step.stats_dtypes_shapes)
-    assert ss["jump_distance"].values.max() <= 2
+    assert ss["sites_changed"].values.max() <= 2
     assert ss["logp_evals"].values.min() >= 3  # one call per step + the draw's initial call
     assert (ss["mh_steps"].values == 2).all()
 
@@ -116,7 +116,7 @@ def test_register_round_trip():
             idata = pm.sample(
                 cores=1, random_seed=0, locally_balanced={"balancing": "barker"}, **SMALL
             )
-        assert "jump_distance" in idata.sample_stats
+        assert "sites_changed" in idata.sample_stats
         pymc_lbp.register(GibbsWithGradients)
         assert pymc_lbp.registered() is GibbsWithGradients
         assert (
@@ -132,7 +132,7 @@ def test_register_round_trip():
     with model:
         idata = pm.sample(cores=1, random_seed=0, **SMALL)
     # PyMC's BinaryGibbsMetropolis again (it records no stats at all)
-    assert "jump_distance" not in getattr(idata, "sample_stats", {})
+    assert "sites_changed" not in getattr(idata, "sample_stats", {})
 
 
 # -- defaults and consistent options (issue #11.1-2) -------------------------------------------
@@ -154,7 +154,7 @@ def test_one_name_one_default(name):
     assert params["steps_per_draw"].default is None
     assert not {"hidden_units", "parametrization", "compiled_kernel", "compiled"} & set(params)
     doc = ALL[name].__doc__
-    for stat in ("tune", "accept", "n_accepted", "mh_steps", "model_logp", "jump_distance"):
+    for stat in ("tune", "accept", "n_accepted", "mh_steps", "model_logp", "sites_changed"):
         assert stat in doc, (name, stat)
     assert "``accepted``" not in doc
     # PyMC's arguments: **kwargs passed on to DiscreteStep, their docstring entry written once

@@ -152,6 +152,7 @@ class NeuralBlock(
     the block's reference states), counted in ``logp_evals``. Not auto-assigned by ``pm.sample``.
     """
 
+    jax_kind = "random_scan"
     name = "neural_block"
     auto_assignable = False
     auto_assign_needs = (

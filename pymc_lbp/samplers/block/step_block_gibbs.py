@@ -154,6 +154,7 @@ class BlockGibbs(NeuralBlock):
     then to every Bernoulli and categorical variable at once.
     """
 
+    jax_kind = "random_scan"
     name = "block_gibbs"
     auto_assignable: ClassVar[bool] = True
     auto_assign_needs: ClassVar[str] = ""

@@ -96,6 +96,7 @@ class NeuralMixedBlock(ArrayStepShared):
     {stats_table}
     """
 
+    jax_kind = "flag_value"
     name = "neural_mixed_block"
     # DiscreteStep's stats but the model's logp (NUTS records it) and the differences' kind
     stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
@@ -156,14 +157,14 @@ class NeuralMixedBlock(ArrayStepShared):
         batch = unblock_gathers(vectorize_graph(checks_per_row(logp), replace={joined: rows}))
         self._batch_fn = pm_compile([rows], batch, **kw)
         self._batch_fn.trust_input = True
-        self._dtype = joined.dtype
+        self.dtype = joined.dtype
         # the graphs, for the compiled program's pair updates (flag_value_graph)
         self._joined, self._logp_graph, self._rows, self._batch_graph = joined, logp, rows, batch
         self.tune = True
         super().__init__(vars, shared, rng=rng)
         start = np.concatenate(
             [np.ravel(initial_point[flag.name]), np.ravel(initial_point[value.name])]
-        ).astype(self._dtype)
+        ).astype(self.dtype)
         if not np.isfinite(self._logp_fn(start)):
             raise ValueError(
                 f"the model logp is not finite at the initial point of {flag.name!r} and "
@@ -308,7 +309,7 @@ class NeuralMixedBlock(ArrayStepShared):
         return q, logp, prob, False
 
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
-        q = np.asarray(q0.data, dtype=self._dtype).copy()
+        q = np.asarray(q0.data, dtype=self.dtype).copy()
         logp = float(self._logp_fn(q))
         n_steps = self.steps_per_draw
         order = np.concatenate(
@@ -324,7 +325,7 @@ class NeuralMixedBlock(ArrayStepShared):
             "accept": sum_accept / n_steps,
             "n_accepted": n_accepted,
             "mh_steps": n_steps,
-            "jump_distance": int(np.sum(q != q0.data)),
+            "sites_changed": int(np.sum(q != q0.data)),
             "flags_on": int(np.sum(q[: self.n_pairs] != 0)),
             "logp_evals": 1 + n_steps * (2 * self.grid_points + 1),
             "grad_evals": 0,

@@ -244,6 +244,11 @@ class NeuralBlockUnits:
         self.colours = self._chain_colours(model)
         self._deps = None  # construction only: not carried into pickles
 
+    @property
+    def has_elimination_blocks(self) -> bool:
+        """Whether some unit is an elimination block (drawn by bucket elimination, in numpy)."""
+        return any(u.kind == "eliminate" for u in self._units)
+
     def _dependencies(self, model) -> list | None:
         """The model terms' dependencies on the block (one analysis for motif finding and the
         colour classes; :func:`pymc_lbp.samplers.block.motifs.finding.block_dependencies`)."""

@@ -101,7 +101,7 @@ def sites_are_independent(model, specs, layout: BlockLayout, shared: dict, x0, p
 
 class IntegerDraw(NamedTuple):
     """A draw's integer moves: the state, its logp, the stats (``integer_accept``,
-    ``integer_jump``), the moves accepted and the model logp evaluations made."""
+    ``integer_jump_size``), the moves accepted and the model logp evaluations made."""
 
     x: np.ndarray
     logp: float
@@ -332,7 +332,7 @@ class IntegerMoves:
         if adapt:
             self.grow(x, res.x)
         n = self.n_sites
-        stats = {"integer_accept": res.sum_accept / n, "integer_jump": res.sum_distance / n}
+        stats = {"integer_accept": res.sum_accept / n, "integer_jump_size": res.sum_distance / n}
         return IntegerDraw(res.x, res.logp, stats, res.n_accepted, jumps.logp_evals_per_call)
 
     # -- the exponent J ---------------------------------------------------------------------------

@@ -127,10 +127,11 @@ class PathAuxiliaryLBP(DiscreteStep):
     {stats_table}
     """
 
+    jax_kind = "path"
     name = "path_auxiliary_lbp"
     pairwise_kernel = True
     stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
-        *DiscreteStep.stats_dtypes_shapes, "mean_path_length", "path_scale", "step_jump_distance"
+        *DiscreteStep.stats_dtypes_shapes, "mean_path_length", "path_scale", "sites_moved_per_step"
     )
     _state_class = PathAuxiliaryState
 
@@ -282,14 +283,14 @@ class PathAuxiliaryLBP(DiscreteStep):
             return self._run_pairwise(x, logp, n_steps)
         kernel = self.path_kernel
         tuning = self.adaptive and self.tune
-        adapt = AdaptState(*self._adapt_state()) if tuning else None
+        adapt = AdaptState(*self.adapt_state()) if tuning else None
         noise = kernel.draw_noise(self.rng, n_steps)
         res = kernel(x, logp, deltas, noise, self.path_scale, adapt)
         if tuning:
-            self._set_adapt_state(res.adapt_state)
+            self.set_adapt_state(res.adapt_state)
         extras = {
             "mean_path_length": [res.sum_length / n_steps],
-            "step_jump_distance": [res.sum_moved / n_steps],
+            "sites_moved_per_step": [res.sum_moved / n_steps],
         }
         return self.draw_from_kernel(res, extras)
 
@@ -302,22 +303,22 @@ class PathAuxiliaryLBP(DiscreteStep):
             share=self.single_site_share,
             scale=self.path_scale,
             adaptation=self.adaptation if tuning else None,
-            adapt_state=self._adapt_state(),
+            adapt_state=self.adapt_state(),
         )
         if tuning:
-            self._set_adapt_state((res.log_u, res.log_u_bar, res.adapt_count, res.doubling))
+            self.set_adapt_state((res.log_u, res.log_u_bar, res.adapt_count, res.doubling))
         draw.extras.update(
             mean_path_length=[res.sum_length / n_steps],
-            step_jump_distance=[res.sum_moved / n_steps],
+            sites_moved_per_step=[res.sum_moved / n_steps],
         )
         return draw
 
     # -- the adaptation's state ----------------------------------------------------------------
-    def _adapt_state(self) -> tuple[float, float, int, bool]:
+    def adapt_state(self) -> tuple[float, float, int, bool]:
         """The adaptation's state: ``(log U, log Ubar, update count, doubling)``."""
         return self.path_log_u, self.path_log_u_bar, self.path_adapt_count, self.path_doubling
 
-    def _set_adapt_state(self, state: tuple[float, float, int, bool]) -> None:
+    def set_adapt_state(self, state: tuple[float, float, int, bool]) -> None:
         log_u, log_u_bar, count, doubling = state
         self.path_log_u, self.path_log_u_bar = float(log_u), float(log_u_bar)
         self.path_adapt_count, self.path_doubling = int(count), bool(doubling)
@@ -326,11 +327,11 @@ class PathAuxiliaryLBP(DiscreteStep):
         if not extras:  # a draw without path steps (integer sites only: their jumps)
             return {
                 "mean_path_length": 0.0,
-                "step_jump_distance": 0.0,
+                "sites_moved_per_step": 0.0,
                 "path_scale": self.path_scale,
             }
         return {
             "mean_path_length": float(np.mean(extras["mean_path_length"])),
-            "step_jump_distance": float(np.mean(extras["step_jump_distance"])),
+            "sites_moved_per_step": float(np.mean(extras["sites_moved_per_step"])),
             "path_scale": self.path_scale,
         }

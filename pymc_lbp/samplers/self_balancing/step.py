@@ -162,6 +162,7 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
     # on pairwise binary blocks the chain's steps run the numba kernel with the learned g
     pairwise_kernel = True
     learned_balancing = True
+    jax_kind = "self_balancing"
     name = "self_balancing"
     _state_class = SelfBalancingState
     stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(

@@ -72,6 +72,7 @@ class LocallyBalanced(DiscreteStep):
     {stats_table}
     """
 
+    jax_kind = "single_site"
     name = "locally_balanced"
     pairwise_kernel = True
 
@@ -176,6 +177,7 @@ class GibbsWithGradients(LocallyBalanced):
     {stats_table}
     """
 
+    jax_kind = "single_site"
     name = "gibbs_with_gradients"
 
     def __init__(

@@ -498,7 +498,7 @@ def test_shipped_grid_bn_proposal_short_path(uai_dir):
         )
     stats = idata.sample_stats
     assert step.steps_per_draw == 16
-    assert {"accept", "n_accepted", "mh_steps", "block", "jump_distance"} <= set(stats)
+    assert {"accept", "n_accepted", "mh_steps", "block", "sites_changed"} <= set(stats)
     assert stats["block"].values.max() < 16
     assert stats["accept"].values.mean() > 0
 

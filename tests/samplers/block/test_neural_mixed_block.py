@@ -191,7 +191,7 @@ def test_pm_sample_matches_the_closed_form_posterior():
         assert abs(vs[:, k].mean() - exact_mean_v[k]) < 4.5 * se, (k, vs[:, k].mean())
     assert idata.sample_stats["accept"].mean() > 0.3
     # the stats the other samplers have too (issue #26.4): entries moved, no gradients
-    jumps = idata.sample_stats["jump_distance"].values
+    jumps = idata.sample_stats["sites_changed"].values
     assert jumps.min() >= 0 and jumps.max() <= 4 and jumps.mean() > 0
     assert (idata.sample_stats["grad_evals"].values == 0).all()
 

@@ -265,7 +265,7 @@ def test_sampling_runs_the_compiled_kernel_tuning_included():
     assert calls["n"] == 55  # one compiled call per draw, tuning draws included
     stats = idata.sample_stats
     assert np.all(stats["mean_path_length"].values >= 1)
-    assert np.all(stats["step_jump_distance"].values <= stats["mean_path_length"].values + 1e-12)
+    assert np.all(stats["sites_moved_per_step"].values <= stats["mean_path_length"].values + 1e-12)
     assert np.all(stats["path_scale"].values == stats["path_scale"].values[0, 0])
     tuned = idata.warmup_sample_stats["path_scale"].values[0]
     assert len(np.unique(tuned)) > 3  # the scale adapted inside the compiled tuning draws

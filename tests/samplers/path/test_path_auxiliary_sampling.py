@@ -248,9 +248,9 @@ def test_adaptation_reaches_target_and_freezes():
     mcse = checked_mcse(path_accept, "path steps' acceptance")
     assert abs(path_accept.mean() - 0.574) < 4 * mcse + 0.03, (path_accept.mean(), mcse)
     # EJD is the efficiency measure: far above single-site LBP's (<= 1 per step)
-    jumps = idata.sample_stats.jump_distance.values
+    jumps = idata.sample_stats.sites_changed.values
     assert jumps.mean() > 10
-    np.testing.assert_array_equal(idata.sample_stats.step_jump_distance.values, jumps)
+    np.testing.assert_array_equal(idata.sample_stats.sites_moved_per_step.values, jumps)
 
 
 def test_lower_target_gives_longer_paths():

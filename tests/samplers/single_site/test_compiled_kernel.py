@@ -159,7 +159,7 @@ def test_draw_stats_from_the_compiled_kernel():
         assert 0 <= stats["n_accepted"] <= 10
         assert stats["mh_steps"] == 10 and stats["tune"]
         assert 0.0 <= stats["accept"] <= 1.0
-        assert stats["jump_distance"] <= 10
+        assert stats["sites_changed"] <= 10
         # one evaluation per step, plus the draw's initial one
         assert stats["grad_evals"] == 11
         assert stats["logp_evals"] == stats["grad_evals"]
