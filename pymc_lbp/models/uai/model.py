@@ -182,10 +182,8 @@ def model_target(
 
     Returns
     -------
-    network : UAINetwork
-        ``info.network``, with its CPT rows rescaled for a BAYES model as the model does.
-    fixed : dict of int to int
-        Every fixed variable (evidence, cardinality 1) and its value.
+    network, fixed
+        As :func:`target_network`.
     states : numpy.ndarray of int, shape (..., n)
         The samples' leading axes (one state of the fixed values when nothing is free).
 
