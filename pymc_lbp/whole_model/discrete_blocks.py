@@ -261,6 +261,7 @@ def _learned_steps(step, d, to_jax):
     import jax
     import jax.numpy as jnp
 
+    from pymc_lbp.samplers.jax_driver import scan_kernel
     from pymc_lbp.samplers.self_balancing.jax_steps import batch_moves_jax, learned_chain_jax
 
     n_steps = int(step.steps_per_draw)
@@ -274,7 +275,7 @@ def _learned_steps(step, d, to_jax):
         k_chain, k_learn = jax.random.split(key)
         x, sum_accept, n_accepted, n_evaluated = fns.run(k_chain, x, values, params)
         evals = 1 + n_evaluated
-        losses = jnp.full((max(n_updates, 1),), jnp.nan)
+        loss_sum, loss_count = jnp.float64(0.0), jnp.int64(0)
         if tuning and n_updates:
             rows = jnp.where(started, rows, jnp.broadcast_to(x, rows.shape))
 
@@ -286,11 +287,8 @@ def _learned_steps(step, d, to_jax):
 
             r_logp, r_deltas = target_rows(rows)
 
-            def learn(carry, i):
+            def learn(u, carry):
                 rows, r_logp, r_deltas, params, m, v, t = carry
-                u = jax.random.uniform(
-                    jax.random.fold_in(k_learn, i), (n_particles, 2), dtype=jnp.float64
-                )
                 res = batch_moves_jax(
                     u,
                     rows,
@@ -308,21 +306,23 @@ def _learned_steps(step, d, to_jax):
                 params, m, v, t = (
                     jnp.where(learned, a, b) for a, b in zip(new, (params, m, v, t), strict=True)
                 )
-                loss = jnp.where(learned & ~skipped & jnp.isfinite(loss), loss, jnp.nan)
-                return (res.x, res.logp, res.deltas, params, m, v, t), loss
+                counted = learned & ~skipped & jnp.isfinite(loss)
+                carry = (res.x, res.logp, res.deltas, params, m, v, t)
+                return carry, (jnp.where(counted, loss, 0.0), counted)
 
-            carry, losses = jax.lax.scan(
-                learn, (rows, r_logp, r_deltas, params, m, v, t), jnp.arange(n_updates)
+            def uniforms(i):
+                key = jax.random.fold_in(k_learn, i)
+                return jax.random.uniform(key, (n_particles, 2), dtype=jnp.float64)
+
+            carry, (loss_sum, loss_count) = scan_kernel(
+                learn, (rows, r_logp, r_deltas, params, m, v, t), uniforms, n_updates
             )
             rows, _, _, params, m, v, t = carry
             started = jnp.bool_(True)
             evals = evals + (n_updates + 1) * n_particles
-        finite = jnp.isfinite(losses)
         stats = {
             **_steps_stats(d, sum_accept, n_accepted, n_steps, evals),
-            "lsb_loss": jnp.where(
-                finite.any(), jnp.sum(jnp.where(finite, losses, 0.0)) / finite.sum(), jnp.nan
-            ),
+            "lsb_loss": jnp.where(loss_count > 0, loss_sum / jnp.maximum(loss_count, 1), jnp.nan),
             "learning_steps": jnp.int64(n_updates if tuning else 0),
             "lsb_params": params,
         }

@@ -3,9 +3,10 @@
 The JAX version of :mod:`pymc_lbp.samplers.block.flag_value_graph` (whose numpy reference is
 :meth:`pymc_lbp.samplers.block.step_mixed.NeuralMixedBlock.pair_update`): the pair-update
 graph converted to JAX with the model's other variables read from the chain's values
-(:func:`pymc_lbp.whole_model.jaxify.jax_function`), run over a draw's pairs in one
-``lax.scan``. The order of the pairs and the uniforms come from the caller
-(:func:`pair_order`: the numpy step's order, a random permutation per sweep).
+(:func:`pymc_lbp.whole_model.jaxify.jax_function`), run over a draw's pairs by the one JAX
+driver (:func:`pymc_lbp.samplers.jax_driver.scan_kernel`). The order of the pairs and the
+uniforms come from the caller (:func:`pair_order`: the numpy step's order, a random permutation
+per sweep).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from pymc_lbp.samplers.block.flag_value_graph import pair_update_graph
+from pymc_lbp.samplers.jax_driver import scan_kernel
 
 
 class PairRun(NamedTuple):
@@ -47,7 +49,6 @@ def pair_updates_jax(step, to_jax: Callable) -> Callable:
     to_jax : callable
         As :func:`pymc_lbp.samplers.block.jax_steps.random_scan_jax` takes it.
     """
-    import jax
     import jax.numpy as jnp
 
     inputs, outputs = pair_update_graph(step)
@@ -56,19 +57,13 @@ def pair_updates_jax(step, to_jax: Callable) -> Callable:
     network = [jnp.asarray(a, dtype=jnp.float64) for a in step.proposal.graph_inputs()]
 
     def run(order, noise, q, values) -> PairRun:
+        def step(step_input, state):
+            q, logp, prob, accepted = update(*state, *step_input, *network, *values)
+            return (q, logp), (prob, accepted)
+
         logp = jnp.asarray(logp_at(q, *values)[0], jnp.float64)
-
-        def one(carry, step_input):
-            q, logp, sum_accept, n_accepted = carry
-            k, u = step_input
-            q, logp, prob, accepted = update(q, logp, k, u, *network, *values)
-            return (q, logp, sum_accept + prob, n_accepted + accepted.astype(jnp.int64)), None
-
-        start = (q, logp, jnp.float64(0.0), jnp.int64(0))
-        (q, _, sum_accept, n_accepted), _ = jax.lax.scan(
-            one, start, (order.astype(jnp.int64), noise)
-        )
-        return PairRun(q, sum_accept, n_accepted)
+        (q, _), totals = scan_kernel(step, (q, logp), (order.astype(jnp.int64), noise))
+        return PairRun(q, *totals)
 
     return run
 

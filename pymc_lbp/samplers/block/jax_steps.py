@@ -5,7 +5,8 @@ The JAX version of :mod:`pymc_lbp.samplers.block.random_scan_graph`: the same st
 compiled scan, whose numpy reference is
 :meth:`~pymc_lbp.samplers.block.step.NeuralBlock.scan_step`) converted to JAX with the
 model's other variables read from the chain's values
-(:func:`pymc_lbp.whole_model.jaxify.jax_function`) and looped by ``jax.lax.scan``. One call
+(:func:`pymc_lbp.whole_model.jaxify.jax_function`) and run by the one JAX driver
+(:func:`pymc_lbp.samplers.jax_driver.scan_kernel`). One call
 runs a draw's ``steps_per_draw`` steps from a ``(steps, width)`` matrix of uniforms: each picks
 a unit uniformly and updates it (an exact block or an uncovered site from its exact
 conditional, a motif block by the network's proposal and the MH rule). The entries of ``z``
@@ -16,7 +17,7 @@ Chain blocks (parameters read from the model at each update) run as ``pm.sample`
 sweeps over their colour classes (:func:`chain_sweeps_jax`, the graph of
 :func:`~pymc_lbp.samplers.block.sweep_graph.chain_sweep_graph`, whose numpy reference is
 :func:`~pymc_lbp.samplers.block.reference.colour_update`), a draw's sweeps in one
-``lax.scan``.
+``scan_kernel``.
 
 Not here (the program refuses them by name, :func:`pymc_lbp.whole_model.discrete_blocks.
 program_kind`): chain blocks without colour classes, which ``pm.sample`` updates by numpy
@@ -33,6 +34,7 @@ from typing import NamedTuple
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import random_scan_step_graph
 from pymc_lbp.samplers.block.sweep_graph import chain_sweep_graph
+from pymc_lbp.samplers.jax_driver import scan_kernel
 
 
 class ScanRun(NamedTuple):
@@ -61,7 +63,6 @@ def random_scan_jax(step, model, to_jax: Callable, n_steps: int) -> Callable:
         Random-scan steps per call (``noise`` has this many rows and ``step.scan_width``
         columns; the loop takes its length from ``noise``).
     """
-    import jax
     import jax.numpy as jnp
 
     units, factors = step.scan_units()
@@ -85,17 +86,13 @@ def random_scan_jax(step, model, to_jax: Callable, n_steps: int) -> Callable:
             outside = outside.at[k].set(jnp.ravel(values[i])[pos].astype(jnp.int64))
         logp = jnp.asarray(logp_at(x, *values)[0], jnp.float64)
 
-        def body(carry, u):
-            x, logp, sum_accept, n_accepted, n_evaluated, _ = carry
+        def step(u, state):
             x, logp, accept, accepted, evaluated, unit = one_step(
-                u, x, logp, outside, *network, *values
+                u, *state[:2], outside, *network, *values
             )
-            totals = (sum_accept + accept, n_accepted + accepted, n_evaluated + evaluated)
-            return (x, logp, *totals, unit), None
+            return (x, logp, unit), (accept, accepted, evaluated)
 
-        zero_i = jnp.int64(0)
-        start = (x, logp, jnp.float64(0.0), zero_i, zero_i, zero_i)
-        (x, _, *totals, last), _ = jax.lax.scan(body, start, noise)
+        (x, _, last), totals = scan_kernel(step, (x, logp, jnp.int64(0)), noise)
         return ScanRun(x, *totals, last)
 
     return run
@@ -113,7 +110,7 @@ class SweepRun(NamedTuple):
 def chain_sweeps_jax(step, to_jax: Callable) -> Callable:
     """``run(uniforms, x, values) -> SweepRun`` for a NeuralBlock ``step`` with colour classes
     the sweep graph runs (``step.sweep_compilable``): sweeps over every class in order, in one
-    ``lax.scan``; ``uniforms`` one ``(sweeps, blocks, width)`` array per class (sweep ``i``'s
+    ``scan_kernel``; ``uniforms`` one ``(sweeps, blocks, width)`` array per class (sweep ``i``'s
     rows are what :func:`~pymc_lbp.samplers.block.reference.colour_update` draws
     for that class, in its order). ``n_evaluated`` counts the logp at the start too.
 
@@ -123,7 +120,6 @@ def chain_sweeps_jax(step, to_jax: Callable) -> Callable:
     to_jax : callable
         As :func:`random_scan_jax` takes it.
     """
-    import jax
     import jax.numpy as jnp
 
     d = step.differences
@@ -135,15 +131,13 @@ def chain_sweeps_jax(step, to_jax: Callable) -> Callable:
     weights = [jnp.asarray(a, dtype=jnp.float64) for a in step.sweep_weights()]
 
     def run(uniforms, x, values) -> SweepRun:
-        def one(carry, us):
-            x, logp, acc, won, evals = carry
-            x, logp, a, w, e = sweep(x, logp, *us, *weights, *values)
-            return (x, logp, acc + a, won + w, evals + e), None
+        def step(us, state):
+            x, logp, accept, accepted, evaluated = sweep(*state, *us, *weights, *values)
+            return (x, logp), (accept, accepted, evaluated)
 
         logp = jnp.asarray(logp_at(x, *values)[0], jnp.float64)
-        start = (x, logp, jnp.float64(0.0), jnp.int64(0), jnp.int64(1))
-        (x, _, acc, won, evals), _ = jax.lax.scan(one, start, tuple(uniforms))
-        return SweepRun(x, acc, won, evals)
+        (x, _), (acc, won, evals) = scan_kernel(step, (x, logp), tuple(uniforms))
+        return SweepRun(x, acc, won, evals + 1)
 
     return run
 

@@ -3,9 +3,9 @@ adaptation (for :mod:`pymc_lbp.whole_model`).
 
 One step is the graph of :func:`pymc_lbp.samplers.path.graph.tuned_path_step` (the kernel and,
 while tuning, the adaptation's update after each path step), converted to JAX by ``to_jax``;
-the draw's steps run in a ``jax.lax.fori_loop`` whose length may follow the tuned scale (the
-one-sweep rule ``ceil(n / E[R])``, ``E[R] = s + (1 - s) U``), which a fixed-length ``scan``
-cannot. A step's noise row is that of the compiled kernel (three uniforms, then standard
+the one JAX driver (:func:`pymc_lbp.samplers.jax_driver.scan_kernel`) runs the draw's steps,
+their number following the tuned scale (the one-sweep rule ``ceil(n / E[R])``, ``E[R] = s +
+(1 - s) U``). A step's noise row is that of the compiled kernel (three uniforms, then standard
 exponentials: :meth:`pymc_lbp.samplers.path.graph.CompiledPathSteps.draw_noise`), drawn from
 the step's key folded with its index.
 """
@@ -43,6 +43,7 @@ def path_steps_jax(
     import jax
     import jax.numpy as jnp
 
+    from pymc_lbp.samplers.jax_driver import scan_kernel
     from pymc_lbp.samplers.path.adaptation import tuning_inputs
     from pymc_lbp.samplers.path.graph import PathMoves, PathState, prepare, tuned_path_step
 
@@ -77,37 +78,21 @@ def path_steps_jax(
     start_fn = to_jax([x], [logp_x, deltas_x, *prepare(deltas_x, log_g, moves)])
 
     def run(key, x, values, adapt, scale, tuning, n_steps) -> PathRun:
-        state = (x, *start_fn(x, *values))
-        zero_f, zero_i = jnp.float64(0.0), jnp.int64(0)
-
-        def body(i, carry):
-            state, adapt, sums = carry
+        def noise(i):
             k_u, k_e = jax.random.split(jax.random.fold_in(key, i))
-            row = jnp.concatenate(
-                [
-                    jax.random.uniform(k_u, (3,), dtype=jnp.float64),
-                    jax.random.exponential(k_e, (width - 3,), dtype=jnp.float64),
-                ]
-            )
-            out = step_fn(row, *state, scale, tuning, *adapt, *values)
-            new_state, (accept, accepted, evaluated, length), new_adapt = (
-                tuple(out[:6]),
-                out[6:10],
-                tuple(out[10:]),
-            )
-            acc = accepted.astype(jnp.int64)
-            sums = (
-                sums[0] + accept,
-                sums[1] + acc,
-                sums[2] + evaluated.astype(jnp.int64),
-                sums[3] + length,
-                sums[4] + length * acc,
-            )
-            return new_state, new_adapt, sums
+            uniforms = jax.random.uniform(k_u, (3,), dtype=jnp.float64)
+            exponentials = jax.random.exponential(k_e, (width - 3,), dtype=jnp.float64)
+            return jnp.concatenate([uniforms, exponentials])
 
-        adapt = tuple(jnp.asarray(a) for a in adapt)
-        sums = (zero_f, zero_i, zero_i, zero_i, zero_i)
-        state, adapt, sums = jax.lax.fori_loop(0, n_steps, body, (state, adapt, sums))
+        def step(row, carry):
+            state, adapt = carry
+            out = step_fn(row, *state, scale, tuning, *adapt, *values)
+            accept, accepted, evaluated, length = out[6:10]
+            moved = length * accepted.astype(length.dtype)
+            return (tuple(out[:6]), tuple(out[10:])), (accept, accepted, evaluated, length, moved)
+
+        start = ((x, *start_fn(x, *values)), tuple(jnp.asarray(a) for a in adapt))
+        (state, adapt), sums = scan_kernel(step, start, noise, n_steps)
         return PathRun(state[0], *sums, adapt)
 
     return run

@@ -1,12 +1,12 @@
 """The single-site kernel's run of a draw as a JAX function (for :mod:`pymc_lbp.whole_model`).
 
 The graphs are those of the compiled kernel (:class:`pymc_lbp.samplers.single_site.loop.
-CompiledSteps`: one step of :func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel`,
-run by ``jax.lax.scan`` over a fixed number of steps as the compiled kernel's pytensor ``scan``
-runs it) and of the differences at the start, converted to JAX by ``to_jax``; the uniforms
-come from a JAX key (two per step, as the step's ``rng`` gives them to the compiled kernel), so
-given the same uniforms the moves are the numpy reference's
-(:func:`pymc_lbp.samplers.single_site.reference.single_site_steps`).
+CompiledSteps`: one step of :func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel`)
+and of the differences at the start, converted to JAX by ``to_jax``; the one JAX driver,
+:func:`pymc_lbp.samplers.jax_driver.scan_kernel`, runs a fixed number of steps as the compiled
+kernel's pytensor ``scan`` runs them. The uniforms come from a JAX key (two per step, as the
+step's ``rng`` gives them to the compiled kernel), so given the same uniforms the moves are the
+numpy reference's (:func:`pymc_lbp.samplers.single_site.reference.single_site_steps`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def single_site_steps_jax(
     import jax
     import jax.numpy as jnp
 
+    from pymc_lbp.samplers.jax_driver import scan_kernel
     from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 
     steps = compile_single_site_steps(differences, layout, log_g, compile_now=False)
@@ -62,17 +63,13 @@ def single_site_steps_jax(
     start_fn = to_jax([x0, *extra_inputs], [logp0, deltas0, *steps.prepare_graph(deltas0)])
 
     def run(key, x, values, *extra) -> SingleSiteRun:
+        def step(u, state):
+            *new, accept, accepted, evaluated = step_fn(u, *state, *extra, *values)
+            return tuple(new), (accept, accepted, evaluated)
+
         state = (x, *start_fn(x, *extra, *values))
         uniforms = jax.random.uniform(key, (n_steps, steps.n_uniforms), dtype=jnp.float64)
-
-        def body(carry, u):
-            state, sum_accept, n_accepted, n_evaluated = carry
-            *new, accept, accepted, evaluated = step_fn(u, *state, *extra, *values)
-            totals = (sum_accept + accept, n_accepted + accepted, n_evaluated + evaluated)
-            return (tuple(new), *totals), None
-
-        zero = (jnp.float64(0.0), jnp.int64(0), jnp.int64(0))
-        (state, *totals), _ = jax.lax.scan(body, (state, *zero), uniforms)
+        state, totals = scan_kernel(step, state, uniforms)
         return SingleSiteRun(state[0], *totals)
 
     return run
