@@ -34,12 +34,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.samplers.block.sweep_graph import pick_index_graph
+from pymc_lbp.samplers.graph_driver import scan_kernel
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.single_site.loop import needs_static_shapes
 from pymc_lbp.samplers.traces import clear_traces
@@ -254,7 +254,7 @@ def random_scan_step_graph(
     units: ScanUnits, factors, logp_rows, n_sites: int, n_outside: int, net
 ) -> tuple[list[Variable], list[Variable]]:
     """One random-scan step as a graph, for a loop written in the target backend (the JAX
-    program's ``jax.lax.scan``, :mod:`pymc_lbp.samplers.block.jax_steps`): inputs ``u`` (one row
+    program's JAX driver, :mod:`pymc_lbp.samplers.block.jax_steps`): inputs ``u`` (one row
     of ``units.width`` uniforms), ``x, logp, outside`` and the network arrays of
     :data:`NETWORK_NAMES`; outputs ``(x, logp, acceptance, accepted, target evaluations,
     unit)``: the body of :func:`random_scan_graph`'s ``scan``."""
@@ -272,29 +272,23 @@ def random_scan_graph(
     ``(inputs, outputs)``, inputs ``x, logp, outside, noise`` and the network arrays of
     :data:`NETWORK_NAMES`, outputs ``(x, logp, sum of acceptances, accepted, target
     evaluations, last unit)`` (:class:`CompiledRandomScan` compiles it; the compiled whole-model
-    program runs :func:`random_scan_step_graph`, its body, in ``jax.lax.scan``)."""
+    program runs :func:`random_scan_step_graph`, its step, in
+    :func:`pymc_lbp.samplers.jax_driver.scan_kernel`)."""
     x, logp, outside, w = _inputs(units, n_sites, n_outside)
     noise = pt.tensor("noise", dtype="float64", shape=(n_steps, units.width))
-    zero_f = pt.constant(0.0, dtype="float64")
-    zero_i = pt.constant(0, dtype="int64")
 
-    def body(u, x_, logp_, s_acc, n_acc, n_eval, _last):
+    def step(u, state):
         x_new, logp_new, accept, accepted, evaluated, j = _one_step(
-            u, x_, logp_, outside, w, units, factors, logp_rows, n_sites, net
+            u, *state[:2], outside, w, units, factors, logp_rows, n_sites, net
         )
-        out = (x_new, logp_new, s_acc + accept, n_acc + accepted, n_eval + evaluated, j)
-        clear_traces(out)
-        return out
+        return (x_new, logp_new, j), (accept, accepted, evaluated)
 
-    outs = pytensor.scan(
-        body,
-        sequences=[noise],
-        outputs_info=[x, logp, zero_f, zero_i, zero_i, zero_i],
-        return_updates=False,
+    (x_last, logp_last, unit), info = scan_kernel(
+        step, (x, logp, pt.constant(0, dtype="int64")), noise
     )
-    last = [o[-1] for o in outs]
-    clear_traces(last)
-    return [x, logp, outside, noise, *w.values()], last
+    outs = [x_last, logp_last, *info, unit]
+    clear_traces(outs)
+    return [x, logp, outside, noise, *w.values()], outs
 
 
 class CompiledRandomScan:

@@ -43,10 +43,10 @@ together in :class:`CompiledJumps`, and their names stay importable from here.
 from __future__ import annotations
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.samplers.graph_driver import scan_kernel
 from pymc_lbp.samplers.integer.class_moves import (
     draw_slots,  # noqa: F401 (re-exported)
     integer_jumps_at_once,
@@ -192,21 +192,20 @@ class CompiledJumps:
         d = pt.constant(self.d, dtype="int64")
         logp0 = site_logp(x0, pt.zeros((0,), dtype="int64"), pt.zeros((0,), dtype="int64"))[0]
 
-        def summed(move):
-            def body(site, lo, hi, u, x, logp, sum_accept, sum_distance, n_accepted):
-                x, logp, info = move(u, x, logp, site, lo, hi)
-                moved = pt.cast(pt.gt(info.distance, 0), "int64")
-                out = (
-                    x,
-                    logp,
-                    sum_accept + info.accept,
-                    sum_distance + info.distance,
-                    n_accepted + moved,
-                )
-                clear_traces(out)  # a scan's inner graph is rewritten on its own
-                return out
+        def kernel(move):
+            def step(u, state):
+                site, lo, hi, u_site = u
+                x, logp, info = move(u_site, *state, site, lo, hi)
+                return (x, logp), (info.accept, info.distance, pt.gt(info.distance, 0))
 
-            return body
+            return step
+
+        def add(carry, state, info):
+            return (*state, *(total + part for total, part in zip(carry[2:], info, strict=True)))
+
+        def one_site(step, carry, columns, i, u):
+            consts = tuple(pt.constant(v[i], dtype="int64") for v in columns)
+            return add(carry, *step((*consts, u), carry[:2]))
 
         def jump_move(u, x, logp, site, lo, hi):
             return integer_jump(
@@ -254,9 +253,9 @@ class CompiledJumps:
 
         no_bounds = np.zeros(self.sites.size, dtype=np.int64)
         groups = [
-            (summed(jump_move), jumps_at_once, self.sites, no_bounds, no_bounds, self.jump_classes),
+            (kernel(jump_move), jumps_at_once, self.sites, no_bounds, no_bounds, self.jump_classes),
             (
-                summed(gibbs_move),
+                kernel(gibbs_move),
                 gibbs_at_once,
                 self.gibbs_sites,
                 lower,
@@ -265,7 +264,7 @@ class CompiledJumps:
             ),
         ]
         row = 0
-        for body, at_once, group, lo, hi, classes in groups:
+        for step, at_once, group, lo, hi, classes in groups:
             if group.size == 0:
                 continue
             if len(classes) < group.size:  # colour classes: each moved at once, unrolled
@@ -273,32 +272,19 @@ class CompiledJumps:
                     u_cls = uniforms[row : row + cls.size]
                     row += cls.size
                     if cls.size == 1:
-                        consts = (pt.constant(v[cls[0]], dtype="int64") for v in (group, lo, hi))
-                        carry = body(*consts, u_cls[0], *carry)
+                        carry = one_site(step, carry, (group, lo, hi), cls[0], u_cls[0])
                         continue
                     x, logp, info, moved = at_once(u_cls, *carry[:2], group[cls], lo[cls], hi[cls])
-                    carry = (
-                        x,
-                        logp,
-                        carry[2] + info.accept,
-                        carry[3] + info.distance,
-                        carry[4] + moved,
-                    )
+                    carry = add(carry, (x, logp), (info.accept, info.distance, moved))
                 continue
             u_group = uniforms[row : row + group.size]
             row += group.size
             if group.size <= UNROLL_SITES:
                 for i in range(group.size):
-                    consts = (pt.constant(v[i], dtype="int64") for v in (group, lo, hi))
-                    carry = body(*consts, u_group[i], *carry)
+                    carry = one_site(step, carry, (group, lo, hi), i, u_group[i])
             else:
-                outs = pytensor.scan(
-                    body,
-                    sequences=[pt.constant(v, dtype="int64") for v in (group, lo, hi)] + [u_group],
-                    outputs_info=list(carry),
-                    return_updates=False,
-                )
-                carry = tuple(o[-1] for o in outs)
+                seqs = [pt.constant(v, dtype="int64") for v in (group, lo, hi)] + [u_group]
+                carry = add(carry, *scan_kernel(step, carry[:2], seqs))
         outs = list(carry)
         clear_traces(outs)
         self.inputs, self.outputs = [x0, uniforms], outs

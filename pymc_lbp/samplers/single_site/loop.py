@@ -1,4 +1,5 @@
-"""Run a kernel for many steps inside one compiled call (pytensor ``scan``).
+"""Run a kernel for many steps inside one compiled call (the one pytensor driver,
+:func:`pymc_lbp.samplers.graph_driver.scan_kernel`).
 
 The compiled function maps ``(x, logp, deltas, U)`` to the state after ``U.shape[0]`` steps and
 the per-draw summaries; ``U`` holds the uniforms of every step (one row per step), drawn by the
@@ -12,10 +13,10 @@ from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.samplers.graph_driver import scan_kernel
 from pymc_lbp.samplers.single_site.graph import (
     Info,
     SingleSiteMoves,
@@ -41,33 +42,10 @@ class StepsResult:
 
 
 def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
-    """Graphs of the final state and summaries after one kernel step per row of ``uniforms``."""
-
-    n_state = len(State._fields)
-
-    def body(u, *carry):
-        *current, sum_accept, n_accepted, n_evaluated = carry
-        new, info = kernel(u, State(*current[:n_state]))
-        out = (
-            *new,
-            sum_accept + info.accept,
-            n_accepted + pt.cast(info.accepted, "int64"),
-            n_evaluated + pt.cast(info.evaluated, "int64"),
-        )
-        clear_traces(out)  # the inner graph is rewritten on its own
-        return out
-
-    zero_f = pt.constant(0.0, dtype="float64")
-    zero_i = pt.constant(0, dtype="int64")
-    outs = pytensor.scan(
-        body,
-        sequences=[uniforms],
-        outputs_info=[*state, zero_f, zero_i, zero_i],
-        return_updates=False,
-    )
-    last = [o[-1] for o in outs]
-    # the state's (x, logp, deltas) and the summaries; prepared weights stay inside
-    return last[:3] + last[n_state:]
+    """Graphs of ``[x, logp, deltas, sum_accept, n_accepted, n_evaluated]`` after one kernel step
+    per row of ``uniforms`` (the prepared weights stay inside the loop)."""
+    last, info = scan_kernel(kernel, state, uniforms)
+    return [last.x, last.logp, last.deltas, *info]
 
 
 def needs_static_shapes(compile_kwargs: dict | None) -> bool:

@@ -1,0 +1,79 @@
+"""The one pytensor driver of the samplers' kernels (issue #56): any kernel, a draw's steps in
+one ``scan``.
+
+Every room's kernel has BlackJAX's shape, as a graph builder: ``step(u, state, *params) ->
+(state, info)``, ``state`` a tuple (or NamedTuple) of graphs carried from step to step, ``info``
+a tuple of scalar graphs one step reports, ``u`` one step's row of its inputs. :func:`scan_kernel`
+runs it once per row, in the backend ``pm.sample``'s step compiles for (C, NUMBA or JAX), and
+gives the last state and the sums of the steps' ``info``. The JAX program of
+:mod:`pymc_lbp.whole_model` runs the same steps with :func:`pymc_lbp.samplers.jax_driver.
+scan_kernel`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytensor
+import pytensor.tensor as pt
+from pytensor.graph.basic import Variable
+
+from pymc_lbp.samplers.traces import clear_traces
+
+
+def scan_kernel(
+    step: Callable,
+    state: Sequence[Variable],
+    sequences: Variable | Sequence[Variable],
+    params: Sequence[Variable] = (),
+) -> tuple[tuple, tuple]:
+    """Graphs of ``(state, info)`` after ``step(u, state, *params) -> (state, info)`` once per
+    row of ``sequences``: the last state (of ``state``'s type) and the sum over the steps of each
+    field of ``info`` (float64 for floating fields, int64 for integer and boolean ones).
+
+    The steps' reports travel as one float64 vector per step, summed after the loop: a value
+    carried around a ``scan`` costs its call a handful of nodes, most of a short call's time
+    (integer counts stay exact as floats below 2**53).
+
+    Parameters
+    ----------
+    step : callable
+        The kernel, a graph builder.
+    state : sequence of Variable
+        The state before the first step.
+    sequences : Variable or sequence of Variable
+        The steps' inputs, one row per step; with several, ``u`` is the tuple of their rows.
+    params : sequence of Variable
+        Inputs every step reads (the ``scan``'s non-sequences).
+    """
+    seqs = list(sequences) if isinstance(sequences, list | tuple) else [sequences]
+    n_seq, n_state = len(seqs), len(state)
+    make_state = type(state)._make if hasattr(state, "_fields") else tuple
+    info_dtypes: list[str] = []
+
+    def body(*args):
+        u = args[0] if n_seq == 1 else tuple(args[:n_seq])
+        current = make_state(args[n_seq : n_seq + n_state])
+        new, info = step(u, current, *args[n_seq + n_state :])
+        info_dtypes[:] = [v.dtype for v in info]
+        out = (*new, pt.stack([pt.cast(v, "float64") for v in info]))
+        clear_traces(out)  # the inner graph is rewritten on its own
+        return out
+
+    outs = pytensor.scan(
+        body,
+        sequences=seqs,
+        outputs_info=[*state, None],
+        non_sequences=list(params),
+        return_updates=False,
+    )
+    last = make_state(o[-1] for o in outs[:n_state])
+    sums = outs[n_state].sum(axis=0)
+    info = tuple(
+        sums[i] if dtype.startswith("float") else pt.cast(sums[i], "int64")
+        for i, dtype in enumerate(info_dtypes)
+    )
+    return last, info
+
+
+__all__ = ["scan_kernel"]
