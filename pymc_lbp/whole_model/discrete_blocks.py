@@ -262,7 +262,8 @@ def _learned_steps(step, d, to_jax):
     import jax.numpy as jnp
 
     from pymc_lbp.samplers.jax_driver import scan_kernel
-    from pymc_lbp.samplers.self_balancing.jax_steps import batch_moves_jax, learned_chain_jax
+    from pymc_lbp.samplers.self_balancing.jax_steps import learned_chain_jax
+    from pymc_lbp.samplers.self_balancing.learning import batch_moves
 
     n_steps = int(step.steps_per_draw)
     fns = learned_chain_jax(step, to_jax, n_steps)
@@ -289,7 +290,7 @@ def _learned_steps(step, d, to_jax):
 
             def learn(u, carry):
                 rows, r_logp, r_deltas, params, m, v, t = carry
-                res = batch_moves_jax(
+                res = batch_moves(
                     u,
                     rows,
                     r_logp,
@@ -298,7 +299,8 @@ def _learned_steps(step, d, to_jax):
                     log_g=log_g,
                     layout=step.layout,
                     target_rows=target_rows,
-                    weights=step.particle_weights,
+                    particle_weights=step.particle_weights,
+                    xp=jnp,
                 )
                 out = fns.adam(params, m, v, t, lr, clip, *res.batch, *values)
                 loss, new, skipped = out[0], tuple(out[3:7]), out[7]

@@ -157,7 +157,7 @@ def test_path_steps_match_the_compiled_kernel_with_the_same_noise():
 def self_balancing():
     """A SelfBalancing step on the Potts model, its JAX learning functions and the values of the
     model's variables: built once for both particle weightings (the weighting is an argument of
-    batch_moves and batch_moves_jax, passed explicitly below, not read from the step)."""
+    batch_moves, passed explicitly below, not read from the step)."""
     from functools import partial
 
     from pymc_lbp.samplers.self_balancing.jax_steps import learned_chain_jax
@@ -177,9 +177,9 @@ def self_balancing():
 
 @pytest.mark.parametrize("weights", ["uniform", "target"])
 def test_self_balancing_particle_moves_match_the_numpy_reference(weights, self_balancing):
-    """SelfBalancing's learning step in JAX: the particles' moves and the records of the
-    objective equal the numpy reference's (batch_moves) from the same uniforms."""
-    from pymc_lbp.samplers.self_balancing.jax_steps import batch_moves_jax
+    """SelfBalancing's learning step in JAX (batch_moves on jax.numpy, its log g and targets
+    the JAX functions of the step's graphs): the particles' moves and the records of the
+    objective equal the numpy reference's from the same uniforms."""
     from pymc_lbp.samplers.self_balancing.learning import batch_moves
 
     step, fns, values = self_balancing
@@ -193,7 +193,7 @@ def test_self_balancing_particle_moves_match_the_numpy_reference(weights, self_b
         return jax.vmap(lambda r: tuple(fns.start(r, *values)))(y)
 
     logp, deltas = (np.asarray(a) for a in target_rows(jnp.asarray(rows)))
-    res = batch_moves_jax(
+    res = batch_moves(
         jnp.asarray(u),
         jnp.asarray(rows),
         jnp.asarray(logp),
@@ -202,7 +202,8 @@ def test_self_balancing_particle_moves_match_the_numpy_reference(weights, self_b
         log_g=lambda dm, p: fns.log_g(dm, p, *values)[0],
         layout=step.layout,
         target_rows=target_rows,
-        weights=weights,
+        particle_weights=weights,
+        xp=jnp,
     )
     ref = batch_moves(
         u,
@@ -210,7 +211,7 @@ def test_self_balancing_particle_moves_match_the_numpy_reference(weights, self_b
         logp,
         deltas,
         params,
-        parametrization=step.parametrization,
+        log_g=step.parametrization.log_g,
         layout=step.layout,
         target_rows=step.batched_rows,
         particle_weights=weights,

@@ -4,13 +4,12 @@
 The chain's steps are the single-site kernel's graphs with ``log g`` a function of the learned
 parameters, which enter as an input
 (:func:`pymc_lbp.samplers.single_site.jax_steps.single_site_steps_jax` with the parameters as an
-extra input). A learning step is :func:`batch_moves_jax`, the JAX twin of the numpy
-:func:`pymc_lbp.samplers.self_balancing.learning.batch_moves` (one locally balanced transition
-of every particle, their records for the objective; the particles' targets evaluated by
-``jax.vmap`` of the differences' graph), then one guarded Adam step on the LSB objective: the
-graph of :func:`~pymc_lbp.samplers.self_balancing.learning.adam_update_graph`, the one the step's
-compiled learner runs. Given the same uniforms the particles move as the numpy reference moves
-them.
+extra input). A learning step is the numpy reference's own
+:func:`pymc_lbp.samplers.self_balancing.learning.batch_moves` on ``jax.numpy`` (one locally
+balanced transition of every particle, their records for the objective; the particles' targets
+evaluated by ``jax.vmap`` of the differences' graph), then one guarded Adam step on the LSB
+objective: the graph of :func:`~pymc_lbp.samplers.self_balancing.learning.adam_update_graph`,
+the one the step's compiled learner runs.
 """
 
 from __future__ import annotations
@@ -20,79 +19,6 @@ from typing import NamedTuple
 
 import pytensor
 import pytensor.tensor as pt
-
-from pymc_lbp.samplers.common import draw_slot_rows, mh_accept_probs, mh_log_ratios
-
-
-class BatchMovesJax(NamedTuple):
-    """:class:`~pymc_lbp.samplers.self_balancing.learning.BatchMoves` as JAX arrays (``batch``
-    the seven records of :class:`~pymc_lbp.samplers.self_balancing.learning.TransitionBatch`, in
-    its order)."""
-
-    x: object
-    logp: object
-    deltas: object
-    batch: tuple
-    accept: object
-    accepted: object
-    movable: object
-
-
-def batch_moves_jax(
-    u, x, logp, deltas, params, *, log_g: Callable, layout, target_rows: Callable, weights: str
-) -> BatchMovesJax:
-    """One locally balanced single-site MH transition of every row (JAX; see the numpy
-    reference :func:`pymc_lbp.samplers.self_balancing.learning.batch_moves`, rule for rule: the
-    draw, the move and the MH rule are the reference's own functions, on ``jax.numpy``).
-
-    ``log_g(deltas, params)`` is the parametrization's ``log g`` elementwise; ``target_rows(y)``
-    gives the rows' ``(logp, deltas)``; ``weights`` is ``"uniform"`` or ``"target"``.
-    """
-    import jax.numpy as jnp
-
-    rows = jnp.arange(x.shape[0])
-    slot, log_q_fwd, movable = draw_slot_rows(log_g(deltas, params), u[:, 0], xp=jnp)
-    site = jnp.asarray(layout.slot_site)[slot]
-    old = x[rows, site]
-    new, back = layout.moves_of(slot, old, xp=jnp)
-    y = x.at[rows, site].set(jnp.where(movable, new, old))
-    reverse = jnp.where(movable, back, slot)
-    logp_y, deltas_y = target_rows(y)
-    log_w_y = log_g(deltas_y, params)
-    top_y = jnp.max(log_w_y, axis=1)
-    safe_top = jnp.where(jnp.isfinite(top_y), top_y, 0.0)
-    log_z_y = safe_top + jnp.log(jnp.sum(jnp.exp(log_w_y - safe_top[:, None]), axis=1))
-    log_q_rev = log_w_y[rows, reverse] - log_z_y
-    ratio = mh_log_ratios(logp, logp_y, log_q_fwd, log_q_rev, xp=jnp)
-    accept = mh_accept_probs(jnp.where(movable, ratio, -jnp.inf), xp=jnp)
-    accepted = u[:, 1] < accept
-    feasible = movable & jnp.isfinite(logp_y) & jnp.isfinite(log_q_rev)
-    deltas_x = jnp.where(movable[:, None], deltas, 0.0)
-    if weights == "target":
-        top_lp = jnp.max(jnp.where(movable, logp, -jnp.inf))
-        top_lp = jnp.where(jnp.any(movable), top_lp, 0.0)
-        base = jnp.where(movable, jnp.exp(jnp.where(movable, logp - top_lp, 0.0)), 0.0)
-    else:
-        base = movable.astype(jnp.float64)
-    total = base.sum()
-    batch = (
-        deltas_x,
-        jnp.where(feasible[:, None], deltas_y, deltas_x),
-        slot.astype(jnp.int64),
-        jnp.where(feasible, reverse, slot).astype(jnp.int64),
-        jnp.where(feasible, logp_y - jnp.where(feasible, logp, 0.0), 0.0),
-        feasible.astype(jnp.float64),
-        jnp.where(total > 0, base / jnp.where(total > 0, total, 1.0), base),
-    )
-    return BatchMovesJax(
-        jnp.where(accepted[:, None], y, x),
-        jnp.where(accepted, logp_y, logp),
-        jnp.where(accepted[:, None], deltas_y, deltas),
-        batch,
-        accept,
-        accepted,
-        movable,
-    )
 
 
 class LearnedChain(NamedTuple):
@@ -131,4 +57,4 @@ def learned_chain_jax(step, to_jax: Callable, n_steps: int) -> LearnedChain:
     return LearnedChain(run, start_fn, log_g, adam)
 
 
-__all__ = ["BatchMovesJax", "LearnedChain", "batch_moves_jax", "learned_chain_jax"]
+__all__ = ["LearnedChain", "learned_chain_jax"]

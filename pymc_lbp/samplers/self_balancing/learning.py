@@ -134,9 +134,9 @@ class AdamState:
         return AdamState(self.params.copy(), self.m.copy(), self.v.copy(), float(self.t))
 
 
-@dataclass
-class TransitionBatch:
-    """Numpy inputs of one learning update (see :func:`lsb_objective` for their meaning)."""
+class TransitionBatch(NamedTuple):
+    """The inputs of one learning update, in its order (see :func:`lsb_objective` for their
+    meaning): numpy arrays, or JAX arrays in the whole-model program."""
 
     deltas_x: np.ndarray
     deltas_y: np.ndarray
@@ -258,20 +258,12 @@ class BatchMoves(NamedTuple):
 
 
 def batch_moves(
-    u: np.ndarray,
-    x: np.ndarray,
-    logp: np.ndarray,
-    deltas: np.ndarray,
-    params: np.ndarray,
-    *,
-    parametrization: BalancingParametrization,
-    layout,
-    target=None,
-    particle_weights: str = "uniform",
-    target_rows=None,
+    u, x, logp, deltas, params, *, log_g, layout, target_rows, particle_weights="uniform", xp=np
 ) -> BatchMoves:
-    """One locally balanced single-site MH transition of each row, vectorised in numpy, with the
-    one MH rule (:func:`~pymc_lbp.samplers.common.mh_log_ratios`: a non-finite ratio rejects).
+    """One locally balanced single-site MH transition of each row, vectorised, with the one MH
+    rule (:func:`~pymc_lbp.samplers.common.mh_log_ratios`: a non-finite ratio rejects): the
+    numpy reference of SelfBalancing's learning step and, with ``xp=jax.numpy``, the step the
+    whole-model program runs (:mod:`pymc_lbp.whole_model`).
 
     Row ``i`` proposes slot ``s`` with probability ``g(e^{Delta_is}) / Z_i`` (inverse CDF with
     ``u[i, 0]``, never a slot of zero weight) and accepts with ``u[i, 1] < alpha``. Every row is
@@ -284,61 +276,62 @@ def batch_moves(
     u : (B, 2) uniforms
     x, logp, deltas : (B, n) int, (B,), (B, S)
         The rows' states, logps and neighbour differences.
-    params : parameters of ``parametrization``
+    params : parameters of ``log_g``
+    log_g : callable
+        ``(deltas, params) -> log g(e^deltas)`` elementwise (a parametrization's ``log_g``).
     layout : :class:`~pymc_lbp.logp.layout.BlockLayout`
-    target : callable
-        ``x -> (logp, deltas)`` of one row (evaluated row by row), or
     target_rows : callable
         ``X -> (logp, deltas)`` of every row at once.
     particle_weights : {"uniform", "target"}
+    xp : module
+        The array module: numpy, or ``jax.numpy``.
     """
-    rows = np.arange(x.shape[0])
-    slot, log_q_fwd, movable = draw_slot_rows(parametrization.log_g(deltas, params), u[:, 0])
-    site = layout.slot_site[slot]
-    old = x[rows, site]
-    new, back = layout.moves_of(slot, old)
-    y = x.copy()
-    y[rows, site] = np.where(movable, new, old)
-    reverse = np.where(movable, back, slot)
-    if target_rows is not None:
-        logp_y, deltas_y = target_rows(y)
-    else:
-        evals = [target(row) for row in y]
-        logp_y = np.array([e[0] for e in evals])
-        deltas_y = np.stack([e[1] for e in evals])
-    logp_y = np.asarray(logp_y, dtype=float)
-    deltas_y = np.asarray(deltas_y, dtype=float)
-    log_w_y = parametrization.log_g(deltas_y, params)
-    top_y = np.max(log_w_y, axis=1)
+    rows = xp.arange(x.shape[0])
+    slot, log_q_fwd, movable = draw_slot_rows(log_g(deltas, params), u[:, 0], xp=xp)
+    site = xp.asarray(layout.slot_site)[slot]
+    new, back = layout.moves_of(slot, x[rows, site], xp=xp)
+    moved = (xp.arange(x.shape[1])[None, :] == site[:, None]) & movable[:, None]
+    y = xp.where(moved, new[:, None], x)
+    reverse = xp.where(movable, back, slot)
+    logp_y, deltas_y = target_rows(y)
+    logp_y = xp.asarray(logp_y, dtype=xp.float64)
+    deltas_y = xp.asarray(deltas_y, dtype=xp.float64)
+    log_w_y = log_g(deltas_y, params)
+    top_y = xp.max(log_w_y, axis=1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        safe_top = np.where(np.isfinite(top_y), top_y, 0.0)
-        log_z_y = safe_top + np.log(np.sum(np.exp(log_w_y - safe_top[:, None]), axis=1))
+        safe_top = xp.where(xp.isfinite(top_y), top_y, 0.0)
+        log_z_y = safe_top + xp.log(xp.sum(xp.exp(log_w_y - safe_top[:, None]), axis=1))
         log_q_rev = log_w_y[rows, reverse] - log_z_y
-    ratio = np.where(movable, mh_log_ratios(logp, logp_y, log_q_fwd, log_q_rev), -np.inf)
-    accept = mh_accept_probs(ratio)
-    accepted = u[:, 1] < accept
-    feasible = movable & np.isfinite(logp_y) & np.isfinite(log_q_rev)
-    deltas_x = np.where(movable[:, None], deltas, 0.0)
-    if particle_weights == "target":
-        top_lp = np.max(np.where(movable, logp, -np.inf)) if movable.any() else 0.0
-        with np.errstate(invalid="ignore", over="ignore"):
-            base = np.where(movable, np.exp(np.where(movable, logp - top_lp, 0.0)), 0.0)
-    else:
-        base = movable.astype(float)
+        ratio = mh_log_ratios(logp, logp_y, log_q_fwd, log_q_rev, xp=xp)
+        accept = mh_accept_probs(xp.where(movable, ratio, -xp.inf), xp=xp)
+        accepted = u[:, 1] < accept
+        feasible = movable & xp.isfinite(logp_y) & xp.isfinite(log_q_rev)
+        deltas_x = xp.where(movable[:, None], deltas, 0.0)
+        if particle_weights == "target":
+            top_lp = xp.max(xp.where(movable, logp, -xp.inf))
+            top_lp = xp.where(xp.any(movable), top_lp, 0.0)
+            base = xp.where(movable, xp.exp(xp.where(movable, logp - top_lp, 0.0)), 0.0)
+        else:
+            base = movable.astype(xp.float64)
     total = base.sum()
     batch = TransitionBatch(
         deltas_x=deltas_x,
-        deltas_y=np.where(feasible[:, None], deltas_y, deltas_x),
-        slot=slot.astype(np.int64),
-        reverse=np.where(feasible, reverse, slot).astype(np.int64),
-        dlogp=np.where(feasible, logp_y - np.where(feasible, logp, 0.0), 0.0),
-        feasible=feasible.astype(float),
-        weights=base / total if total > 0 else base,
+        deltas_y=xp.where(feasible[:, None], deltas_y, deltas_x),
+        slot=slot.astype(xp.int64),
+        reverse=xp.where(feasible, reverse, slot).astype(xp.int64),
+        dlogp=xp.where(feasible, logp_y - xp.where(feasible, logp, 0.0), 0.0),
+        feasible=feasible.astype(xp.float64),
+        weights=xp.where(total > 0, base / xp.where(total > 0, total, 1.0), base),
     )
-    new_x = np.where(accepted[:, None], y, x)
-    new_logp = np.where(accepted, logp_y, logp)
-    new_deltas = np.where(accepted[:, None], deltas_y, deltas)
-    return BatchMoves(new_x, new_logp, new_deltas, batch, accept, accepted, movable)
+    return BatchMoves(
+        xp.where(accepted[:, None], y, x),
+        xp.where(accepted, logp_y, logp),
+        xp.where(accepted[:, None], deltas_y, deltas),
+        batch,
+        accept,
+        accepted,
+        movable,
+    )
 
 
 class BalancingLearner:

@@ -114,7 +114,7 @@ class SelfBalancingLearned:
             logp,
             deltas,
             self._adam.params,
-            parametrization=self.parametrization,
+            log_g=self.parametrization.log_g,
             layout=self.layout,
             target_rows=self.batched_rows,
             particle_weights=self.particle_weights,

@@ -234,7 +234,7 @@ def test_learner_skips_non_finite_updates_and_clips():
     assert not skipped and np.isfinite(loss) and new.t == 1.0
     assert not np.allclose(new.params, params)
     np.testing.assert_array_equal(state.params, params)  # functional: input state untouched
-    bad = TransitionBatch(**{**batch.__dict__, "dlogp": np.full_like(batch.dlogp, np.nan)})
+    bad = batch._replace(dlogp=np.full_like(batch.dlogp, np.nan))
     same, loss, skipped = learner.update(state, bad)
     assert skipped and same is state and np.isnan(loss)
     clipped = BalancingLearner(par, 5.0, param_clip=0.5)
