@@ -8,7 +8,6 @@ them are importable from :mod:`pymc_lbp.step_methods.base` too.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,15 +20,17 @@ logp call plus the proposal), so this bound is already tens of seconds per recor
 more draws instead."""
 
 
-def steps_for_a_sweep(n_sites: int, sites_per_step: float = 1.0) -> int:
+def steps_for_a_sweep(n_sites: int, sites_per_step=1.0, xp=np):
     """MH steps per draw that propose about one change per site: ``ceil(n_sites / sites_per_step)``.
 
     ``sites_per_step`` is the expected number of sites one step proposes to change (1 for the
-    single-site samplers, ``E[R]`` for a path of length ``R``).
+    single-site samplers, ``E[R]`` for a path of length ``R``); ``xp`` the array module (numpy:
+    an ``int``; ``jax.numpy`` in the whole-model program, where ``sites_per_step`` may be traced).
     """
     if n_sites <= 0:
         return 0  # nothing to sweep (a block whose sites all move by their own jumps)
-    return max(1, math.ceil(n_sites / max(float(sites_per_step), 1.0)))
+    steps = xp.maximum(1, xp.ceil(n_sites / xp.maximum(sites_per_step, 1.0)))
+    return int(steps) if xp is np else steps.astype(xp.int64)
 
 
 def check_steps_per_draw(value, n_sites: int) -> int | None:

@@ -369,8 +369,6 @@ def _path_state(step):
     doubling)`` as the step starts a chain and freezes it after tuning."""
     import jax.numpy as jnp
 
-    from pymc_lbp.samplers.path.jax_steps import frozen_scale
-
     step.reset_tuning()
     start = tuple(step.adapt_state())
 
@@ -385,7 +383,7 @@ def _path_state(step):
     def freeze(state):
         if not step.adaptive:
             return state
-        log_u = jnp.log(frozen_scale(step.adaptation, state[1]))
+        log_u = jnp.log(step.adaptation.frozen_scale(state[1], xp=jnp))
         return (log_u, state[1], state[2], state[3])
 
     return init, freeze
@@ -396,7 +394,8 @@ def _path_steps(step, d, log_g, to_jax):
     (an adaptive step), ``steps_per_draw`` of them or one sweep at the current scale."""
     import jax.numpy as jnp
 
-    from pymc_lbp.samplers.path.jax_steps import path_steps_jax, sweep_steps
+    from pymc_lbp.samplers.path.jax_steps import path_steps_jax
+    from pymc_lbp.step_methods.step_results import steps_for_a_sweep
 
     share = step.single_site_share
     run_steps = path_steps_jax(d, step.layout, log_g, share, step.adaptation, to_jax)
@@ -412,7 +411,7 @@ def _path_steps(step, d, log_g, to_jax):
         n_steps = (
             jnp.int64(fixed)
             if fixed is not None
-            else sweep_steps(swept, share, scale, step.layout.n_sites)
+            else steps_for_a_sweep(swept, step.expected_sites(scale, xp=jnp), xp=jnp)
         )
         res = run_steps(key, x, values, state, scale, jnp.bool_(tunes), n_steps)
         state = res.adapt if tunes else state

@@ -195,13 +195,14 @@ class PathLengthAdaptation:
             double,
         )
 
-    def frozen_scale(self, log_u_bar: float) -> float:
-        """The scale ``U`` used after tuning: ``exp(log Ubar)`` within ``[1, max_length]``.
+    def frozen_scale(self, log_u_bar, xp=np):
+        """The scale ``U`` used after tuning: ``exp(log Ubar)`` within ``[1, max_length]``
+        (``xp`` the array module: ``jax.numpy`` in the whole-model program).
 
         No integer needs avoiding: the single-site component of the mixture (module docs)
         keeps the chain irreducible whatever ``U`` is.
         """
-        return float(np.clip(np.exp(log_u_bar), 1.0, self.max_length))
+        return xp.clip(xp.exp(log_u_bar), 1.0, float(self.max_length))
 
 
 __all__ = [

@@ -98,23 +98,4 @@ def path_steps_jax(
     return run
 
 
-def frozen_scale(adaptation, log_u_bar):
-    """:meth:`~pymc_lbp.samplers.path.adaptation.PathLengthAdaptation.frozen_scale` in JAX."""
-    import jax.numpy as jnp
-
-    return jnp.clip(jnp.exp(log_u_bar), 1.0, float(adaptation.max_length))
-
-
-def sweep_steps(n_sites: int, share: float, scale, n_max: int):
-    """The one-sweep rule ``ceil(n_sites / max(E[R], 1))`` with ``E[R] = s + (1 - s) min(U,
-    n_max)`` (:meth:`pymc_lbp.samplers.path.step.PathAuxiliaryLBP.sweep_steps`), in
-    JAX."""
-    import jax.numpy as jnp
-
-    if n_sites <= 0:
-        return jnp.int64(0)
-    expected = share + (1.0 - share) * jnp.minimum(scale, float(n_max))
-    return jnp.maximum(1, jnp.ceil(n_sites / jnp.maximum(expected, 1.0))).astype(jnp.int64)
-
-
-__all__ = ["PathRun", "frozen_scale", "path_steps_jax", "sweep_steps"]
+__all__ = ["PathRun", "path_steps_jax"]

@@ -208,11 +208,16 @@ class PathAuxiliaryLBP(DiscreteStep):
 
     # -- tuning ---------------------------------------------------------------------------------
     def sweep_steps(self) -> int:
-        """Steps per draw of ``steps_per_draw=None``: ``ceil(n_sites / E[R])``, with
-        ``E[R] = s + (1 - s) U`` (``s`` the single-site share, ``U`` the current scale)."""
+        """Steps per draw of ``steps_per_draw=None``: ``ceil(n_sites / E[R])``
+        (:meth:`expected_sites` at the current scale)."""
+        return steps_for_a_sweep(self.swept_sites(), self.expected_sites(self.path_scale))
+
+    def expected_sites(self, scale, xp=np):
+        """``E[R] = s + (1 - s) min(U, n)``, the sites a step proposes to change on average at
+        the scale ``U`` (``s`` the single-site share; ``xp`` the array module, ``jax.numpy``
+        in the whole-model program, where ``U`` is traced)."""
         share = self.single_site_share
-        expected = share + (1.0 - share) * min(self.path_scale, self.layout.n_sites)
-        return steps_for_a_sweep(self.swept_sites(), expected)
+        return share + (1.0 - share) * xp.minimum(scale, float(self.layout.n_sites))
 
     def _tuned_target(self) -> float | None:
         return self.target_accept if self.adaptive else None
