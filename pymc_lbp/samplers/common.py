@@ -81,8 +81,7 @@ def draw_slot(cdf: np.ndarray, u: float) -> int:
     graph's ``draw_slot`` (:mod:`pymc_lbp.samplers.single_site.graph`): ``u * cdf[-1]`` rounding
     up to the total goes to the last slot of positive weight, never to a zero-weight slot or out
     of range."""
-    idx = int(np.searchsorted(cdf, u * cdf[-1], side="right"))
-    return min(idx, int(np.argmax(cdf)))
+    return int(inverse_cdf(np.asarray(cdf), np.float64(u)))
 
 
 def draw_from_cdf(cdf: np.ndarray, rng: np.random.Generator) -> int:
