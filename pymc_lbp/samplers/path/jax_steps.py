@@ -45,18 +45,20 @@ def path_steps_jax(
 
     from pymc_lbp.samplers.path.adaptation import tuning_inputs
     from pymc_lbp.samplers.path.graph import PathMoves, PathState, prepare, tuned_path_step
+    from pymc_lbp.samplers.path.ops import register_backend
 
+    register_backend("jax")
     moves = PathMoves(layout)
     width = moves.noise_width
     x = pt.tensor("x", dtype="int64", shape=(layout.n_sites,))
     logp = pt.scalar("logp", dtype="float64")
     deltas = pt.tensor("deltas", dtype="float64", shape=(layout.n_slots,))
-    log_w = pt.tensor("log_w", dtype="float64", shape=(layout.n_slots,))
     site_w = pt.tensor("site_w", dtype="float64", shape=(layout.n_sites,))
     within = pt.tensor("within", dtype="float64", shape=(layout.n_slots,))
     noise = pt.tensor("noise", dtype="float64", shape=(width,))
     scale, tuning, adapt = tuning_inputs()
-    state = PathState(x, logp, deltas, log_w, site_w, within)
+    state = PathState(x, logp, deltas, site_w, None if moves.all_binary else within)
+    n_state = len(state.carried())
     new, info, adapt_new = tuned_path_step(
         noise,
         state,
@@ -70,11 +72,12 @@ def path_steps_jax(
         adaptation=adaptation,
     )
     step_fn = to_jax(
-        [noise, *state, scale, tuning, *adapt],
-        [*new, info.accept, info.accepted, info.evaluated, info.length, *adapt_new],
+        [noise, *state.carried(), scale, tuning, *adapt],
+        [*new.carried(), info.accept, info.accepted, info.evaluated, info.length, *adapt_new],
     )
     logp_x, deltas_x = differences.graph(x)
-    start_fn = to_jax([x], [logp_x, deltas_x, *prepare(deltas_x, log_g, moves)])
+    weights = PathState(x, logp_x, deltas_x, *prepare(deltas_x, log_g, moves)).carried()[1:]
+    start_fn = to_jax([x], list(weights))
 
     def run(key, x, values, adapt, scale, tuning, n_steps) -> PathRun:
         state = (x, *start_fn(x, *values))
@@ -91,9 +94,9 @@ def path_steps_jax(
             )
             out = step_fn(row, *state, scale, tuning, *adapt, *values)
             new_state, (accept, accepted, evaluated, length), new_adapt = (
-                tuple(out[:6]),
-                out[6:10],
-                tuple(out[10:]),
+                tuple(out[:n_state]),
+                out[n_state : n_state + 4],
+                tuple(out[n_state + 4 :]),
             )
             acc = accepted.astype(jnp.int64)
             sums = (
