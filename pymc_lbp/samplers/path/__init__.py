@@ -9,6 +9,9 @@ reference
 graph
     The path kernel as one pytensor ``scan`` per draw, carrying the path-length adaptation
     while tuning.
+ops
+    The race and the path probabilities as two pytensor Ops (C, NUMBA and JAX implementations),
+    the pieces of ``graph``'s step that touch every site.
 adaptation
     Robbins-Monro targeting of acceptance 0.574 by the path length (tune, then freeze): the one
     path adaptation. Its update (``adapt_update``) is plain Python that the pairwise kernels'

@@ -12,8 +12,11 @@ whose numpy functions are the tested reference):
    back to its old value) scored with the weights at ``y``;
 5. the one MH accept (:func:`pymc_lbp.samplers.mh_graph.mh_accept`).
 
-The path's order log-probability uses the remaining mass written as (mass off the path) + (suffix
-sums of the path), a sum of positive terms: no cancellation however much mass the path holds.
+The race and the path's order log-probabilities are two Ops of :mod:`pymc_lbp.samplers.path.ops`
+(C, NUMBA and JAX implementations), one or two passes over the sites each: they write the
+remaining mass as (mass off the path) + (suffix sums of the path), a sum of positive terms, with
+no cancellation however much mass the path holds. On all-binary blocks the state carries the site
+weights only (sites are slots; no within-site probabilities).
 
 A row of noise feeds one step: ``[u_share, u_round, u_mh, E_1..E_n, (E'_1..E'_slots)]`` (the
 slot exponentials only for blocks that are not all binary), drawn by the step from ``self.rng``.
@@ -31,16 +34,16 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import pytensor
 import pytensor.tensor as pt
 from pytensor.compile.mode import get_mode
-from pytensor.graph.basic import Apply, Variable
-from pytensor.graph.op import Op
+from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.layout import BlockLayout
+from pymc_lbp.samplers.graph_driver import scan_kernel
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation
+from pymc_lbp.samplers.path.ops import PathRace, ReversePathLogProb, register_backend
 from pymc_lbp.samplers.single_site.graph import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.samplers.single_site.loop import StepsResult, needs_static_shapes
 from pymc_lbp.samplers.traces import clear_traces
@@ -48,14 +51,23 @@ from pymc_lbp.samplers.traces import clear_traces
 
 class PathState(NamedTuple):
     """Carried between steps: block vector, logp, differences, and the weights derived from
-    them (slot log-weights, site log-weights, within-site log-probabilities)."""
+    them (site log-weights, and the within-site log-probabilities of the slots; ``within`` is
+    ``None`` on all-binary blocks, whose sites are their slots)."""
 
     x: Variable
     logp: Variable
     deltas: Variable
-    log_w: Variable
     site_w: Variable
-    within: Variable
+    within: Variable | None
+
+    def carried(self) -> tuple[Variable, ...]:
+        """The parts a loop carries (``within`` only where there is one)."""
+        return tuple(v for v in self if v is not None)
+
+    @classmethod
+    def from_carried(cls, parts, moves: PathMoves) -> PathState:
+        """Inverse of :meth:`carried`."""
+        return cls(*parts, None) if moves.all_binary else cls(*parts)
 
 
 class PathInfo(NamedTuple):
@@ -67,58 +79,20 @@ class PathInfo(NamedTuple):
     length: Variable  # R (int64)
 
 
-class PathOrder(Op):
-    """``(keys, length)`` -> a permutation of the sites whose first ``length`` entries are the
-    ``length`` smallest keys in increasing order (ties among them to the lower index; ties
-    have probability 0 but for the ``+inf`` keys of sites that cannot move), the rest in any
-    order: what the exponential race needs of a sort, in ``O(n + R log R)``
-    (``np.argpartition``, then the path's keys sorted) where ``argsort`` is ``O(n log n)``: 2.5x
-    faster on 5,000 sites, slower below about 1,000 (:data:`PARTIAL_SORT_ABOVE`). Python code, as
-    pytensor's own ``argsort`` is; the backends that compile the graph whole (NUMBA, JAX) take
-    ``argsort``, which orders the path the same way."""
-
-    __props__ = ()
-
-    def make_node(self, keys, length):
-        keys = pt.as_tensor_variable(keys)
-        length = pt.as_tensor_variable(length)
-        return Apply(self, [keys, length], [pt.tensor(dtype="int64", shape=keys.type.shape)])
-
-    def perform(self, node, inputs, output_storage):
-        keys, length = inputs
-        size = min(max(int(length), 1), keys.shape[0])
-        if size >= keys.shape[0]:
-            order = np.argsort(keys, kind="stable")
-        else:
-            order = np.argpartition(keys, size - 1)
-            head = order[:size]
-            order[:size] = head[np.lexsort((head, keys[head]))]
-        output_storage[0][0] = order.astype(np.int64, copy=False)
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
-
-
-PARTIAL_SORT_ABOVE = 1000
-"""Blocks of more sites than this order the race with :class:`PathOrder` under the C backend."""
-
-
-def python_backend(compile_kwargs: dict | None) -> bool:
-    """Whether the graph runs op by op (the C backend, pytensor's default), where
-    :class:`PathOrder` may replace ``argsort``, rather than compiled whole (NUMBA, JAX)."""
+def backend_of(compile_kwargs: dict | None) -> str | None:
+    """``"numba"`` or ``"jax"`` where the graph is compiled whole by that backend, else ``None``
+    (the C backend, pytensor's default, which runs the graph op by op)."""
     linker = type(get_mode((compile_kwargs or {}).get("mode")).linker).__name__.lower()
-    return "numba" not in linker and "jax" not in linker
+    return next((b for b in ("numba", "jax") if b in linker), None)
 
 
 class PathMoves(SingleSiteMoves):
     """Layout constants of the path kernel: the single-site ones, plus a padded
     ``(n_sites, max slots per site)`` table of each site's slots (padding points past the last
-    slot, at a ``-inf`` weight), and whether the race orders the sites with :class:`PathOrder`
-    (``partial_sort``; else ``argsort``)."""
+    slot, at a ``-inf`` weight)."""
 
-    def __init__(self, layout: BlockLayout, partial_sort: bool = False):
+    def __init__(self, layout: BlockLayout):
         super().__init__(layout)
-        self.partial_sort = partial_sort
         self.n_sites = layout.n_sites
         self.n_slots = layout.n_slots
         counts = np.diff(np.append(layout.site_offset, layout.n_slots))
@@ -135,10 +109,11 @@ class PathMoves(SingleSiteMoves):
         return 3 + self.n_sites + (0 if self.all_binary else self.n_slots)
 
 
-def path_weights(log_w: Variable, moves: PathMoves) -> tuple[Variable, Variable]:
-    """``(site_w, within)`` from slot log-weights (binary blocks: sites are slots, within 0)."""
+def path_weights(log_w: Variable, moves: PathMoves) -> tuple[Variable, Variable | None]:
+    """``(site_w, within)`` from slot log-weights (all-binary blocks: sites are slots, and
+    ``within``, all 0, is ``None``)."""
     if moves.all_binary:
-        return log_w, pt.zeros_like(log_w)
+        return log_w, None
     padded = pt.concatenate([log_w, pt.as_tensor_variable(np.array([-np.inf]))])[moves.table]
     top = pt.max(padded, axis=1)
     safe = pt.switch(finite(top), top, 0.0)
@@ -149,23 +124,10 @@ def path_weights(log_w: Variable, moves: PathMoves) -> tuple[Variable, Variable]
 
 
 def prepare(deltas: Variable, log_g: GraphBalancing, moves: PathMoves):
-    """``(log_w, site_w, within)`` of a state from its differences."""
+    """``(site_w, within)`` of a state from its differences (``within`` ``None`` on all-binary
+    blocks)."""
     log_w = pt.switch(pt.eq(deltas, -np.inf), -np.inf, log_g(deltas))
-    return (log_w, *path_weights(log_w, moves))
-
-
-def order_log_prob(lin: Variable, order: Variable, length: Variable, log_lin: Variable) -> Variable:
-    """Log-probability of picking ``order[:length]`` in that order without replacement,
-    proportional to ``lin = exp(log_lin)`` (``-inf`` if a pick has weight 0). The picks'
-    weights are taken in log space (a site far below the others keeps its probability where its
-    linear weight underflows); the remaining mass is summed on the linear scale."""
-    n = order.shape[0]
-    on_path = pt.lt(pt.arange(n), length)
-    weights = lin[order]
-    picks = pt.switch(on_path, weights, 0.0)
-    rest = pt.sum(pt.switch(on_path, 0.0, weights))
-    remaining = rest + pt.cumsum(picks[::-1])[::-1]
-    return pt.sum(pt.switch(on_path, log_lin[order] - pt.log(remaining), 0.0))
+    return path_weights(log_w, moves)
 
 
 def path_kernel(
@@ -179,46 +141,29 @@ def path_kernel(
     moves: PathMoves,
 ) -> tuple[PathState, PathInfo]:
     """One path auxiliary MH transition (graph builder, pure). See the module docs."""
-    x, logp, deltas, log_w, site_w, within = state
+    x, logp, deltas, site_w, within = state
     n = moves.n_sites
     # 1. path length
     floor_u = pt.floor(scale)
     rounded = pt.cast(floor_u + pt.lt(noise[1], scale - floor_u), "int64")
     length = pt.switch(pt.lt(noise[0], share), 1, pt.clip(rounded, 1, n))
-    # 2. sites by the exponential race
-    top = pt.max(site_w)
-    log_lin = site_w - pt.switch(finite(top), top, 0.0)
-    lin = pt.exp(log_lin)
-    can_move = pt.ge(pt.sum(pt.gt(lin, 0.0)), length)
-    keys = noise[3 : 3 + n] / lin  # +inf where a site cannot move
-    # ties: measure zero, or +inf keys never on the path
-    order = PathOrder()(keys, length) if moves.partial_sort else pt.argsort(keys)
-    on_path = pt.lt(pt.arange(n), length)
-    picked = pt.set_subtensor(pt.zeros((n,), dtype="bool")[order], on_path)
+    # 2. sites by the exponential race, and the log-probability of their order
+    path, picked, log_q_fwd, can_move = PathRace()(site_w, noise[3 : 3 + n], length)
     # 3. slots by Gumbel-max within each site
     if moves.all_binary:
-        slot = pt.arange(n, dtype="int64")
-        new = 1 - x
-        log_within_fwd = pt.constant(0.0, dtype="float64")
+        y = pt.switch(picked, 1 - x, x)
     else:
         gumbel = -pt.log(noise[3 + n : 3 + n + moves.n_slots])
         padded = pt.concatenate([within + gumbel, pt.as_tensor_variable(np.array([-np.inf]))])
         best = pt.argmax(padded[moves.table], axis=1)
         slot = moves.table[pt.arange(n), best]
         slot = pt.minimum(slot, moves.n_slots - 1)  # sites that cannot move: never picked
-        new = moves.new_value(x, slot)
-        log_within_fwd = pt.sum(pt.switch(picked, within[slot], 0.0))
-    y = pt.switch(picked, new, x)
-    log_q_fwd = order_log_prob(lin, order, length, log_lin) + log_within_fwd
-    # 4. the target at y and the reverse path
+        y = pt.switch(picked, moves.new_value(x, slot), x)
+        log_q_fwd = log_q_fwd + pt.sum(pt.switch(picked, within[slot], 0.0))
+    # 4. the target at y and the reverse path (same sites, reversed order, each back)
     logp_y, deltas_y = target(y)
-    log_w_y, site_w_y, within_y = prepare(deltas_y, log_g, moves)
-    top_y = pt.max(site_w_y)
-    log_lin_y = site_w_y - pt.switch(finite(top_y), top_y, 0.0)
-    lin_y = pt.exp(log_lin_y)
-    position = pt.arange(n)
-    reversed_order = order[pt.switch(on_path, length - 1 - position, position)]
-    log_q_rev = order_log_prob(lin_y, reversed_order, length, log_lin_y)
+    site_w_y, within_y = prepare(deltas_y, log_g, moves)
+    log_q_rev = ReversePathLogProb()(site_w_y, path, picked, length)
     if not moves.all_binary:
         back = moves.reverse_slot(slot, x)
         log_q_rev = log_q_rev + pt.sum(pt.switch(picked, within_y[back], 0.0))
@@ -226,10 +171,9 @@ def path_kernel(
     prob, accepted = mh_accept(mh_log_ratio(logp, logp_y, log_q_fwd, log_q_rev), noise[2])
     prob = pt.switch(can_move, prob, 0.0)
     accepted = accepted & can_move
-    proposed = (y, logp_y, deltas_y, log_w_y, site_w_y, within_y)
-    new_state = PathState(
-        *(pt.switch(accepted, p, c) for p, c in zip(proposed, state, strict=True))
-    )
+    proposed = PathState(y, logp_y, deltas_y, site_w_y, within_y)
+    pairs = zip(proposed.carried(), state.carried(), strict=True)
+    new_state = PathState.from_carried([pt.switch(accepted, p, c) for p, c in pairs], moves)
     return new_state, PathInfo(prob, accepted, can_move, pt.cast(length, "int64"))
 
 
@@ -310,8 +254,10 @@ class CompiledPathSteps:
         adaptation: PathLengthAdaptation | None = None,
     ):
         self.adaptation = adaptation or PathLengthAdaptation(0.574, max(layout.n_sites, 1))
-        self.partial_sort = layout.n_sites > PARTIAL_SORT_ABOVE and python_backend(compile_kwargs)
-        moves = PathMoves(layout, partial_sort=self.partial_sort)
+        backend = backend_of(compile_kwargs)
+        if backend is not None:
+            register_backend(backend)
+        moves = PathMoves(layout)
         self.noise_width = moves.noise_width
         self.n_sites, self.n_slots, self.all_binary = (
             layout.n_sites,
@@ -325,10 +271,9 @@ class CompiledPathSteps:
             self._fns[None] = self._compile(None)
 
     def _compile(self, n_steps: int | None):
-        """The compiled run: the block's sizes are static; so is the number of steps when
-        ``n_steps`` is given (JAX). The loop carries the state, one vector of the summaries
-        (sum of acceptance probabilities, accepted, evaluated, sum of ``R``, sum of ``R`` accepted)
-        and one of the adaptation's state (``log U``, ``log Ubar``, count, doubling; the last two
+        """The compiled run (the one driver's ``scan``): the block's sizes are static; so is the
+        number of steps when ``n_steps`` is given (JAX). The loop carries the state and the
+        adaptation's state as one vector (``log U``, ``log Ubar``, count, doubling; the last two
         as floats, exact): each value carried costs the call a handful of nodes around the loop,
         most of a short call's time."""
         target, log_g, moves, share, compile_kwargs = self._parts
@@ -339,16 +284,15 @@ class CompiledPathSteps:
         scale = pt.scalar("scale", dtype="float64")
         tuning = pt.scalar("tuning", dtype="bool")
         adapt_in = pt.tensor("adapt", dtype="float64", shape=(4,))
-        start = PathState(x, logp, deltas, *prepare(deltas, log_g, moves))
-        sums_in = pt.as_tensor_variable(np.zeros(5))
+        start = PathState(x, logp, deltas, *prepare(deltas, log_g, moves)).carried()
         adaptation = self.adaptation
 
-        def body(u, *carry):
-            *current, sums, adapt, scale_, tuning_ = carry
+        def step(u, carry, scale_, tuning_):
+            adapt = carry[-1]
             unpacked = (adapt[0], adapt[1], pt.cast(adapt[2], "int64"), pt.gt(adapt[3], 0.5))
             new, info, updated = tuned_path_step(
                 u,
-                PathState(*current),
+                PathState.from_carried(carry[:-1], moves),
                 unpacked,
                 scale_,
                 tuning_,
@@ -358,29 +302,16 @@ class CompiledPathSteps:
                 moves=moves,
                 adaptation=adaptation,
             )
-            accepted = pt.cast(info.accepted, "float64")
-            length = pt.cast(info.length, "float64")
-            step_sums = [info.accept, accepted, pt.cast(info.evaluated, "float64"), length]
-            out = (
-                *new,
-                sums + pt.stack([*step_sums, length * accepted]),
-                pt.stack([pt.cast(v, "float64") for v in updated]),
-            )
-            clear_traces(out)  # the inner graph is rewritten on its own
-            return out
+            moved = info.length * pt.cast(info.accepted, "int64")
+            adapt_out = pt.stack([pt.cast(v, "float64") for v in updated])
+            return (*new.carried(), adapt_out), (*info, moved)
 
-        outs = pytensor.scan(
-            body,
-            sequences=[noise],
-            outputs_info=[*start, sums_in, adapt_in],
-            non_sequences=[scale, tuning],
-            return_updates=False,
-        )
-        last = [o[-1] for o in outs]
-        clear_traces(last)
+        last, info = scan_kernel(step, (*start, adapt_in), noise, params=[scale, tuning])
+        outs = [*last[:3], *info, last[-1]]
+        clear_traces(outs)
         fn = pm_compile(
             [x, logp, deltas, noise, scale, tuning, adapt_in],
-            last[:3] + last[6:],
+            outs,
             on_unused_input="ignore",
             **compile_kwargs,
         )
@@ -426,7 +357,7 @@ class CompiledPathSteps:
         if fn is None:
             fn = self._fns[key] = self._compile(key)
         state = adapt if adapt is not None else AdaptState(0.0, 0.0, 0, False)
-        x_out, logp_out, deltas_out, sums, tuned = fn(
+        x_out, logp_out, deltas_out, *sums, tuned = fn(
             np.ascontiguousarray(x, dtype=np.int64),
             np.asarray(logp, dtype=np.float64),
             np.ascontiguousarray(deltas, dtype=np.float64),

@@ -46,18 +46,20 @@ def path_steps_jax(
     from pymc_lbp.samplers.jax_driver import scan_kernel
     from pymc_lbp.samplers.path.adaptation import tuning_inputs
     from pymc_lbp.samplers.path.graph import PathMoves, PathState, prepare, tuned_path_step
+    from pymc_lbp.samplers.path.ops import register_backend
 
+    register_backend("jax")
     moves = PathMoves(layout)
     width = moves.noise_width
     x = pt.tensor("x", dtype="int64", shape=(layout.n_sites,))
     logp = pt.scalar("logp", dtype="float64")
     deltas = pt.tensor("deltas", dtype="float64", shape=(layout.n_slots,))
-    log_w = pt.tensor("log_w", dtype="float64", shape=(layout.n_slots,))
     site_w = pt.tensor("site_w", dtype="float64", shape=(layout.n_sites,))
     within = pt.tensor("within", dtype="float64", shape=(layout.n_slots,))
     noise = pt.tensor("noise", dtype="float64", shape=(width,))
     scale, tuning, adapt = tuning_inputs()
-    state = PathState(x, logp, deltas, log_w, site_w, within)
+    state = PathState(x, logp, deltas, site_w, None if moves.all_binary else within)
+    n_state = len(state.carried())
     new, info, adapt_new = tuned_path_step(
         noise,
         state,
@@ -71,11 +73,12 @@ def path_steps_jax(
         adaptation=adaptation,
     )
     step_fn = to_jax(
-        [noise, *state, scale, tuning, *adapt],
-        [*new, info.accept, info.accepted, info.evaluated, info.length, *adapt_new],
+        [noise, *state.carried(), scale, tuning, *adapt],
+        [*new.carried(), info.accept, info.accepted, info.evaluated, info.length, *adapt_new],
     )
     logp_x, deltas_x = differences.graph(x)
-    start_fn = to_jax([x], [logp_x, deltas_x, *prepare(deltas_x, log_g, moves)])
+    weights = PathState(x, logp_x, deltas_x, *prepare(deltas_x, log_g, moves)).carried()[1:]
+    start_fn = to_jax([x], list(weights))
 
     def run(key, x, values, adapt, scale, tuning, n_steps) -> PathRun:
         def noise(i):
@@ -87,9 +90,10 @@ def path_steps_jax(
         def step(row, carry):
             state, adapt = carry
             out = step_fn(row, *state, scale, tuning, *adapt, *values)
-            accept, accepted, evaluated, length = out[6:10]
+            accept, accepted, evaluated, length = out[n_state : n_state + 4]
             moved = length * accepted.astype(length.dtype)
-            return (tuple(out[:6]), tuple(out[10:])), (accept, accepted, evaluated, length, moved)
+            info = (accept, accepted, evaluated, length, moved)
+            return (tuple(out[:n_state]), tuple(out[n_state + 4 :])), info
 
         start = ((x, *start_fn(x, *values)), tuple(jnp.asarray(a) for a in adapt))
         (state, adapt), sums = scan_kernel(step, start, noise, n_steps)

@@ -20,7 +20,7 @@ import pytest
 
 from pymc_lbp import PathAuxiliaryLBP
 from pymc_lbp.samplers.path import reference
-from pymc_lbp.samplers.path.graph import AdaptState, PathOrder
+from pymc_lbp.samplers.path.graph import AdaptState
 from tests.helpers.backends import OTHER_BACKENDS, modes
 from tests.samplers.path.test_path_auxiliary_kernel import (
     ALPHA,
@@ -113,50 +113,73 @@ def test_compiled_path_step_makes_the_reference_move(build, differences, scale, 
     assert STEPS / 10 < moved < STEPS, moved
 
 
-def test_path_order_sorts_the_path_as_the_race_does():
-    """The C backend's partial sort: a permutation of the sites whose first ``length`` entries
-    are the reference race's picks, in its order (the rest in any order); +inf keys (sites that
-    cannot move) last."""
+@pytest.mark.parametrize(
+    "mode", [None, "FAST_COMPILE", *OTHER_BACKENDS], ids=["c", "python", "jax", "numba"]
+)
+def test_race_and_path_probabilities_are_the_reference(mode):
+    """The Ops of the race and the path probabilities (C, their numpy ``perform``, NUMBA, JAX):
+    the first ``length`` entries of the order are the reference race's picks in its order (the
+    whole a permutation), ``picked`` their mask, the forward and reverse log-probabilities the
+    reference's, ``can_move`` whether ``length`` sites can move; sites that cannot move (weight
+    0), paths of every length up to all the sites, a large block."""
+    import pytensor
+    import pytensor.tensor as pt
+
+    from pymc_lbp.samplers.path.ops import PathRace, ReversePathLogProb, register_backend
+
+    if mode in ("JAX", "NUMBA"):
+        modes(mode)
+        register_backend(mode.lower())
+    w, e, w_y = pt.vector("w"), pt.vector("e"), pt.vector("w_y")
+    length = pt.scalar("length", dtype="int64")
+    path, picked, log_q, can_move = PathRace()(w, e, length)
+    log_q_rev = ReversePathLogProb()(w_y, path, picked, length)
+    fn = pytensor.function(
+        [w, e, length, w_y], [path, picked, log_q, can_move, log_q_rev], mode=mode
+    )
     rng = np.random.default_rng(9)
-    for n, size in ((1, 1), (6, 6), (50, 7), (3000, 40)):
-        lin = rng.exponential(1.0, n)
-        lin[rng.random(n) < 0.2] = 0.0
-        lin[0] = max(lin[0], 1.0)
-        size = min(size, int(np.count_nonzero(lin)))
+    cases = [(1, 1), (6, 6), (50, 7), (3000, 40)] + [
+        (int(n), int(rng.integers(1, n + 1))) for n in rng.integers(1, 40, 40)
+    ]
+    for n, size in cases:
+        site_w = 3.0 * rng.normal(size=n)
+        site_w[rng.random(n) < 0.2] = -np.inf
+        site_w_y = rng.normal(size=n)
         noise = rng.standard_exponential(n)
-        with np.errstate(divide="ignore"):
-            keys = noise / lin
-        out = [None]
-        PathOrder().perform(None, [keys, np.int64(size)], [out])
-        order = out[0]
+        order, mask, lq, can, lq_rev = fn(site_w, noise, size, site_w_y)
+        wx = reference.PathWeights.from_site_log_weights(site_w)
+        assert bool(can) == (wx.n_movable >= size)
         assert order.dtype == np.int64 and np.array_equal(np.sort(order), np.arange(n))
-        np.testing.assert_array_equal(order[:size], reference.race(lin, noise, size))
+        if not can:
+            continue
+        sites = reference.race(wx.lin, noise, size)
+        np.testing.assert_array_equal(order[:size], sites)
+        np.testing.assert_array_equal(np.flatnonzero(mask), np.sort(sites))
+        np.testing.assert_allclose(lq, reference.log_prob_order(wx, sites), rtol=1e-10)
+        wy = reference.PathWeights.from_site_log_weights(site_w_y)
+        np.testing.assert_allclose(lq_rev, reference.log_prob_order(wy, sites[::-1]), rtol=1e-10)
 
 
-def test_partial_sort_kernel_makes_the_reference_moves(monkeypatch):
-    """On large blocks the C backend orders the race with :class:`PathOrder` (here forced on a
-    small categorical block): the same moves as the reference."""
-    from pymc_lbp.samplers.path import graph
+def test_large_block_kernel_makes_the_reference_moves():
+    """A block of 1,500 binary sites (the race's heap holds a path of 1 to 1,500 sites): the
+    same moves as the reference, paths of every length."""
+    from pymc_lbp.models.rbm import random_rbm_params, rbm_model
 
-    monkeypatch.setattr(graph, "PARTIAL_SORT_ABOVE", 0)
-    model = categorical_model()
+    model = rbm_model(random_rbm_params(1500, 4, seed=1), name="x")
     with model:
-        step = PathAuxiliaryLBP([model["x"]], differences="exact")
+        step = PathAuxiliaryLBP([model["x"]])
     kernel = step.path_kernel
-    assert kernel.partial_sort
     rng = np.random.default_rng(17)
     x = step._state_vector(model.initial_point())
     logp, deltas = step.differences(x)
-    moved = 0
-    for _ in range(STEPS):
-        noise = kernel.draw_noise(rng, 1)
-        ref = reference_step(step, x, logp, deltas, noise[0], 2.4)
-        out = kernel(x, logp, deltas, noise, 2.4)
-        np.testing.assert_array_equal(out.x, ref.x)
-        np.testing.assert_allclose(out.sum_accept, ref.accept, rtol=1e-9, atol=1e-12)
-        moved += int(np.any(out.x != x))
-        x, logp, deltas = out.x, out.logp, out.deltas
-    assert STEPS / 10 < moved < STEPS, moved
+    for scale in (1.0, 2.4, 40.0, 1500.0):
+        for _ in range(10):
+            noise = kernel.draw_noise(rng, 1)
+            ref = reference_step(step, x, logp, deltas, noise[0], scale)
+            out = kernel(x, logp, deltas, noise, scale)
+            np.testing.assert_array_equal(out.x, ref.x)
+            np.testing.assert_allclose(out.sum_accept, ref.accept, rtol=1e-9, atol=1e-12)
+            x, logp, deltas = out.x, out.logp, out.deltas
 
 
 @pytest.mark.parametrize(
