@@ -5,12 +5,44 @@ Every discrete kernel of :mod:`pymc_lbp.whole_model` has BlackJAX's shape: a pur
 input (a row of uniforms, a sweep's uniforms, or what a function of the step's index gives).
 Each room's ``jax_steps.py`` builds its step (its pytensor graph converted to JAX) and its
 start state; :func:`scan_kernel` runs any of them for a draw's steps and sums what they report.
+A step class gives the program its part of a draw as :class:`ProgramSteps` (its
+``program_steps(to_jax)``, from its room's ``jax_steps.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
+
+
+def _same(value):
+    return value
+
+
+class ProgramSteps(NamedTuple):
+    """A step's steps of a draw in the whole-model program (:mod:`pymc_lbp.whole_model`), with the
+    state it carries from draw to draw (its adaptation's: each chain its own)."""
+
+    run: Callable | None  # (key, x, values, state, tuning) -> (x, state, stats); None: no steps
+    init: Callable = tuple  # () -> state at a chain's start
+    freeze: Callable = _same  # state -> state at the end of warmup
+    finish: Callable = _same  # stats -> stats on the recorded numpy arrays
+
+
+def steps_stats(differences, sum_accept, n_accepted, n_steps, evals, per=None) -> dict:
+    """The stats of a draw's ``n_steps`` steps, as :meth:`DiscreteStep.astep
+    <pymc_lbp.step_methods.base.DiscreteStep.astep>` records them: their mean acceptance (over
+    ``per`` steps, default ``n_steps``), the accepted ones, and the ``evals`` evaluations of
+    ``differences`` in logp and gradient evaluations."""
+    import jax.numpy as jnp
+
+    return {
+        "accept": sum_accept / (n_steps if per is None else per),
+        "n_accepted": n_accepted.astype(jnp.int64),
+        "mh_steps": jnp.asarray(n_steps, dtype=jnp.int64),
+        "logp_evals": (evals * differences.logp_evals_per_call).astype(jnp.int64),
+        "grad_evals": (evals * differences.grad_evals_per_call).astype(jnp.int64),
+    }
 
 
 def scan_kernel(step: Callable, state, inputs, n_steps: Any = None) -> tuple[Any, Any]:
@@ -55,4 +87,4 @@ def scan_kernel(step: Callable, state, inputs, n_steps: Any = None) -> tuple[Any
     return jax.lax.scan(lambda carry, u: (body(carry, u), None), start, inputs)[0]
 
 
-__all__ = ["scan_kernel"]
+__all__ = ["ProgramSteps", "scan_kernel", "steps_stats"]

@@ -188,8 +188,9 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
     (:mod:`pymc_lbp.samplers.integer.reference`)."""
     jax_kind: ClassVar[str | None] = None
     """Which JAX version runs the step in :func:`pymc_lbp.sample`'s compiled program (its room's
-    ``jax_steps.py``; :func:`pymc_lbp.whole_model.discrete_blocks.program_kind`), ``None``
-    where there is none; each class declares its own (a subclass inherits none)."""
+    ``jax_steps.py``, which the class's ``program_steps(to_jax)`` reads;
+    :func:`pymc_lbp.whole_model.discrete_blocks.program_kind`), ``None`` where there is none;
+    each class declares its own (a subclass inherits none)."""
     independent_sites_at_once: ClassVar[bool] = True
     """Whether a block of conditionally independent sites is drawn from its full conditionals
     at once (:func:`~pymc_lbp.samplers.integer.moves.sites_are_independent`) instead of by

@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import pytensor.tensor as pt
 
+from pymc_lbp.samplers.jax_driver import ProgramSteps, steps_stats
+
 
 class PathRun(NamedTuple):
     """A draw's path steps: the state, the summaries and the adaptation's state after them."""
@@ -102,4 +104,56 @@ def path_steps_jax(
     return run
 
 
-__all__ = ["PathRun", "path_steps_jax"]
+def program_steps(step, to_jax: Callable) -> ProgramSteps:
+    """PathAuxiliaryLBP's steps of a draw in the whole-model program: its path steps, tuning the
+    scale while warming up (an adaptive step; each chain its own adaptation, carried in the
+    state ``(log U, log Ubar, count, doubling)``, then frozen at its averaged value),
+    ``steps_per_draw`` of them or one sweep at the current scale, as in ``pm.sample``."""
+    import jax.numpy as jnp
+
+    from pymc_lbp.samplers.single_site.graph import graph_balancing
+
+    d = step.differences
+    log_g = graph_balancing(step.balancing, step.log_g)
+    share = step.single_site_share
+    run_steps = path_steps_jax(d, step.layout, log_g, share, step.adaptation, to_jax)
+    fixed = step.steps_per_draw_given
+    step.reset_tuning()
+    start = tuple(step.adapt_state())
+
+    def run(key, x, values, state, tuning):
+        tunes = bool(tuning and step.adaptive)
+        if step.adaptive:
+            scale = jnp.exp(state[0])
+        else:
+            scale = jnp.float64(step.fixed_path_scale)
+        n_steps = jnp.int64(fixed) if fixed is not None else step.sweep_steps(scale, xp=jnp)
+        res = run_steps(key, x, values, state, scale, jnp.bool_(tunes), n_steps)
+        state = res.adapt if tunes else state
+        per = jnp.maximum(n_steps, 1)
+        evals = 1 + res.n_evaluated
+        return (
+            res.x,
+            state,
+            {
+                **steps_stats(d, res.sum_accept, res.n_accepted, n_steps, evals, per),
+                "mean_path_length": (res.sum_length / per).astype(jnp.float64),
+                "sites_moved_per_step": (res.sum_moved / per).astype(jnp.float64),
+                "path_scale": scale.astype(jnp.float64),
+            },
+        )
+
+    def init():
+        dtypes = (jnp.float64, jnp.float64, jnp.int64, jnp.bool_)
+        return tuple(dtype(v) for dtype, v in zip(dtypes, start, strict=True))
+
+    def freeze(state):
+        if not step.adaptive:
+            return state
+        log_u = jnp.log(step.adaptation.frozen_scale(state[1], xp=jnp))
+        return (log_u, *state[1:])
+
+    return ProgramSteps(run, init, freeze)
+
+
+__all__ = ["PathRun", "path_steps_jax", "program_steps"]

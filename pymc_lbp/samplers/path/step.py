@@ -207,10 +207,11 @@ class PathAuxiliaryLBP(DiscreteStep):
             )
 
     # -- tuning ---------------------------------------------------------------------------------
-    def sweep_steps(self) -> int:
+    def sweep_steps(self, scale=None, xp=np):
         """Steps per draw of ``steps_per_draw=None``: ``ceil(n_sites / E[R])``
-        (:meth:`expected_sites` at the current scale)."""
-        return steps_for_a_sweep(self.swept_sites(), self.expected_sites(self.path_scale))
+        (:meth:`expected_sites` at the scale ``U``, default the current one; ``xp`` as there)."""
+        scale = self.path_scale if scale is None else scale
+        return steps_for_a_sweep(self.swept_sites(), self.expected_sites(scale, xp), xp)
 
     def expected_sites(self, scale, xp=np):
         """``E[R] = s + (1 - s) min(U, n)``, the sites a step proposes to change on average at
@@ -242,6 +243,13 @@ class PathAuxiliaryLBP(DiscreteStep):
         if self.fixed_path_scale is not None:
             return self.fixed_path_scale  # exactly as given (no log/exp round trip)
         return float(np.exp(self.path_log_u))
+
+    def program_steps(self, to_jax):
+        """This step's steps of a draw in :func:`pymc_lbp.sample`'s compiled program
+        (:func:`pymc_lbp.samplers.path.jax_steps.program_steps`)."""
+        from pymc_lbp.samplers.path.jax_steps import program_steps
+
+        return program_steps(self, to_jax)
 
     def reset_tuning(self) -> None:
         """Restore the untuned path scale (a step reused for a new chain starts fresh)."""

@@ -17,8 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import pytensor
 import pytensor.tensor as pt
+
+from pymc_lbp.samplers.jax_driver import ProgramSteps, steps_stats
 
 
 class LearnedChain(NamedTuple):
@@ -57,4 +60,118 @@ def learned_chain_jax(step, to_jax: Callable, n_steps: int) -> LearnedChain:
     return LearnedChain(run, start_fn, log_g, adam)
 
 
-__all__ = ["LearnedChain", "learned_chain_jax"]
+def program_steps(step, to_jax: Callable) -> ProgramSteps:
+    """SelfBalancing's steps of a draw in the whole-model program: its chain's steps with the
+    current ``g``, then, while warming up,
+    :attr:`~pymc_lbp.samplers.self_balancing.step.SelfBalancing.learning_steps` learning steps
+    of its particles (each one transition of every particle, :func:`batch_moves` on
+    ``jax.numpy``, and one Adam update). Each chain carries its own particles, whether they are
+    set (from the chain's state at the first learning step), the learned parameters and Adam's
+    moments and count, from the step's deterministic initialisation; frozen after warmup."""
+    import jax
+    import jax.numpy as jnp
+
+    from pymc_lbp.samplers.jax_driver import scan_kernel
+    from pymc_lbp.samplers.self_balancing.learning import batch_moves
+
+    d = step.differences
+    n_steps = int(step.steps_per_draw)
+    n_particles = step.n_particles
+    step.reset_tuning()
+    start = (step.lsb_params, step.lsb_adam_m, step.lsb_adam_v, step.lsb_adam_t)
+
+    def init():
+        params, m, v, t = start
+        return (
+            jnp.zeros((n_particles, step.layout.n_sites), dtype=jnp.int64),
+            jnp.bool_(False),
+            jnp.asarray(params, jnp.float64),
+            jnp.asarray(m, jnp.float64),
+            jnp.asarray(v, jnp.float64),
+            jnp.float64(t),
+        )
+
+    def no_steps(key, x, values, state, tuning):  # a block whose sites all move by their jumps
+        return x, state, {"lsb_params": state[2]}
+
+    def finish(stats: dict) -> dict:
+        """The recorded parameters replaced by the step's descriptive stats of them
+        (``parametrization.describe``, as ``pm.sample`` records them each draw)."""
+        params = stats.pop("lsb_params", None)
+        if params is None:
+            return stats
+        flat = params.reshape(-1, params.shape[-1])
+        described = [step.parametrization.describe(p) for p in flat]
+        for name in described[0] if described else ():
+            stats[name] = np.array([row[name] for row in described]).reshape(params.shape[:-1])
+        return stats
+
+    if not n_steps:
+        return ProgramSteps(no_steps, init, finish=finish)
+    fns = learned_chain_jax(step, to_jax, n_steps)
+    n_updates = int(step.learning_steps)
+    lr, clip = step.learner.learning_rate, step.learner.param_clip
+
+    def run(key, x, values, state, tuning):
+        rows, started, params, m, v, t = state
+        k_chain, k_learn = jax.random.split(key)
+        x, sum_accept, n_accepted, n_evaluated = fns.run(k_chain, x, values, params)
+        evals = 1 + n_evaluated
+        loss_sum, loss_count = jnp.float64(0.0), jnp.int64(0)
+        if tuning and n_updates:
+            rows = jnp.where(started, rows, jnp.broadcast_to(x, rows.shape))
+
+            def target_rows(y):
+                return jax.vmap(lambda r: tuple(fns.start(r, *values)))(y)
+
+            def log_g(dm, p):
+                return fns.log_g(dm, p, *values)[0]
+
+            r_logp, r_deltas = target_rows(rows)
+
+            def learn(u, carry):
+                rows, r_logp, r_deltas, params, m, v, t = carry
+                res = batch_moves(
+                    u,
+                    rows,
+                    r_logp,
+                    r_deltas,
+                    params,
+                    log_g=log_g,
+                    layout=step.layout,
+                    target_rows=target_rows,
+                    particle_weights=step.particle_weights,
+                    xp=jnp,
+                )
+                out = fns.adam(params, m, v, t, lr, clip, *res.batch, *values)
+                loss, new, skipped = out[0], tuple(out[3:7]), out[7]
+                learned = jnp.any(res.movable)
+                params, m, v, t = (
+                    jnp.where(learned, a, b) for a, b in zip(new, (params, m, v, t), strict=True)
+                )
+                counted = learned & ~skipped & jnp.isfinite(loss)
+                carry = (res.x, res.logp, res.deltas, params, m, v, t)
+                return carry, (jnp.where(counted, loss, 0.0), counted)
+
+            def uniforms(i):
+                key = jax.random.fold_in(k_learn, i)
+                return jax.random.uniform(key, (n_particles, 2), dtype=jnp.float64)
+
+            carry, (loss_sum, loss_count) = scan_kernel(
+                learn, (rows, r_logp, r_deltas, params, m, v, t), uniforms, n_updates
+            )
+            rows, _, _, params, m, v, t = carry
+            started = jnp.bool_(True)
+            evals = evals + (n_updates + 1) * n_particles
+        stats = {
+            **steps_stats(d, sum_accept, n_accepted, n_steps, evals),
+            "lsb_loss": jnp.where(loss_count > 0, loss_sum / jnp.maximum(loss_count, 1), jnp.nan),
+            "learning_steps": jnp.int64(n_updates if tuning else 0),
+            "lsb_params": params,
+        }
+        return x, (rows, started, params, m, v, t), stats
+
+    return ProgramSteps(run, init, finish=finish)
+
+
+__all__ = ["LearnedChain", "learned_chain_jax", "program_steps"]

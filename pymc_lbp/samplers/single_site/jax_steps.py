@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from pymc_lbp.samplers.jax_driver import ProgramSteps, steps_stats
+
 
 class SingleSiteRun(NamedTuple):
     """A draw's single-site steps: the state and the summaries of the compiled kernel."""
@@ -73,3 +75,24 @@ def single_site_steps_jax(
         return SingleSiteRun(state[0], *totals)
 
     return run
+
+
+def program_steps(step, to_jax: Callable) -> ProgramSteps:
+    """LocallyBalanced's and GibbsWithGradients' steps of a draw in the whole-model program:
+    ``steps_per_draw`` single-site steps from the differences the step chose (exact, first
+    order, or a pairwise block's exact ones: the numba kernel's transition)."""
+    from pymc_lbp.samplers.single_site.graph import graph_balancing
+
+    d = step.differences
+    n_steps = int(step.steps_per_draw)
+    if not n_steps:  # a block whose sites all move by their own jumps
+        return ProgramSteps(None)
+    log_g = graph_balancing(step.balancing, step.log_g)
+    run_steps = single_site_steps_jax(d, step.layout, log_g, n_steps, to_jax)
+
+    def run(key, x, values, state, tuning):
+        res = run_steps(key, x, values)
+        stats = steps_stats(d, res.sum_accept, res.n_accepted, n_steps, 1 + res.n_evaluated)
+        return res.x, state, stats
+
+    return ProgramSteps(run)

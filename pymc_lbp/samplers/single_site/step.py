@@ -92,6 +92,13 @@ class LocallyBalanced(DiscreteStep):
         if self.pairwise_ready():
             pairwise_kernel.warm_up()  # numba's compile (or cache load) now, not mid-draw
 
+    def program_steps(self, to_jax):
+        """This step's steps of a draw in :func:`pymc_lbp.sample`'s compiled program
+        (:func:`pymc_lbp.samplers.single_site.jax_steps.program_steps`)."""
+        from pymc_lbp.samplers.single_site.jax_steps import program_steps
+
+        return program_steps(self, to_jax)
+
     @property
     def kernel(self):
         """The compiled transition (:func:`pymc_lbp.samplers.single_site.loop.compile_steps`),
