@@ -6,7 +6,7 @@ input (a row of uniforms, a sweep's uniforms, or what a function of the step's i
 Each room's ``jax_steps.py`` builds its step (its pytensor graph converted to JAX) and its
 start state; :func:`scan_kernel` runs any of them for a draw's steps and sums what they report.
 A step class gives the program its part of a draw as :class:`ProgramSteps` (its
-``program_steps(to_jax)``, from its room's ``jax_steps.py``).
+``program_steps(model, to_jax)``, from its room's ``jax_steps.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class ProgramSteps(NamedTuple):
     init: Callable = tuple  # () -> state at a chain's start
     freeze: Callable = _same  # state -> state at the end of warmup
     finish: Callable = _same  # stats -> stats on the recorded numpy arrays
+    vector: Any = None  # get(values) -> x, put(values, x): None for the block's int64 vector
 
 
 def steps_stats(differences, sum_accept, n_accepted, n_steps, evals, per=None) -> dict:

@@ -188,7 +188,7 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
     (:mod:`pymc_lbp.samplers.integer.reference`)."""
     jax_kind: ClassVar[str | None] = None
     """Which JAX version runs the step in :func:`pymc_lbp.sample`'s compiled program (its room's
-    ``jax_steps.py``, which the class's ``program_steps(to_jax)`` reads;
+    ``jax_steps.py``, which the class's ``program_steps(model, to_jax)`` reads;
     :func:`pymc_lbp.whole_model.discrete_blocks.program_kind`), ``None`` where there is none;
     each class declares its own (a subclass inherits none)."""
     independent_sites_at_once: ClassVar[bool] = True

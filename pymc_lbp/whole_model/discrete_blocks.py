@@ -3,7 +3,7 @@
 :func:`block_draw` turns a step built on the model into a
 :class:`~pymc_lbp.whole_model.program.BlockDraw`: ``draw(key, values, state, tuning) -> (values,
 state, stats)``, what the step's ``astep`` makes, from the JAX version of its algorithm, which
-the step class gives as ``step.program_steps(to_jax)``
+the step class gives as ``step.program_steps(model, to_jax)``
 (:class:`~pymc_lbp.samplers.jax_driver.ProgramSteps`, from its room's ``jax_steps.py``, built
 from the pytensor graphs its compiled kernels are made of, converted by
 :func:`pymc_lbp.whole_model.jaxify.jax_function`), with uniforms from ``key`` instead of the
@@ -26,8 +26,8 @@ step's ``rng``:
   conditionals, motif blocks by the network's proposal and the MH rule), or, where ``pm.sample``
   sweeps colour classes of chain blocks, the same sweeps; elimination blocks, and chain blocks
   without colour classes, are refused by name;
-* NeuralMixedBlock: ``steps_per_draw`` pair updates (:mod:`pymc_lbp.samplers.block.jax_flag_value`),
-  its values NUTS's as well (:mod:`pymc_lbp.whole_model.neural_blocks`);
+* NeuralMixedBlock: ``steps_per_draw`` pair updates (:mod:`pymc_lbp.samplers.block.jax_flag_value`)
+  on its flags and values, the values NUTS's as well;
 * then, for the others, one move per integer site
   (:mod:`pymc_lbp.samplers.integer.jax_steps`: informed jumps, full-conditional draws over small
   supports, conditionally independent sites all at once).
@@ -61,6 +61,8 @@ def program_kind(step) -> str:
     compiled). The kind is the step class's own ``jax_kind``, set in its room
     (``samplers/<algorithm>/step.py``) beside its ``jax_steps.py``; a subclass runs in the
     program only where it declares one (its draws may differ from its parent's)."""
+    from pymc_lbp.samplers.block.jax_steps import sweeps_colours
+
     kind = vars(type(step)).get("jax_kind")
     name = type(step).__name__
     if kind is None:
@@ -73,7 +75,7 @@ def program_kind(step) -> str:
             f"pm.sample(step=[{name}(...)]), or give pymc_lbp.sample one of those steps for "
             "these variables."
         )
-    if kind == "random_scan" and _sweeps_colours(step):
+    if kind == "random_scan" and sweeps_colours(step):
         return "chain_sweep"
     if kind == "random_scan" and not step.scan_compilable:
         which = (
@@ -89,16 +91,6 @@ def program_kind(step) -> str:
             "blocks='clusters')."
         )
     return kind
-
-
-def _sweeps_colours(step) -> bool:
-    """Whether ``pm.sample`` runs the step's draws as sweeps over colour classes of chain blocks
-    (:meth:`~pymc_lbp.samplers.block.step.NeuralBlock.run_steps`) and the sweep's graph
-    can run them."""
-    colours = getattr(step, "colours", None)
-    return (
-        colours is not None and step.steps_per_draw % len(step.units) == 0 and step.sweep_compilable
-    )
 
 
 class _BlockVector:
@@ -147,25 +139,14 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
     import jax.numpy as jnp
 
     from pymc_lbp.samplers.integer.jax_steps import integer_moves_jax
-    from pymc_lbp.whole_model.neural_blocks import (
-        chain_sweep_block,
-        flag_value_block,
-        random_scan_block,
-    )
 
-    kind = program_kind(step)
+    program_kind(step)
     to_jax = partial(jax_function, model=model, replacements=replacements)
-    if kind == "flag_value":
-        return flag_value_block(step, model, to_jax)
-    vector = _BlockVector(step, model)
-    if kind == "chain_sweep":
-        return chain_sweep_block(step, model, vector, to_jax)
-    if kind == "random_scan":
-        return random_scan_block(step, model, vector, to_jax)
-    d = step.differences
-    part = step.program_steps(to_jax)
+    part = step.program_steps(model, to_jax)
+    vector = part.vector if part.vector is not None else _BlockVector(step, model)
+    d = getattr(step, "differences", None)
     jumps_run = None
-    moves = step.integer_moves
+    moves = getattr(step, "integer_moves", None)
     if moves is not None:
         moves.start_chains(starts or ())
         jumps = moves.build(compile_now=False)
@@ -197,7 +178,7 @@ def block_draw(step, model, replacements: dict, starts: list[np.ndarray]) -> Blo
                 stats["accept"] = run.sum_accept / n_moves
                 stats["n_accepted"] = run.n_accepted.astype(jnp.int64)
         stats["sites_changed"] = jnp.count_nonzero(x != x0).astype(jnp.int64)
-        stats["exact_differences"] = jnp.bool_(d.kind == "exact")
+        stats["exact_differences"] = jnp.bool_(d is not None and d.kind == "exact")
         # a stat the draw did not make (a draw without steps: path length, loss) is a zero of
         # its dtype, as pm.sample records it; the step's own extras (its learned parameters)
         # go to its finish

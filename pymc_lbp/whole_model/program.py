@@ -71,8 +71,7 @@ block's :attr:`BlockDraw.finish`."""
 class BlockDraw:
     """One discrete step in the program.
 
-    Made by :func:`pymc_lbp.whole_model.discrete_blocks.block_draw` (the block samplers' in
-    :mod:`pymc_lbp.whole_model.neural_blocks`).
+    Made by :func:`pymc_lbp.whole_model.discrete_blocks.block_draw`.
 
     Attributes
     ----------

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from pymc_lbp.samplers.block.flag_value_graph import pair_update_graph
-from pymc_lbp.samplers.jax_driver import scan_kernel
+from pymc_lbp.samplers.jax_driver import ProgramSteps, scan_kernel
 
 
 class PairRun(NamedTuple):
@@ -68,4 +68,65 @@ def pair_updates_jax(step, to_jax: Callable) -> Callable:
     return run
 
 
-__all__ = ["PairRun", "pair_order", "pair_updates_jax"]
+class PairVector:
+    """A NeuralMixedBlock's joined vector (flags, then values, in the step's dtype) from the
+    chain's values and back."""
+
+    def __init__(self, step, model):
+        names = [v.name for v in model.value_vars]
+        flag, value = (v.name for v in step.vars)
+        self.positions = (names.index(flag), names.index(value))
+        self.n = int(step.n_pairs)
+        self.dtype = step.dtype
+
+    def get(self, values):
+        import jax.numpy as jnp
+
+        return jnp.concatenate([jnp.ravel(values[p]).astype(self.dtype) for p in self.positions])
+
+    def put(self, values, q):
+        import jax.numpy as jnp
+
+        values = list(values)
+        for j, p in enumerate(self.positions):
+            part = q[j * self.n : (j + 1) * self.n]
+            if jnp.issubdtype(values[p].dtype, jnp.integer):
+                part = jnp.round(part)
+            values[p] = part.reshape(values[p].shape).astype(values[p].dtype)
+        return tuple(values)
+
+
+def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
+    """NeuralMixedBlock's steps of a draw in the whole-model program: ``steps_per_draw`` pair
+    updates (:func:`pair_updates_jax`) on the joined vector of its flags and values
+    (:class:`PairVector`), the pairs in a random order per sweep as the step orders them in
+    ``pm.sample``, the uniforms from the draw's key (per update a component's, the flag's and
+    the accept's uniforms and a standard normal). The step moves its continuous values too;
+    NUTS samples them as well (every continuous variable is NUTS's in the program), from the
+    values the pair updates left, as ``pm.sample(step=[NeuralMixedBlock([b, v]),
+    pm.NUTS([v, ...])])`` does."""
+    import jax
+    import jax.numpy as jnp
+
+    n_steps, n_pairs, G = int(step.steps_per_draw), int(step.n_pairs), int(step.grid_points)
+    updates = pair_updates_jax(step, to_jax)
+
+    def run(key, q, values, state, tuning):
+        k_order, k_uniform, k_normal = jax.random.split(key, 3)
+        uniforms = jax.random.uniform(k_uniform, (n_steps, 3), dtype=jnp.float64)
+        normals = jax.random.normal(k_normal, (n_steps,), dtype=jnp.float64)
+        noise = jnp.column_stack([uniforms[:, 0], uniforms[:, 1], normals, uniforms[:, 2]])
+        res = updates(pair_order(k_order, n_pairs, n_steps), noise, q, values)
+        stats = {
+            "accept": res.sum_accept / n_steps,
+            "n_accepted": res.n_accepted,
+            "mh_steps": jnp.int64(n_steps),
+            "flags_on": jnp.count_nonzero(res.q[:n_pairs] != 0).astype(jnp.int64),
+            "logp_evals": jnp.int64(1 + n_steps * (2 * G + 1)),
+        }
+        return res.q, state, stats
+
+    return ProgramSteps(run, vector=PairVector(step, model))
+
+
+__all__ = ["PairRun", "PairVector", "pair_order", "pair_updates_jax", "program_steps"]

@@ -34,7 +34,7 @@ from typing import NamedTuple
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import random_scan_step_graph
 from pymc_lbp.samplers.block.sweep_graph import chain_sweep_graph
-from pymc_lbp.samplers.jax_driver import scan_kernel
+from pymc_lbp.samplers.jax_driver import ProgramSteps, scan_kernel
 
 
 class ScanRun(NamedTuple):
@@ -142,4 +142,67 @@ def chain_sweeps_jax(step, to_jax: Callable) -> Callable:
     return run
 
 
-__all__ = ["ScanRun", "SweepRun", "chain_sweeps_jax", "random_scan_jax"]
+def sweeps_colours(step) -> bool:
+    """Whether ``pm.sample`` runs the step's draws as sweeps over colour classes of chain blocks
+    (:meth:`~pymc_lbp.samplers.block.step.NeuralBlock.run_steps`) and the sweep's graph can
+    run them."""
+    colours = getattr(step, "colours", None)
+    return (
+        colours is not None and step.steps_per_draw % len(step.units) == 0 and step.sweep_compilable
+    )
+
+
+def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
+    """NeuralBlock's and BlockGibbs' steps of a draw in the whole-model program:
+    ``steps_per_draw`` random-scan steps (:func:`random_scan_jax`), or, where ``pm.sample``
+    sweeps colour classes of chain blocks, the same sweeps (:func:`chain_sweeps_jax`); uniforms
+    from the draw's key."""
+    import jax
+    import jax.numpy as jnp
+
+    n_steps = int(step.steps_per_draw)
+
+    def stats(res, evals, block) -> dict:
+        return {
+            "accept": res.sum_accept / n_steps,
+            "n_accepted": jnp.asarray(res.n_accepted).astype(jnp.int64),
+            "mh_steps": jnp.int64(n_steps),
+            "logp_evals": jnp.asarray(evals).astype(jnp.int64),
+            "block": jnp.asarray(block).astype(jnp.int64),
+        }
+
+    if sweeps_colours(step):
+        n_sweeps = n_steps // len(step.units)
+        shapes = [(n_sweeps, c.sites.shape[0], c.uniform_width) for c in step.chain_colours()]
+        sweeps = chain_sweeps_jax(step, to_jax)
+        last = int(step.colours[-1][-1])
+
+        def run(key, x, values, state, tuning):
+            keys = jax.random.split(key, len(shapes))
+            uniforms = [
+                jax.random.uniform(k, shape, dtype=jnp.float64)
+                for k, shape in zip(keys, shapes, strict=True)
+            ]
+            res = sweeps(uniforms, x, values)
+            return res.x, state, stats(res, res.n_evaluated, last)
+
+        return ProgramSteps(run)
+
+    width = int(step.scan_width)
+    scan = random_scan_jax(step, model, to_jax, n_steps)
+
+    def run(key, x, values, state, tuning):
+        res = scan(jax.random.uniform(key, (n_steps, width), dtype=jnp.float64), x, values)
+        return res.x, state, stats(res, 1 + res.n_evaluated, res.last_unit)
+
+    return ProgramSteps(run)
+
+
+__all__ = [
+    "ScanRun",
+    "SweepRun",
+    "chain_sweeps_jax",
+    "program_steps",
+    "random_scan_jax",
+    "sweeps_colours",
+]

@@ -251,6 +251,13 @@ class NeuralBlock(
             model, self.differences, self.specs, self._x0, self._dependencies(model)
         )
 
+    def program_steps(self, model, to_jax):
+        """This step's steps of a draw in :func:`pymc_lbp.sample`'s compiled program
+        (:func:`pymc_lbp.samplers.block.jax_steps.program_steps`)."""
+        from pymc_lbp.samplers.block.jax_steps import program_steps
+
+        return program_steps(self, model, to_jax)
+
     def sweep_steps(self) -> int:
         """Steps per draw of ``steps_per_draw=None``: one update of each unit on average."""
         return len(self._units)

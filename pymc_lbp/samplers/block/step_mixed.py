@@ -270,6 +270,13 @@ class NeuralMixedBlock(ArrayStepShared):
         return draws.reshape(PRIOR_DRAWS, -1)
 
     # ------------------------------------------------------------------ sampling
+    def program_steps(self, model, to_jax):
+        """This step's steps of a draw in :func:`pymc_lbp.sample`'s compiled program
+        (:func:`pymc_lbp.samplers.block.jax_flag_value.program_steps`)."""
+        from pymc_lbp.samplers.block.jax_flag_value import program_steps
+
+        return program_steps(self, model, to_jax)
+
     def reset_tuning(self) -> None:
         """Nothing is tuned; the ``tune`` flag is restored for a new chain."""
         self.tune = True

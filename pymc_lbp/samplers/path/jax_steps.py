@@ -104,7 +104,7 @@ def path_steps_jax(
     return run
 
 
-def program_steps(step, to_jax: Callable) -> ProgramSteps:
+def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
     """PathAuxiliaryLBP's steps of a draw in the whole-model program: its path steps, tuning the
     scale while warming up (an adaptive step; each chain its own adaptation, carried in the
     state ``(log U, log Ubar, count, doubling)``, then frozen at its averaged value),

@@ -244,12 +244,12 @@ class PathAuxiliaryLBP(DiscreteStep):
             return self.fixed_path_scale  # exactly as given (no log/exp round trip)
         return float(np.exp(self.path_log_u))
 
-    def program_steps(self, to_jax):
+    def program_steps(self, model, to_jax):
         """This step's steps of a draw in :func:`pymc_lbp.sample`'s compiled program
         (:func:`pymc_lbp.samplers.path.jax_steps.program_steps`)."""
         from pymc_lbp.samplers.path.jax_steps import program_steps
 
-        return program_steps(self, to_jax)
+        return program_steps(self, model, to_jax)
 
     def reset_tuning(self) -> None:
         """Restore the untuned path scale (a step reused for a new chain starts fresh)."""

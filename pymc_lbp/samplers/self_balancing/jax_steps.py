@@ -60,7 +60,7 @@ def learned_chain_jax(step, to_jax: Callable, n_steps: int) -> LearnedChain:
     return LearnedChain(run, start_fn, log_g, adam)
 
 
-def program_steps(step, to_jax: Callable) -> ProgramSteps:
+def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
     """SelfBalancing's steps of a draw in the whole-model program: its chain's steps with the
     current ``g``, then, while warming up,
     :attr:`~pymc_lbp.samplers.self_balancing.step.SelfBalancing.learning_steps` learning steps

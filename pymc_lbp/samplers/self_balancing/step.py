@@ -255,12 +255,12 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
         self._g_params.set_value(self._adam.params)
         return self._kernel
 
-    def program_steps(self, to_jax):
+    def program_steps(self, model, to_jax):
         """This step's steps of a draw in :func:`pymc_lbp.sample`'s compiled program
         (:func:`pymc_lbp.samplers.self_balancing.jax_steps.program_steps`)."""
         from pymc_lbp.samplers.self_balancing.jax_steps import program_steps
 
-        return program_steps(self, to_jax)
+        return program_steps(self, model, to_jax)
 
     def _differences_changed(self) -> None:
         self._kernel = self._g_params = self._batched_rows = None

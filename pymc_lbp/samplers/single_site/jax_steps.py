@@ -77,7 +77,7 @@ def single_site_steps_jax(
     return run
 
 
-def program_steps(step, to_jax: Callable) -> ProgramSteps:
+def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
     """LocallyBalanced's and GibbsWithGradients' steps of a draw in the whole-model program:
     ``steps_per_draw`` single-site steps from the differences the step chose (exact, first
     order, or a pairwise block's exact ones: the numba kernel's transition)."""

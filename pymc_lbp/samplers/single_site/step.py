@@ -92,12 +92,12 @@ class LocallyBalanced(DiscreteStep):
         if self.pairwise_ready():
             pairwise_kernel.warm_up()  # numba's compile (or cache load) now, not mid-draw
 
-    def program_steps(self, to_jax):
+    def program_steps(self, model, to_jax):
         """This step's steps of a draw in :func:`pymc_lbp.sample`'s compiled program
         (:func:`pymc_lbp.samplers.single_site.jax_steps.program_steps`)."""
         from pymc_lbp.samplers.single_site.jax_steps import program_steps
 
-        return program_steps(self, to_jax)
+        return program_steps(self, model, to_jax)
 
     @property
     def kernel(self):
