@@ -76,4 +76,15 @@ def scan_kernel(
     return last, info
 
 
-__all__ = ["scan_kernel"]
+def needs_static_shapes(compile_kwargs: dict | None) -> bool:
+    """Whether the backend traces shapes as values (JAX: a ``scan`` over a number of steps that
+    comes from an input's shape fails with "Shapes must be 1D sequences of concrete values")."""
+    mode = (compile_kwargs or {}).get("mode")
+    if mode is None:
+        return False
+    if isinstance(mode, str):
+        return mode.upper() == "JAX"
+    return "jax" in type(getattr(mode, "linker", None)).__name__.lower()
+
+
+__all__ = ["needs_static_shapes", "scan_kernel"]

@@ -39,9 +39,8 @@ from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.samplers.block.sweep_graph import pick_index_graph
-from pymc_lbp.samplers.graph_driver import scan_kernel
+from pymc_lbp.samplers.graph_driver import needs_static_shapes, scan_kernel
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
-from pymc_lbp.samplers.single_site.loop import needs_static_shapes
 from pymc_lbp.samplers.traces import clear_traces
 
 NETWORK_NAMES = ("prepared", "R", "W1", "b1", "W2", "b2")

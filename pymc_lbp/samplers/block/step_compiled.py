@@ -80,16 +80,17 @@ class NeuralBlockCompiled:
         return [np.zeros((1,) * nd) for nd in (1, 2, 2, 1, 2, 1)]
 
     def _run_compiled_sweeps(self, x, logp, n_sweeps: int) -> tuple[np.ndarray, float, float, int]:
+        if n_sweeps == 0:
+            return x, logp, 0.0, 0
         sweep = self.chain_sweep
-        weights = self.sweep_weights()
-        total_accept, n_accepted = 0.0, 0
-        for _ in range(n_sweeps):
-            # the uniforms the reference colour_update takes, in its order
-            us = [self.rng.random((c.sites.shape[0], c.uniform_width)) for c in sweep.colours]
-            x, logp, acc, won, evals = sweep(x, logp, us, weights)
-            total_accept += acc
-            n_accepted += won
-            self._draw_evals += evals
+        # the uniforms the reference colour_update takes, sweep by sweep, class by class
+        draws = [
+            [self.rng.random((c.sites.shape[0], c.uniform_width)) for c in sweep.colours]
+            for _ in range(n_sweeps)
+        ]
+        uniforms = [np.stack(per_class) for per_class in zip(*draws, strict=True)]
+        x, logp, total_accept, n_accepted, evals = sweep(x, logp, uniforms, self.sweep_weights())
+        self._draw_evals += evals
         return x, logp, total_accept, n_accepted
 
     # ------------------------------------------------------------------ compiled random scan

@@ -35,7 +35,9 @@ from pytensor.graph.basic import Variable
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.graphs import dim, repeated_rows
 from pymc_lbp.samplers.block.motifs.chain import BIG, CLIP, chain_reference_states
+from pymc_lbp.samplers.graph_driver import needs_static_shapes, scan_kernel
 from pymc_lbp.samplers.mh_graph import mh_accept, mh_log_ratio
+from pymc_lbp.samplers.traces import clear_traces
 
 WEIGHT_NAMES = ("base", "W0p", "W1", "b1", "W2", "b2")
 """The network inputs of the compiled sweep: the first layer's pre-activation at zero parameters
@@ -209,8 +211,27 @@ def colour_update_graph(
     return x_new, logp_new, pt.sum(prob), pt.sum(pt.cast(won, "int64")), evals
 
 
+def sweep_step(us, state, weights: dict, colours: list[ChainColour], logp_rows, net):
+    """One sweep over the colour classes (module docs) as a kernel step: ``us`` one uniform
+    matrix per class (``(blocks, ChainColour.uniform_width)``), ``state`` ``(x, logp)``;
+    returns the new state and the sweep's sum of acceptance probabilities, accepted blocks and
+    model evaluations."""
+    x, logp = state
+    accept, won, evals = 0.0, 0, 0
+    for col, u in zip(colours, us, strict=True):
+        x, logp, acc, w, e = colour_update_graph(x, logp, u, col, logp_rows, weights, net)
+        accept, won, evals = accept + acc, won + w, evals + e
+    return (x, logp), (pt.cast(accept, "float64"), pt.cast(won, "int64"), pt.cast(evals, "int64"))
+
+
+def _weights() -> dict:
+    return {name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
+            for name, nd in zip(WEIGHT_NAMES, (1, 2, 2, 1, 2, 1), strict=True)}  # fmt: skip
+
+
 def chain_sweep_graph(colours: list[ChainColour], n_sites: int, logp_rows, net):
-    """One sweep over the colour classes (module docs) as a graph.
+    """One sweep over the colour classes (:func:`sweep_step`) as a graph, the step the JAX
+    program runs (:mod:`pymc_lbp.samplers.block.jax_steps`).
 
     Returns
     -------
@@ -227,45 +248,68 @@ def chain_sweep_graph(colours: list[ChainColour], n_sites: int, logp_rows, net):
         pt.matrix(f"u{c}", dtype="float64", shape=(col.sites.shape[0], col.uniform_width))
         for c, col in enumerate(colours)
     ]
-    weights = {name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
-               for name, nd in zip(WEIGHT_NAMES, (1, 2, 2, 1, 2, 1), strict=True)}  # fmt: skip
-    total_acc = pt.constant(0.0, dtype="float64")
-    total_won = pt.constant(0, dtype="int64")
-    total_evals = pt.constant(0, dtype="int64")
-    cur_x, cur_logp = x, logp
-    for col, u in zip(colours, us, strict=True):
-        cur_x, cur_logp, acc, won, evals = colour_update_graph(
-            cur_x, cur_logp, u, col, logp_rows, weights, net
-        )
-        total_acc, total_won = total_acc + acc, total_won + won
-        total_evals = total_evals + evals
-    inputs = [x, logp, *us, *weights.values()]
-    return inputs, [cur_x, cur_logp, total_acc, total_won, total_evals]
+    weights = _weights()
+    state, info = sweep_step(us, (x, logp), weights, colours, logp_rows, net)
+    return [x, logp, *us, *weights.values()], [*state, *info]
 
 
 class CompiledChainSweep:
-    """A sweep over colour classes of chain blocks in one compiled call
-    (:func:`chain_sweep_graph`).
+    """A draw's sweeps over colour classes of chain blocks in one compiled call
+    (:func:`sweep_step` run by the one driver,
+    :func:`pymc_lbp.samplers.graph_driver.scan_kernel`).
 
     Called as ``(x, logp, uniforms, weights)``: ``uniforms`` one array per class, shape
-    ``(blocks, ChainColour.uniform_width)`` (what
-    :func:`~pymc_lbp.samplers.block.reference.colour_update` takes),
-    ``weights`` the arrays of :data:`WEIGHT_NAMES` (unused by exact classes).
-    Returns ``(x, logp, sum of acceptances, accepted, evaluations)``.
+    ``(sweeps, blocks, ChainColour.uniform_width)`` (sweep ``i``'s rows what
+    :func:`~pymc_lbp.samplers.block.reference.colour_update` takes), ``weights`` the arrays of
+    :data:`WEIGHT_NAMES` (unused by exact classes). Returns ``(x, logp, sum of acceptances,
+    accepted, evaluations)``. With the JAX backend (which traces shapes as values) the function
+    is compiled on first use for the number of sweeps, once per number.
     """
 
     def __init__(
         self, colours: list[ChainColour], n_sites: int, logp_rows, net, compile_kwargs=None
     ):
         self.colours = colours
-        inputs, outputs = chain_sweep_graph(colours, n_sites, logp_rows, net)
-        self._fn = pm_compile(
-            inputs, outputs, on_unused_input="ignore", **dict(compile_kwargs or {})
+        self._parts = (n_sites, logp_rows, net, dict(compile_kwargs or {}))
+        self.static_shapes = needs_static_shapes(compile_kwargs)
+        self._fns: dict[int | None, object] = {}
+        if not self.static_shapes:
+            self._fns[None] = self._compile(None)
+
+    def _compile(self, n_sweeps: int | None):
+        n_sites, logp_rows, net, compile_kwargs = self._parts
+        colours = self.colours
+        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
+        logp = pt.scalar("logp", dtype="float64")
+        us = [
+            pt.tensor(
+                f"u{c}", dtype="float64", shape=(n_sweeps, col.sites.shape[0], col.uniform_width)
+            )
+            for c, col in enumerate(colours)
+        ]
+        weights = _weights()
+        names = list(weights)
+
+        def step(u, state, *arrays):
+            u = u if isinstance(u, tuple) else (u,)
+            w = dict(zip(names, arrays, strict=True))
+            return sweep_step(u, state, w, colours, logp_rows, net)
+
+        state, info = scan_kernel(step, (x, logp), us, params=list(weights.values()))
+        outs = [*state, *info]
+        clear_traces(outs)
+        fn = pm_compile(
+            [x, logp, *us, *weights.values()], outs, on_unused_input="ignore", **compile_kwargs
         )
-        self._fn.trust_input = True
+        fn.trust_input = True
+        return fn
 
     def __call__(self, x, logp, uniforms: list, weights: list):
-        out = self._fn(
+        key = len(uniforms[0]) if self.static_shapes else None
+        fn = self._fns.get(key)
+        if fn is None:
+            fn = self._fns[key] = self._compile(key)
+        out = fn(
             np.ascontiguousarray(x, dtype=np.int64),
             np.asarray(logp, dtype=np.float64),
             *(np.ascontiguousarray(u, dtype=np.float64) for u in uniforms),

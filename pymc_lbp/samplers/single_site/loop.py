@@ -16,7 +16,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.samplers.graph_driver import scan_kernel
+from pymc_lbp.samplers.graph_driver import needs_static_shapes, scan_kernel
 from pymc_lbp.samplers.single_site.graph import (
     Info,
     SingleSiteMoves,
@@ -46,17 +46,6 @@ def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
     per row of ``uniforms`` (the prepared weights stay inside the loop)."""
     last, info = scan_kernel(kernel, state, uniforms)
     return [last.x, last.logp, last.deltas, *info]
-
-
-def needs_static_shapes(compile_kwargs: dict | None) -> bool:
-    """Whether the backend traces shapes as values (JAX: a ``scan`` over a number of steps that
-    comes from an input's shape fails with "Shapes must be 1D sequences of concrete values")."""
-    mode = (compile_kwargs or {}).get("mode")
-    if mode is None:
-        return False
-    if isinstance(mode, str):
-        return mode.upper() == "JAX"
-    return "jax" in type(getattr(mode, "linker", None)).__name__.lower()
 
 
 class CompiledSteps:
