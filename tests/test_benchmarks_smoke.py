@@ -258,8 +258,9 @@ def test_chain_crf_quick(tmp_path):
 
 
 def test_first_run_table_pairs_ours_with_pymc_per_cache():
-    """benchmarks.first_run: one row per model and cache state, ours beside PyMC's defaults,
-    the ratio of first-run seconds (build + first pm.sample); an unpaired run makes no row."""
+    """benchmarks.first_run: one row per model and cache state, our step and pymc_lbp.sample
+    beside PyMC's defaults, the ratios of first-run seconds (build + first sample); an
+    incomplete set of runs makes no row."""
     from benchmarks.first_run import table
 
     def run(model, sampler, cache, build, sample):
@@ -269,14 +270,19 @@ def test_first_run_table_pairs_ours_with_pymc_per_cache():
     rows = [
         run("m", "ours", "cold", 2.0, 4.0),
         run("m", "pymc", "cold", 1.0, 2.0),
+        run("m", "lbp_sample", "cold", 3.0, 1.5),
         run("m", "ours", "warm", 0.5, 0.5),
         run("m", "pymc", "warm", 1.0, 1.0),
+        run("m", "lbp_sample", "warm", 1.0, 0.5),
         run("other", "ours", "warm", 1.0, 1.0),
+        run("other", "pymc", "warm", 1.0, 1.0),
     ]
     out = table(rows)
     assert [(r["model"], r["cache"]) for r in out] == [("m", "cold"), ("m", "warm")]
     assert out[0]["ratio"] == pytest.approx(2.0) and out[1]["ratio"] == pytest.approx(0.5)
     assert out[0]["ours_build"] == 2.0 and out[0]["pymc_total"] == 3.0
+    assert out[0]["lbp_build"] == 3.0 and out[0]["lbp_ratio"] == pytest.approx(1.5)
+    assert out[1]["lbp_ratio"] == pytest.approx(0.75)
 
 
 def test_compiled_mixed_quick(tmp_path):
