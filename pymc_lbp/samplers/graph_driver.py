@@ -87,4 +87,36 @@ def needs_static_shapes(compile_kwargs: dict | None) -> bool:
     return "jax" in type(getattr(mode, "linker", None)).__name__.lower()
 
 
-__all__ = ["needs_static_shapes", "scan_kernel"]
+class CompiledRuns:
+    """A kernel's compiled run, one function for every number of steps, or, with a backend that
+    traces shapes as values (JAX, :func:`needs_static_shapes`), one per number, compiled on
+    first use (a step's number of steps per draw is fixed after tuning: a handful at most).
+
+    Parameters
+    ----------
+    compile_run : callable
+        ``key -> function``: the run compiled with its shapes fixed by ``key`` (``None``: not
+        fixed).
+    compile_kwargs : dict, optional
+        The compilation's options (their ``mode`` decides).
+    compile_now : bool
+        Compile the one function now (else at the first call).
+    """
+
+    def __init__(self, compile_run: Callable, compile_kwargs: dict | None, compile_now=True):
+        self.compile_run = compile_run
+        self.static_shapes = needs_static_shapes(compile_kwargs)
+        self._fns: dict = {}
+        if compile_now and not self.static_shapes:
+            self(None)
+
+    def __call__(self, key):
+        """The function for the shapes ``key`` (ignored unless shapes must be static)."""
+        key = key if self.static_shapes else None
+        fn = self._fns.get(key)
+        if fn is None:
+            fn = self._fns[key] = self.compile_run(key)
+        return fn
+
+
+__all__ = ["CompiledRuns", "needs_static_shapes", "scan_kernel"]

@@ -39,7 +39,7 @@ from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.samplers.block.sweep_graph import pick_index_graph
-from pymc_lbp.samplers.graph_driver import needs_static_shapes, scan_kernel
+from pymc_lbp.samplers.graph_driver import CompiledRuns, scan_kernel
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.traces import clear_traces
 
@@ -314,10 +314,7 @@ class CompiledRandomScan:
     def __init__(self, units, factors, logp_rows, n_sites, n_outside, net, compile_kwargs=None):
         self.units = units
         self._parts = (factors, logp_rows, n_sites, n_outside, net, dict(compile_kwargs or {}))
-        self.static_shapes = needs_static_shapes(compile_kwargs)
-        self._fns: dict[int | None, object] = {}
-        if not self.static_shapes:
-            self._fns[None] = self._compile(None)
+        self.runs = CompiledRuns(self._compile, compile_kwargs)
 
     def _compile(self, n_steps: int | None):
         factors, logp_rows, n_sites, n_outside, net, compile_kwargs = self._parts
@@ -329,11 +326,7 @@ class CompiledRandomScan:
         return fn
 
     def __call__(self, x, logp, outside, noise, network: list):
-        key = len(noise) if self.static_shapes else None
-        fn = self._fns.get(key)
-        if fn is None:
-            fn = self._fns[key] = self._compile(key)
-        out = fn(
+        out = self.runs(len(noise))(
             np.ascontiguousarray(x, dtype=np.int64),
             np.asarray(logp, dtype=np.float64),
             np.ascontiguousarray(outside, dtype=np.int64),

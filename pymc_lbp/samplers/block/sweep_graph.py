@@ -35,7 +35,7 @@ from pytensor.graph.basic import Variable
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.graphs import dim, repeated_rows
 from pymc_lbp.samplers.block.motifs.chain import BIG, CLIP, chain_reference_states
-from pymc_lbp.samplers.graph_driver import needs_static_shapes, scan_kernel
+from pymc_lbp.samplers.graph_driver import CompiledRuns, scan_kernel
 from pymc_lbp.samplers.mh_graph import mh_accept, mh_log_ratio
 from pymc_lbp.samplers.traces import clear_traces
 
@@ -271,10 +271,7 @@ class CompiledChainSweep:
     ):
         self.colours = colours
         self._parts = (n_sites, logp_rows, net, dict(compile_kwargs or {}))
-        self.static_shapes = needs_static_shapes(compile_kwargs)
-        self._fns: dict[int | None, object] = {}
-        if not self.static_shapes:
-            self._fns[None] = self._compile(None)
+        self.runs = CompiledRuns(self._compile, compile_kwargs)
 
     def _compile(self, n_sweeps: int | None):
         n_sites, logp_rows, net, compile_kwargs = self._parts
@@ -305,11 +302,7 @@ class CompiledChainSweep:
         return fn
 
     def __call__(self, x, logp, uniforms: list, weights: list):
-        key = len(uniforms[0]) if self.static_shapes else None
-        fn = self._fns.get(key)
-        if fn is None:
-            fn = self._fns[key] = self._compile(key)
-        out = fn(
+        out = self.runs(len(uniforms[0]))(
             np.ascontiguousarray(x, dtype=np.int64),
             np.asarray(logp, dtype=np.float64),
             *(np.ascontiguousarray(u, dtype=np.float64) for u in uniforms),

@@ -40,7 +40,7 @@ from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.layout import BlockLayout
-from pymc_lbp.samplers.graph_driver import needs_static_shapes, scan_kernel
+from pymc_lbp.samplers.graph_driver import CompiledRuns, scan_kernel
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation
 from pymc_lbp.samplers.path.ops import PathRace, ReversePathLogProb, register_backend
@@ -265,10 +265,7 @@ class CompiledPathSteps:
             moves.all_binary,
         )
         self._parts = (target, log_g, moves, share, dict(compile_kwargs or {}))
-        self.static_shapes = needs_static_shapes(compile_kwargs)
-        self._fns: dict[int | None, object] = {}
-        if not self.static_shapes:
-            self._fns[None] = self._compile(None)
+        self.runs = CompiledRuns(self._compile, compile_kwargs)
 
     def _compile(self, n_steps: int | None):
         """The compiled run (the one driver's ``scan``): the block's sizes are static; so is the
@@ -328,7 +325,7 @@ class CompiledPathSteps:
     def __call__(
         self, x, logp, deltas, noise, scale, adapt: AdaptState | None = None
     ) -> PathStepsResult:
-        if self.static_shapes and adapt is not None and len(noise) & (len(noise) - 1):
+        if self.runs.static_shapes and adapt is not None and len(noise) & (len(noise) - 1):
             return self._chunked(x, logp, deltas, noise, scale, adapt)
         return self._run(x, logp, deltas, noise, scale, adapt)
 
@@ -352,10 +349,7 @@ class CompiledPathSteps:
         )
 
     def _run(self, x, logp, deltas, noise, scale, adapt: AdaptState | None) -> PathStepsResult:
-        key = len(noise) if self.static_shapes else None
-        fn = self._fns.get(key)
-        if fn is None:
-            fn = self._fns[key] = self._compile(key)
+        fn = self.runs(len(noise))
         state = adapt if adapt is not None else AdaptState(0.0, 0.0, 0, False)
         x_out, logp_out, deltas_out, *sums, tuned = fn(
             np.ascontiguousarray(x, dtype=np.int64),

@@ -16,7 +16,7 @@ import numpy as np
 import pytensor.tensor as pt
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.samplers.graph_driver import needs_static_shapes, scan_kernel
+from pymc_lbp.samplers.graph_driver import CompiledRuns, scan_kernel
 from pymc_lbp.samplers.single_site.graph import (
     Info,
     SingleSiteMoves,
@@ -83,10 +83,7 @@ class CompiledSteps:
     ):
         self.n_uniforms = int(n_uniforms)
         self._parts = (kernel, prepare, dict(compile_kwargs or {}))
-        self.static_shapes = needs_static_shapes(compile_kwargs)
-        self._fns: dict[tuple, object] = {}
-        if not self.static_shapes and compile_now:
-            self._fns[None] = self._compile(None)
+        self.runs = CompiledRuns(self._compile, compile_kwargs, compile_now)
 
     def graph(self, shapes: tuple | None) -> tuple[list, list]:
         """Inputs ``[x, logp, deltas, uniforms]`` and outputs ``[x, logp, deltas, sum_accept,
@@ -144,10 +141,7 @@ class CompiledSteps:
         self, x: np.ndarray, logp: float, deltas: np.ndarray, uniforms: np.ndarray
     ) -> StepsResult:
         """Run ``len(uniforms)`` steps from ``(x, logp, deltas)``."""
-        key = (np.size(x), np.size(deltas), len(uniforms)) if self.static_shapes else None
-        fn = self._fns.get(key)
-        if fn is None:
-            fn = self._fns[key] = self._compile(key)
+        fn = self.runs((np.size(x), np.size(deltas), len(uniforms)))
         x_out, logp_out, deltas_out, acc, n_acc, n_eval = fn(
             np.ascontiguousarray(x, dtype=np.int64),
             np.asarray(logp, dtype=np.float64),

@@ -338,7 +338,7 @@ def _backend_path_run(model, mode, tuning):
     logp, deltas = step.differences(x0)
     assert not step.pairwise_ready()
     run = step.run_steps(x0, logp, deltas, 20)
-    assert step.path_kernel.static_shapes == (mode == "JAX")
+    assert step.path_kernel.runs.static_shapes == (mode == "JAX")
     if tuning:
         assert step.path_adapt_count > 0
     return run
