@@ -296,9 +296,5 @@ class BlockSet:
             return np.zeros(0, np.int64)
         return np.unique(np.concatenate([b.block for b in self.blocks]))
 
-    def params_matrix(self) -> np.ndarray:
-        """Local parameters of all blocks, shape (n_blocks, n_params)."""
-        return np.stack([b.params for b in self.blocks]) if self.blocks else np.zeros((0, 0))
-
 
 __all__ = ["BlockSet", "MotifBlock", "MotifSpec"]

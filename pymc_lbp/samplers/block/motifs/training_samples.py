@@ -1,12 +1,10 @@
 """Training samples of a motif from a model: the values of every block's ``B`` and ``C`` and its
 local parameters, from any joint states (:func:`motif_samples_from_states`) or from forward
-samples of a generative PyMC model (:func:`prior_motif_samples`, for a model-specific proposal);
-:func:`blockset_summary` is a one-line JSON description of a block set (for logs).
+samples of a generative PyMC model (:func:`prior_motif_samples`, for a model-specific proposal).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
 import numpy as np
@@ -132,18 +130,6 @@ def prior_motif_samples(
     draws = pm.draw(rvs, draws=int(n), random_seed=seed)
     states = {rv.name: np.asarray(d).reshape(int(n), -1) for rv, d in zip(rvs, draws, strict=True)}
     return motif_samples_from_states(blockset, states, model)
-
-
-def blockset_summary(blockset: BlockSet) -> str:
-    """One-line JSON description of a block set (for logs)."""
-    return json.dumps(
-        {
-            "motif": None if blockset.motif is None else blockset.motif.name,
-            "blocks": len(blockset),
-            "index": blockset.index,
-            "covered": int(blockset.covered().size),
-        }
-    )
 
 
 __all__ = ["motif_samples_from_states", "prior_motif_samples"]
