@@ -13,12 +13,27 @@ scan_kernel`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from pytensor.graph.basic import Variable
 
 from pymc_lbp.samplers.traces import clear_traces
+
+
+@dataclass
+class StepsResult:
+    """A compiled run's state after its steps (the block vector, its logp and differences) and
+    the sums of what the steps reported."""
+
+    x: np.ndarray
+    logp: float
+    deltas: np.ndarray
+    sum_accept: float
+    n_accepted: int
+    n_evaluated: int
 
 
 def scan_kernel(
@@ -119,4 +134,4 @@ class CompiledRuns:
         return fn
 
 
-__all__ = ["CompiledRuns", "needs_static_shapes", "scan_kernel"]
+__all__ = ["CompiledRuns", "StepsResult", "needs_static_shapes", "scan_kernel"]

@@ -40,12 +40,11 @@ from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.layout import BlockLayout
-from pymc_lbp.samplers.graph_driver import CompiledRuns, scan_kernel
+from pymc_lbp.samplers.graph_driver import CompiledRuns, StepsResult, scan_kernel
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation
 from pymc_lbp.samplers.path.ops import PathRace, ReversePathLogProb, register_backend
 from pymc_lbp.samplers.single_site.graph import GraphBalancing, SingleSiteMoves, Target
-from pymc_lbp.samplers.single_site.loop import StepsResult
 from pymc_lbp.samplers.traces import clear_traces
 
 

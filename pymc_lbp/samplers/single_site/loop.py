@@ -9,14 +9,13 @@ caller from the step's ``self.rng``. Nothing runs in Python between steps.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import pytensor.tensor as pt
 
 from pymc_lbp.compiling import pm_compile
-from pymc_lbp.samplers.graph_driver import CompiledRuns, scan_kernel
+from pymc_lbp.samplers.graph_driver import CompiledRuns, StepsResult, scan_kernel
 from pymc_lbp.samplers.single_site.graph import (
     Info,
     SingleSiteMoves,
@@ -27,18 +26,6 @@ from pymc_lbp.samplers.single_site.graph import (
 from pymc_lbp.samplers.traces import clear_traces
 
 Kernel = Callable[[pt.TensorVariable, State], tuple[State, Info]]
-
-
-@dataclass
-class StepsResult:
-    """State after a run of steps and its summaries (see :class:`CompiledSteps`)."""
-
-    x: np.ndarray
-    logp: float
-    deltas: np.ndarray
-    sum_accept: float
-    n_accepted: int
-    n_evaluated: int
 
 
 def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pymc_lbp.samplers.common import draw_slot, mh_accept, mh_log_ratio
-from pymc_lbp.samplers.single_site.loop import StepsResult
+from pymc_lbp.samplers.graph_driver import StepsResult
 
 __all__ = [
     "Prepared",
