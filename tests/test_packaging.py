@@ -185,6 +185,20 @@ def test_no_import_cycles_between_folders():
     )
 
 
+def test_the_samplers_import_no_file_reader_or_command_line():
+    """Issue #56: the UAI files (``models``) and the command line (``cli``) are a layer above
+    the samplers: nothing in ``samplers/``, ``step_methods/``, ``logp/`` or ``factor_graph/``
+    (the factor graphs and their algorithms, which both use) imports them, in any import form."""
+    graph = _import_graph(_folder)
+    below = ("samplers", "step_methods", "logp", "factor_graph")
+    reads = {
+        src: sorted(dst for dst in dsts if dst in ("models", "cli"))
+        for src, dsts in graph.items()
+        if src.split(".")[0] in below
+    }
+    assert {src: dsts for src, dsts in reads.items() if dsts} == {}
+
+
 def test_no_import_cycles_between_modules():
     """Nor between the modules of one folder (a package's ``__init__.py`` is the package's
     node: ``pymc_lbp.cli`` importing ``pymc_lbp.cli.batch``, which imports ``pymc_lbp.cli``,

@@ -469,7 +469,7 @@ def _choose_method(method: str, args: argparse.Namespace, network: Any, evidence
     if method != "auto":
         flag = "--exact" if args.exact else f"--method {method}"
         return method, f"{flag} given"
-    from pymc_lbp.models.uai.elimination import elimination_plan
+    from pymc_lbp.factor_graph.elimination import elimination_plan
     from pymc_lbp.models.uai.exact import DEFAULT_MAX_TABLE_SIZE
 
     limit = args.max_table_size or DEFAULT_MAX_TABLE_SIZE

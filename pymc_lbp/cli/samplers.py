@@ -296,7 +296,7 @@ def split_regions(
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from pymc_lbp.models.uai.network import reduce_factors
+    from pymc_lbp.factor_graph.network import reduce_factors
 
     fixed = {v: 0 for v in range(network.n_vars) if network.cards[v] == 1} | dict(evidence or {})
     zero = [

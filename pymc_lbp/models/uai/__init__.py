@@ -1,9 +1,11 @@
 """UAI networks: reading and writing the file family, exact inference, PyMC models.
 
+The network itself (``UAINetwork``), its elimination plans, bucket trees and clusters, and
+``UAIModelInfo`` live in :mod:`pymc_lbp.factor_graph`, which the samplers use too; they are
+importable from here as well.
+
 Files
 -----
-network
-    ``UAINetwork``, the in-memory network, and small structural helpers.
 errors
     ``UAIFormatError``, ``ImpossibleEvidenceError``, ``TreewidthTooLargeError``,
     ``NetworkTooLargeError``.
@@ -13,10 +15,7 @@ io
     evidence) and ``results_io`` (``.MAR``, ``.PR``, ``.MAP``).
 exact
     Exact inference: ``exact_inference``, ``exact_marginals``, ``log_partition``,
-    ``sample_exact``. On ``elimination`` (elimination orders, ``EliminationPlan``) and
-    ``bucket_tree`` (the log-space tables and passes).
-clusters
-    Clusters for exact block Gibbs that cross the network's determinism.
+    ``sample_exact``.
 start
     Feasible starting states.
 model
@@ -27,7 +26,8 @@ generate
     Synthetic networks (``grid_bn``).
 """
 
-from pymc_lbp.models.uai.clusters import deterministic_scopes, uai_clusters
+from pymc_lbp.factor_graph.clusters import deterministic_scopes, uai_clusters
+from pymc_lbp.factor_graph.network import UAINetwork
 from pymc_lbp.models.uai.errors import (
     ImpossibleEvidenceError,
     NetworkTooLargeError,
@@ -67,7 +67,6 @@ from pymc_lbp.models.uai.model import (
     uai_state_from_point,
     uai_variable_map,
 )
-from pymc_lbp.models.uai.network import UAINetwork
 from pymc_lbp.models.uai.rao_blackwell import (
     FullConditionals,
     count_marginals,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pymc_lbp.factor_graph.elimination import TreewidthTooLargeError
+
 __all__ = [
     "ImpossibleEvidenceError",
     "NetworkTooLargeError",
@@ -32,23 +34,6 @@ class ImpossibleEvidenceError(ValueError):
     def __init__(self, message: str, *, definitive: bool = True) -> None:
         super().__init__(message)
         self.definitive = definitive
-
-
-class TreewidthTooLargeError(MemoryError):
-    """Exact elimination would need a table larger than the allowed size.
-
-    Attributes
-    ----------
-    table_size : int
-        Number of entries of the largest cluster table of the chosen elimination order.
-    induced_width : int
-        Induced width of that order (largest cluster scope minus one).
-    """
-
-    def __init__(self, message: str, *, table_size: int, induced_width: int) -> None:
-        super().__init__(message)
-        self.table_size = table_size
-        self.induced_width = induced_width
 
 
 class NetworkTooLargeError(MemoryError):

@@ -4,7 +4,7 @@
 ``1 N v1 x1 ..`` (the two forms differ in the parity of the token count). ``0`` = no evidence.
 :func:`read_evidence` checks the evidence against a network; it is used by everything that
 conditions on evidence (:mod:`pymc_lbp.models.uai.exact`, :mod:`pymc_lbp.models.uai.model`,
-:mod:`pymc_lbp.models.uai.clusters`, ...) and importable from :mod:`pymc_lbp.models.uai.io`.
+:mod:`pymc_lbp.factor_graph.clusters`, ...) and importable from :mod:`pymc_lbp.models.uai.io`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.factor_graph.network import UAINetwork, check_evidence
 from pymc_lbp.files import write_text_atomically
-from pymc_lbp.models.uai.network import UAINetwork
 from pymc_lbp.models.uai.tokens import (
     PathLike,
     _Cursor,
@@ -56,7 +56,7 @@ def read_evidence(
     if source is None:
         return {}
     if isinstance(source, Mapping):
-        return _check_evidence_mapping(source, network)
+        return check_evidence(source, network)
     path = Path(source)
     toks = _Tokens(_read_text(path), str(path))
     if len(toks) == 0:
@@ -91,22 +91,6 @@ def read_evidence(
         if evidence.get(v, x) != x:
             raise toks.error(var_pos, f"variable {v} is given twice with different values")
         evidence[v] = x
-    return dict(sorted(evidence.items()))
-
-
-def _check_evidence_mapping(source: Mapping[int, int], network: UAINetwork) -> dict[int, int]:
-    evidence = {}
-    for v, x in source.items():
-        if int(v) != v or not 0 <= int(v) < network.n_vars:
-            raise ValueError(
-                f"{network.name}: evidence variable {v!r} is not in 0..{network.n_vars - 1}"
-            )
-        card = int(network.cards[int(v)])
-        if int(x) != x or not 0 <= int(x) < card:
-            raise ValueError(
-                f"{network.name}: evidence value {x!r} of variable {v} is outside 0..{card - 1}"
-            )
-        evidence[int(v)] = int(x)
     return dict(sorted(evidence.items()))
 
 

@@ -15,8 +15,8 @@ Before any table is built, the largest cluster table of the order is computed; i
 ``max_table_size`` entries a :class:`TreewidthTooLargeError` (a ``MemoryError``) states the size
 and the induced width (``max_table_size=None``: no limit).
 
-The orders and the bucket tree are chosen in :mod:`pymc_lbp.models.uai.elimination`, the tables
-are built and passed in :mod:`pymc_lbp.models.uai.bucket_tree`; this module holds the public
+The orders and the bucket tree are chosen in :mod:`pymc_lbp.factor_graph.elimination`, the tables
+are built and passed in :mod:`pymc_lbp.factor_graph.bucket_tree`; this module holds the public
 functions (their names, and those of ``elimination``, stay importable from here).
 """
 
@@ -29,16 +29,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp.models.uai.bucket_tree import _BucketTree
-from pymc_lbp.models.uai.elimination import (
+from pymc_lbp.factor_graph.bucket_tree import _BucketTree
+from pymc_lbp.factor_graph.elimination import (
     EliminationPlan,
     EvidenceLike,
     check_max_table_size,
     elimination_plan,
 )
+from pymc_lbp.factor_graph.network import UAINetwork, zero_factor
 from pymc_lbp.models.uai.errors import ImpossibleEvidenceError
 from pymc_lbp.models.uai.io import read_evidence
-from pymc_lbp.models.uai.network import UAINetwork, zero_factor
 
 __all__ = [
     "DEFAULT_MAX_TABLE_SIZE",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.models.uai.network import UAINetwork
+from pymc_lbp.factor_graph.network import UAINetwork
 from pymc_lbp.models.uai.start import forward_sample
 
 __all__ = ["grid_bn", "grid_index"]

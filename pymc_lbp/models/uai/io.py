@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.factor_graph.network import NETWORK_KINDS, UAINetwork
 from pymc_lbp.files import write_text_atomically
 from pymc_lbp.models.uai.errors import NetworkTooLargeError, UAIFormatError
 from pymc_lbp.models.uai.evidence_io import read_evidence, write_evidence
-from pymc_lbp.models.uai.network import NETWORK_KINDS, UAINetwork
 from pymc_lbp.models.uai.results_io import (
     read_map,
     read_mar,

@@ -11,7 +11,7 @@ chain that targets the posterior converges to the same marginals; the conditiona
 further from it than the counts and make use of every state a draw is next to.
 
 :class:`FullConditionals` holds, for a network and its evidence, the factor tables conditioned
-on the evidence (:func:`~pymc_lbp.models.uai.network.reduce_factors`) in one flat array and,
+on the evidence (:func:`~pymc_lbp.factor_graph.network.reduce_factors`) in one flat array and,
 for every (factor, free variable) incidence, where the variable's entries lie in it: a draw's
 conditionals are then one fancy-indexing gather of ``draws x incidences x K`` table entries and
 one ``np.add.reduceat`` per variable, in chunks of draws; no Python loop runs over draws.
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
+from pymc_lbp.factor_graph.network import UAINetwork, reduce_factors
 
 __all__ = [
     "FullConditionals",

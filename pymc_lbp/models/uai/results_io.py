@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.factor_graph.network import UAINetwork
 from pymc_lbp.files import write_text_atomically
-from pymc_lbp.models.uai.network import UAINetwork
 from pymc_lbp.models.uai.tokens import (
     PathLike,
     _Cursor,

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pymc_lbp.factor_graph.network import UAINetwork, zero_factor
 from pymc_lbp.models.uai.errors import ImpossibleEvidenceError, UAIFormatError
 from pymc_lbp.models.uai.exact import elimination_plan, exact_inference, sample_exact
 from pymc_lbp.models.uai.io import read_map
-from pymc_lbp.models.uai.network import UAINetwork, zero_factor
 
 __all__ = [
     "check_evidence_locally",

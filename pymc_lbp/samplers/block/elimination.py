@@ -5,7 +5,7 @@ large probabilistic expert systems", written for pedigrees, whose deterministic 
 factors trap single-site Gibbs). A block is every free variable of a UAI network but a
 *cutset* ``C``; given the current values of ``C`` the block's joint conditional is a network of
 smaller induced width, and one forward pass of bucket elimination plus backward sampling
-(:class:`~pymc_lbp.models.uai.bucket_tree._BucketTree`, the code of
+(:class:`~pymc_lbp.factor_graph.bucket_tree._BucketTree`, the code of
 :func:`~pymc_lbp.models.uai.exact.sample_exact`) draws the whole block from it exactly. A block
 is thus limited by the size of its elimination tables (``max_table_size``), not by its number of
 joint states: a block of hundreds of variables is one update.
@@ -48,10 +48,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pymc_lbp.models.uai.bucket_tree import _BucketTree
-from pymc_lbp.models.uai.clusters import deterministic_scopes
-from pymc_lbp.models.uai.elimination import EliminationPlan, elimination_plan
-from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
+from pymc_lbp.factor_graph.bucket_tree import _BucketTree
+from pymc_lbp.factor_graph.clusters import deterministic_scopes
+from pymc_lbp.factor_graph.elimination import EliminationPlan, elimination_plan
+from pymc_lbp.factor_graph.network import UAINetwork, reduce_factors
 
 __all__ = [
     "DEFAULT_MAX_TABLE_SIZE",

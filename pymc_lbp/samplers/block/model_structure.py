@@ -1,7 +1,7 @@
 """The structure of a discrete PyMC model that ``BlockGibbs`` builds its default blocks from.
 
 :func:`model_structure` reads, from the model's own graph, what
-:func:`~pymc_lbp.models.uai.clusters.graph_clusters` needs (the algorithm of
+:func:`~pymc_lbp.factor_graph.clusters.graph_clusters` needs (the algorithm of
 :func:`~pymc_lbp.models.uai.uai_clusters`, on any interaction graph):
 
 * **The interaction graph of the step's sites.** Every logp term is read as its elements (a summed
@@ -38,9 +38,9 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import vectorize_graph
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.factor_graph.clusters import graph_clusters
 from pymc_lbp.logp.site_pieces import site_pieces
 from pymc_lbp.logp.vectorising import unblock_gathers
-from pymc_lbp.models.uai.clusters import graph_clusters
 from pymc_lbp.samplers.block.reference import enumerate_block_states
 
 __all__ = ["MAX_SCOPE_STATES", "ModelStructure", "model_structure", "structure_clusters"]
@@ -204,7 +204,7 @@ def _impossible_scopes(pieces, scopes, scope_elements, cards, x0, compile_kwargs
 
 
 def structure_clusters(structure: ModelStructure, max_states: int) -> list[tuple[int, ...]]:
-    """Blocks of sites for exact block Gibbs: :func:`~pymc_lbp.models.uai.clusters.
+    """Blocks of sites for exact block Gibbs: :func:`~pymc_lbp.factor_graph.clusters.
     graph_clusters` on the structure (every site in a block, every scope inside one)."""
     return graph_clusters(
         structure.adjacency, structure.cards, structure.scopes, max_states=max_states

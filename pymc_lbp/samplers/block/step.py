@@ -94,7 +94,7 @@ class NeuralBlock(
         :func:`pymc_lbp.samplers.block.motifs.chain.chain_blocks`), or, for ``proposal="exact"``
         only, a block set without a motif whose blocks have any sizes and cardinalities
         (:func:`pymc_lbp.samplers.block.motifs.uai_blocks.uai_exact_blocks`, e.g. on the clusters of
-        :func:`pymc_lbp.models.uai.clusters.uai_clusters`). ``"auto"``: found in the model graph
+        :func:`pymc_lbp.factor_graph.clusters.uai_clusters`). ``"auto"``: found in the model graph
         with the proposal (:mod:`pymc_lbp.samplers.block.motifs.finding`: a UAI grid BN gets the
         grid-BN blocks and the shipped ``grid-bn`` proposal, a chain variable (an HMM's states)
         chain blocks with the shipped chain proposal for its number of categories or exact block

@@ -7,7 +7,7 @@ model built by :func:`~pymc_lbp.models.read_uai` (unchanged, every free variable
 are elimination blocks (:mod:`pymc_lbp.samplers.block.elimination`: all variables but a small
 cutset, drawn jointly by bucket elimination), as ``python -m pymc_lbp mar --sampler block_gibbs``
 runs them, or on request :func:`~pymc_lbp.models.uai.uai_clusters` of its network; on any other
-model the clusters' algorithm (:func:`~pymc_lbp.models.uai.clusters.graph_clusters`) runs on the
+model the clusters' algorithm (:func:`~pymc_lbp.factor_graph.clusters.graph_clusters`) runs on the
 interaction graph and the must-stay-together scopes read from the model's logp graph
 (:mod:`pymc_lbp.samplers.block.model_structure`), each cluster drawn by enumerating its states.
 """
@@ -22,8 +22,8 @@ import numpy as np
 from pymc.step_methods.compound import Competence
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-from pymc_lbp.models.uai.clusters import uai_clusters
-from pymc_lbp.models.uai.model import UAIModelInfo
+from pymc_lbp.factor_graph.clusters import uai_clusters
+from pymc_lbp.factor_graph.model_info import UAIModelInfo
 from pymc_lbp.samplers.block.elimination import (
     BlockSampler,
     EliminationBlock,
@@ -333,7 +333,7 @@ class BlockGibbs(NeuralBlock):
 
     def _uai_blocks(self, info: UAIModelInfo) -> tuple[BlockSet, str]:
         """The CLI's ``block_gibbs`` blocks: uai_clusters of the network and its evidence."""
-        from pymc_lbp.models.uai.clusters import deterministic_scopes
+        from pymc_lbp.factor_graph.clusters import deterministic_scopes
 
         network = info.network
         clusters = uai_clusters(network, info.evidence, max_states=self.cluster_states)

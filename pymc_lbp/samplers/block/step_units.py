@@ -17,13 +17,13 @@ import pytensor.tensor as pt
 from pytensor.graph.replace import clone_replace, vectorize_graph
 
 from pymc_lbp.compiling import pm_compile
+from pymc_lbp.factor_graph.model_info import UAIModelInfo
 from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.layout import BINARY
 from pymc_lbp.logp.local_logp import FactorLogp, FactorSubset
 from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.site_pieces import site_adjacency
 from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
-from pymc_lbp.models.uai.model import UAIModelInfo
 from pymc_lbp.samplers.block.motifs.chain import (
     CHAIN_PARAMS_FROM,
     chain_shape,

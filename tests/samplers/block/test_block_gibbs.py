@@ -19,8 +19,8 @@ import pytest
 
 import pymc_lbp
 from pymc_lbp import BlockGibbs
+from pymc_lbp.factor_graph.clusters import graph_clusters
 from pymc_lbp.models.uai import UAINetwork, read_uai, uai_clusters
-from pymc_lbp.models.uai.clusters import graph_clusters
 from pymc_lbp.samplers.block.model_structure import structure_clusters
 from pymc_lbp.samplers.block.step_block_gibbs import CLUSTER_SHARE
 from tests.helpers.block_kernels import block_gibbs_kernel, irreducible_on_support

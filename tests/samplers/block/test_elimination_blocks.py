@@ -21,8 +21,8 @@ import pytest
 
 from pymc_lbp import BlockGibbs
 from pymc_lbp.cli.samplers import make_steps
+from pymc_lbp.factor_graph.clusters import deterministic_scopes
 from pymc_lbp.models.uai import UAINetwork, read_mar, read_uai, uai_marginals
-from pymc_lbp.models.uai.clusters import deterministic_scopes
 from pymc_lbp.models.uai.exact import sample_exact
 from pymc_lbp.models.uai.io import read_evidence, read_network
 from pymc_lbp.models.uai.model import uai_state_from_point

@@ -18,6 +18,7 @@ from pymc_lbp.models.uai import (
     UAINetwork,
     forward_sample,
     grid_bn,
+    read_network,
     uai_state_from_point,
     uai_variable_map,
     write_network,
@@ -427,7 +428,7 @@ def test_mismatched_proposal_and_blocks_are_refused(trained):
 
 # ----------------------------------------------------------------------------- grid-BN motif
 def test_grid_layout_and_motif_conditional_match_the_network(uai_dir):
-    shuffled = uai_dir / "uai2008_grid_bn" / "50-12-5.uai"
+    shuffled = read_network(uai_dir / "uai2008_grid_bn" / "50-12-5.uai")
     layout = grid_bn_layout(shuffled)
     assert layout.shape == (12, 12) and np.unique(layout).size == 144
     blocks = uai_grid_blocks(shuffled)
@@ -483,7 +484,7 @@ def test_shipped_grid_bn_proposal_short_path(uai_dir):
 
     path = uai_dir / "uai2008_grid_bn" / "50-12-5.uai"
     model = read_uai(path, f"{path}.evid")
-    blocks = uai_grid_blocks(path)
+    blocks = uai_grid_blocks(model)
     with model:
         step = NeuralBlock(model.free_RVs, blocks=blocks, proposal=proposal)
         idata = pm.sample(
@@ -514,7 +515,7 @@ def test_a_400_variable_grid_network_samples_with_the_shipped_proposal(tmp_path)
     model = read_uai(path, evidence)
     with model:
         step = NeuralBlock(
-            model.free_RVs, blocks=uai_grid_blocks(path), proposal=load_proposal("grid-bn")
+            model.free_RVs, blocks=uai_grid_blocks(model), proposal=load_proposal("grid-bn")
         )
         idata = pm.sample(draws=10, tune=2, chains=1, step=[step], random_seed=0,
                           progressbar=False, compute_convergence_checks=False)  # fmt: skip

@@ -161,7 +161,7 @@ def exact_chain_length(n_categories: int, n_states: int) -> int:
 def default_blocks(model, differences, specs, x0: np.ndarray, deps: list | None = None):
     """``(blocks, proposal, reason)`` of ``NeuralBlock`` without ``blocks`` (module docs);
     ``deps`` as in :func:`find_chains`."""
-    from pymc_lbp.models.uai.model import UAIModelInfo
+    from pymc_lbp.factor_graph.model_info import UAIModelInfo
 
     ui_reason = ""
     info = getattr(model, "uai_info", None)

@@ -53,7 +53,7 @@ def grid_bn_layout(network) -> np.ndarray:
 
     Parameters
     ----------
-    network : UAINetwork, path or read_uai model
+    network : UAINetwork or read_uai model
         A BAYES network whose parent graph is an ``N x N`` grid (``N >= 2``).
 
     Returns
@@ -156,7 +156,7 @@ def grid_bn_blocks(network, *, stride: int = 3) -> BlockSet:
 
     Parameters
     ----------
-    network : UAINetwork, path or read_uai model
+    network : UAINetwork or read_uai model
         A binary grid BN (any variable numbering; see :func:`grid_bn_layout`), ``N >= 3``.
     stride : int, default 3
         3 tiles the grid; 1 gives every block position.
@@ -198,12 +198,13 @@ def grid_bn_blocks(network, *, stride: int = 3) -> BlockSet:
 
 
 def uai_grid_blocks(source, *, stride: int = 3) -> BlockSet:
-    """Grid-BN motif blocks of a UAI grid Bayesian network file (or network, or model).
+    """Grid-BN motif blocks of a UAI grid Bayesian network (a network, or a model built by
+    ``read_uai``).
 
     The short path for a UAI grid BN::
 
         model = read_uai(path, evidence)
-        blocks = uai_grid_blocks(path)
+        blocks = uai_grid_blocks(model)
         step = pymc_lbp.NeuralBlock(model.free_RVs, blocks=blocks,
                                     proposal=pymc_lbp.load_proposal("grid-bn"))
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from pymc_lbp.factor_graph.model_info import model_info
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet
 
 
@@ -20,9 +21,9 @@ def _entry_locations(blockset: BlockSet, model) -> dict[int, tuple[str, int, int
         entries.update(int(c) for c in b.cond if c >= 0)
     out = {}
     if blockset.index == "uai":
-        from pymc_lbp.models.uai import uai_variable_map
-
-        info = uai_variable_map(model)
+        info = model_info(model)
+        if info is None:
+            raise ValueError("blocks use UAI network indices, but the model is not from read_uai")
         for i in sorted(entries):
             if not 0 <= i < info.network.n_vars:
                 raise ValueError(f"block entry {i} is not a variable of {info.network.name}")

@@ -3,16 +3,17 @@
 :func:`markov_blanket` (the union of the scopes of every factor that involves the variables),
 :func:`uai_blocks` (blocks conditioned on their Markov blankets, for a motif) and
 :func:`uai_exact_blocks` (blocks of any shape, ``motif=None``, for exact block Gibbs);
-``_as_network`` reads a network from a network, a path or a model built by ``read_uai``.
+``_as_network`` takes a network or a model built by ``read_uai``.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from pymc_lbp.factor_graph.model_info import model_info
+from pymc_lbp.factor_graph.network import UAINetwork
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock, MotifSpec
 
 
@@ -111,10 +112,10 @@ def uai_exact_blocks(
 
     Parameters
     ----------
-    network : UAINetwork or path
+    network : UAINetwork or read_uai model
     blocks : sequence of sequences of int
         Network variable indices of each block (e.g. from
-        :func:`pymc_lbp.models.uai.clusters.uai_clusters`).
+        :func:`pymc_lbp.factor_graph.clusters.uai_clusters`).
     label : str
         Prefix of the block labels (``"cluster 0 [3, 4, 7]"``).
 
@@ -137,17 +138,17 @@ def uai_exact_blocks(
 
 
 def _as_network(source):
-    """A UAINetwork from a network, a path or a model built by read_uai."""
-    from pymc_lbp.models.uai import UAINetwork, read_network
-
+    """The UAINetwork of a network or of a model built by read_uai (a file is read first, with
+    :func:`pymc_lbp.models.uai.read_network`: the samplers read no files)."""
     if isinstance(source, UAINetwork):
         return source
-    if isinstance(source, str | os.PathLike):
-        return read_network(source)
-    info = getattr(source, "uai_info", None)
+    info = model_info(source)
     if info is not None:
         return info.network
-    raise TypeError(f"expected a UAINetwork, a .uai path or a read_uai model, got {source!r}")
+    raise TypeError(
+        f"expected a UAINetwork or a model built by read_uai, got {source!r} (read a .uai file "
+        "with pymc_lbp.models.read_network or read_uai first)"
+    )
 
 
 __all__ = ["markov_blanket", "uai_blocks", "uai_exact_blocks"]

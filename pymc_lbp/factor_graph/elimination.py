@@ -4,16 +4,16 @@
 Cuthill-McKee order of the evidence-conditioned interaction graph and records the bucket tree it
 induces (:class:`EliminationPlan`: clusters, tree edges, table sizes), so the size of the largest
 table is known before any table is built (:meth:`EliminationPlan.check_size`,
-:func:`check_max_table_size`). Used by :mod:`pymc_lbp.models.uai.exact` (the elimination itself)
-and :mod:`pymc_lbp.models.uai.clusters` (blocks along a min-fill order); every name is also
-importable from :mod:`pymc_lbp.models.uai.exact`.
+:func:`check_max_table_size`). Used by :mod:`pymc_lbp.models.uai.exact` (the elimination itself),
+:mod:`pymc_lbp.factor_graph.clusters` (blocks along a min-fill order) and BlockGibbs' elimination
+blocks; every name is also importable from :mod:`pymc_lbp.models.uai.exact`. Evidence is a
+mapping (files are read by :func:`pymc_lbp.models.uai.read_evidence`).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,14 +21,35 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from pymc_lbp.models.uai.errors import TreewidthTooLargeError
-from pymc_lbp.models.uai.io import read_evidence
-from pymc_lbp.models.uai.network import UAINetwork
+from pymc_lbp.factor_graph.network import UAINetwork, check_evidence
 
-__all__ = ["EliminationPlan", "EvidenceLike", "check_max_table_size", "elimination_plan"]
+__all__ = [
+    "EliminationPlan",
+    "EvidenceLike",
+    "TreewidthTooLargeError",
+    "check_max_table_size",
+    "elimination_plan",
+]
 
-EvidenceLike = str | os.PathLike | Mapping[int, int] | None
+EvidenceLike = Mapping[int, int] | None
 _HEURISTICS = ("min-fill", "min-weight", "rcm")
+
+
+class TreewidthTooLargeError(MemoryError):
+    """Exact elimination would need a table larger than the allowed size.
+
+    Attributes
+    ----------
+    table_size : int
+        Number of entries of the largest cluster table of the chosen elimination order.
+    induced_width : int
+        Induced width of that order (largest cluster scope minus one).
+    """
+
+    def __init__(self, message: str, *, table_size: int, induced_width: int) -> None:
+        super().__init__(message)
+        self.table_size = table_size
+        self.induced_width = induced_width
 
 
 def check_max_table_size(value: object) -> int | None:
@@ -248,7 +269,7 @@ def elimination_plan(
     -------
     EliminationPlan
     """
-    evidence = read_evidence(evidence, network)
+    evidence = check_evidence(evidence, network)
     adj = _interaction_graph(network, evidence)
     log_card = np.log(network.cards.astype(np.float64))
     cards = network.cards.tolist()

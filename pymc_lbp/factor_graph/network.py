@@ -257,6 +257,27 @@ class UAINetwork:
         return layer
 
 
+def check_evidence(source: Mapping[int, int] | None, network: UAINetwork) -> dict[int, int]:
+    """Evidence ``{variable: value}`` checked against ``network`` and sorted by variable (None:
+    none); a ``ValueError`` names a variable or a value out of range. (Evidence files are read
+    by :func:`pymc_lbp.models.uai.read_evidence`.)"""
+    if source is None:
+        return {}
+    evidence = {}
+    for v, x in source.items():
+        if int(v) != v or not 0 <= int(v) < network.n_vars:
+            raise ValueError(
+                f"{network.name}: evidence variable {v!r} is not in 0..{network.n_vars - 1}"
+            )
+        card = int(network.cards[int(v)])
+        if int(x) != x or not 0 <= int(x) < card:
+            raise ValueError(
+                f"{network.name}: evidence value {x!r} of variable {v} is outside 0..{card - 1}"
+            )
+        evidence[int(v)] = int(x)
+    return dict(sorted(evidence.items()))
+
+
 def reduce_factors(
     network: UAINetwork, evidence: Mapping[int, int]
 ) -> tuple[list[tuple[tuple[int, ...], np.ndarray]], float]:

@@ -1,7 +1,7 @@
 """Bucket-tree elimination in log space: the tables and the passes of exact inference.
 
 :class:`_BucketTree` distributes the evidence-conditioned log factors of a UAI network over the
-steps of an :class:`~pymc_lbp.models.uai.elimination.EliminationPlan` and runs the upward pass
+steps of an :class:`~pymc_lbp.factor_graph.elimination.EliminationPlan` and runs the upward pass
 (log Z), the downward pass (every marginal) and backward sampling; ``_sum_tables`` and ``_lse``
 build and reduce the cluster tables with plain numpy broadcasting. Used by
 :mod:`pymc_lbp.models.uai.exact` (:func:`~pymc_lbp.models.uai.exact.exact_inference`,
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_lbp.models.uai.elimination import EliminationPlan
-from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
+from pymc_lbp.factor_graph.elimination import EliminationPlan
+from pymc_lbp.factor_graph.network import UAINetwork, reduce_factors
 
 
 def _lse(a: np.ndarray, axis: int | tuple[int, ...]) -> np.ndarray:

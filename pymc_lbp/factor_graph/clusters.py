@@ -27,8 +27,8 @@ the file already, so enumerating it costs about as much as reading it). Blocks m
 Steps 1-3 work on any interaction graph: :func:`graph_clusters` takes the graph, the
 cardinalities and the must-stay-together scopes, and :func:`uai_clusters` is it on a network.
 ``pymc_lbp.BlockGibbs`` calls it on the graph it reads from any discrete PyMC model
-(:mod:`pymc_lbp.samplers.block.model_structure`; that module imports this one, as the samplers
-may import ``models``, not the other way round).
+(:mod:`pymc_lbp.samplers.block.model_structure`) and on a network read by ``read_uai``; the
+evidence is a mapping (read an ``.evid`` file with :func:`pymc_lbp.models.uai.read_evidence`).
 """
 
 from __future__ import annotations
@@ -38,14 +38,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from pymc_lbp.models.uai.elimination import (
+from pymc_lbp.factor_graph.elimination import (
     EvidenceLike,
     _greedy_order,
     _interaction_graph,
     _plan_for_order,
 )
-from pymc_lbp.models.uai.io import read_evidence
-from pymc_lbp.models.uai.network import UAINetwork, reduce_factors
+from pymc_lbp.factor_graph.network import UAINetwork, check_evidence, reduce_factors
 
 __all__ = ["DEFAULT_MAX_STATES", "deterministic_scopes", "graph_clusters", "uai_clusters"]
 
@@ -81,7 +80,7 @@ def deterministic_scopes(
         Sorted variable indices, one entry per distinct scope of two or more free variables
         (a zero factor on one free variable constrains nothing a block has to respect).
     """
-    evidence = read_evidence(evidence, network)
+    evidence = check_evidence(evidence, network)
     factors, _ = reduce_factors(network, _fixed_values(network, evidence))
     scopes = {
         tuple(sorted(scope))
@@ -125,7 +124,7 @@ def uai_clusters(
         ``max_states`` below 1.
     """
     _check_max_states(max_states)
-    evidence = read_evidence(evidence, network)
+    evidence = check_evidence(evidence, network)
     fixed = _fixed_values(network, evidence)
     return graph_clusters(
         _interaction_graph(network, fixed),
