@@ -102,7 +102,7 @@ def test_path_steps_match_the_compiled_kernel_with_the_same_noise():
     move against the numpy reference) on the same noise rows."""
     from functools import partial
 
-    from pymc_lbp.samplers.path.graph import AdaptState
+    from pymc_lbp.samplers.path.adaptation import AdaptState
     from pymc_lbp.samplers.path.jax_steps import path_steps_jax
     from pymc_lbp.samplers.single_site.graph import graph_balancing
     from pymc_lbp.whole_model.jaxify import jax_function

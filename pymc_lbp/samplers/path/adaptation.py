@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pytensor.tensor as pt
@@ -117,6 +118,15 @@ def tuning_inputs() -> tuple[Variable, Variable, tuple[Variable, Variable, Varia
     return pt.scalar("scale", dtype="float64"), pt.scalar("tuning", dtype="bool"), adapt
 
 
+class AdaptState(NamedTuple):
+    """The path-length adaptation's state, as the step keeps it."""
+
+    log_u: float
+    log_u_bar: float
+    count: int
+    doubling: bool
+
+
 @dataclass(frozen=True)
 class PathLengthAdaptation:
     """Robbins-Monro targeting of the acceptance rate through ``log U`` (see module docs).
@@ -146,7 +156,7 @@ class PathLengthAdaptation:
 
     def update(
         self, log_u: float, log_u_bar: float, count: int, accept: float, doubling: bool = False
-    ) -> tuple[float, float, int, bool]:
+    ) -> AdaptState:
         """One update from the acceptance probability ``accept`` of a step.
 
         Parameters
@@ -162,13 +172,13 @@ class PathLengthAdaptation:
 
         Returns
         -------
-        log_u, log_u_bar, count, doubling
+        AdaptState
             The new state.
         """
-        return adapt_update(
+        return AdaptState(*adapt_update(
             log_u, log_u_bar, count, accept, doubling, self.target, self.max_length,
             self.gamma0, self.t0, self.kappa, self.avg_kappa,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def update_graph(
         self,
@@ -206,6 +216,7 @@ class PathLengthAdaptation:
 
 
 __all__ = [
+    "AdaptState",
     "PathLengthAdaptation",
     "adapt_update",
     "check_fraction",

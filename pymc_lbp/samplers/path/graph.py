@@ -30,7 +30,6 @@ the arithmetic of the Python update), so tuning draws run in one call too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -40,10 +39,11 @@ from pytensor.graph.basic import Variable
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.layout import BlockLayout
-from pymc_lbp.samplers.graph_driver import CompiledRuns, StepsResult, scan_kernel
+from pymc_lbp.samplers.graph_driver import CompiledRuns, scan_kernel
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
-from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation
+from pymc_lbp.samplers.path.adaptation import AdaptState, PathLengthAdaptation
 from pymc_lbp.samplers.path.ops import PathRace, ReversePathLogProb, register_backend
+from pymc_lbp.samplers.path.reference import PathSteps
 from pymc_lbp.samplers.single_site.graph import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.samplers.traces import clear_traces
 
@@ -212,25 +212,6 @@ def tuned_path_step(
     return new, info, adapt
 
 
-class AdaptState(NamedTuple):
-    """The path-length adaptation's state, as the step keeps it."""
-
-    log_u: float
-    log_u_bar: float
-    count: int
-    doubling: bool
-
-
-@dataclass
-class PathStepsResult(StepsResult):
-    """State after a run of path steps and its summaries (those of every kernel, plus the path
-    lengths, and the adaptation's state after tuning steps)."""
-
-    sum_length: int
-    sum_moved: int  # sum of R over accepted steps
-    adapt_state: AdaptState | None = None
-
-
 class CompiledPathSteps:
     """:func:`path_kernel` run once per row of a noise matrix inside one compiled ``scan``.
 
@@ -321,14 +302,12 @@ class CompiledPathSteps:
         noise[:, 3:] = rng.standard_exponential((n_steps, self.noise_width - 3))
         return noise
 
-    def __call__(
-        self, x, logp, deltas, noise, scale, adapt: AdaptState | None = None
-    ) -> PathStepsResult:
+    def __call__(self, x, logp, deltas, noise, scale, adapt: AdaptState | None = None) -> PathSteps:
         if self.runs.static_shapes and adapt is not None and len(noise) & (len(noise) - 1):
             return self._chunked(x, logp, deltas, noise, scale, adapt)
         return self._run(x, logp, deltas, noise, scale, adapt)
 
-    def _chunked(self, x, logp, deltas, noise, scale, adapt: AdaptState) -> PathStepsResult:
+    def _chunked(self, x, logp, deltas, noise, scale, adapt: AdaptState) -> PathSteps:
         """Tuning steps under static shapes, whose number follows the tuned scale: run in
         chunks of powers of two (the binary digits of the number of steps, largest first), one
         compiled function per power, so the tuning compiles a few functions, not one per number.
@@ -343,11 +322,11 @@ class CompiledPathSteps:
             start += size
             x, logp, deltas, adapt = res.x, res.logp, res.deltas, res.adapt_state
             sums += (res.sum_accept, res.n_accepted, res.n_evaluated, res.sum_length, res.sum_moved)
-        return PathStepsResult(
+        return PathSteps(
             x, logp, deltas, float(sums[0]), *(int(v) for v in sums[1:]), adapt_state=adapt
         )
 
-    def _run(self, x, logp, deltas, noise, scale, adapt: AdaptState | None) -> PathStepsResult:
+    def _run(self, x, logp, deltas, noise, scale, adapt: AdaptState | None) -> PathSteps:
         fn = self.runs(len(noise))
         state = adapt if adapt is not None else AdaptState(0.0, 0.0, 0, False)
         x_out, logp_out, deltas_out, *sums, tuned = fn(
@@ -362,7 +341,7 @@ class CompiledPathSteps:
                 dtype=np.float64,
             ),
         )
-        return PathStepsResult(
+        return PathSteps(
             np.array(x_out),
             float(logp_out),
             np.array(deltas_out),

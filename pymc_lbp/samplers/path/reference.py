@@ -43,7 +43,8 @@ import numpy as np
 from pymc_lbp.logp.layout import BlockLayout
 from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights
 from pymc_lbp.samplers.common import mh_accept, mh_log_ratio, register_jitable
-from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_fraction
+from pymc_lbp.samplers.graph_driver import StepsResult
+from pymc_lbp.samplers.path.adaptation import AdaptState, PathLengthAdaptation, check_fraction
 
 CANCEL = 1e-6
 """Below this fraction of the total, the mass off a path is summed directly (see
@@ -338,19 +339,15 @@ def path_step(
     return PathStep(x, logp, deltas, prob, False, True, length, is_path)
 
 
-class PathSteps(NamedTuple):
-    """State after :func:`path_steps` and its summaries (those of
-    :class:`pymc_lbp.samplers.path.graph.PathStepsResult`)."""
+@dataclass
+class PathSteps(StepsResult):
+    """State after a run of path steps (:func:`path_steps`, or the compiled run of
+    :class:`pymc_lbp.samplers.path.graph.CompiledPathSteps`) and its summaries: those of every
+    kernel, plus the path lengths, and the adaptation's state after tuning steps."""
 
-    x: np.ndarray
-    logp: float
-    deltas: np.ndarray
-    sum_accept: float
-    n_accepted: int
-    n_evaluated: int
     sum_length: int
-    sum_moved: int
-    adapt_state: tuple[float, float, int, bool] | None
+    sum_moved: int  # sum of R over accepted steps
+    adapt_state: AdaptState | None = None
 
 
 def path_steps(
@@ -365,7 +362,7 @@ def path_steps(
     layout: BlockLayout,
     target: Target,
     adaptation: PathLengthAdaptation | None = None,
-    adapt_state: tuple[float, float, int, bool] | None = None,
+    adapt_state: AdaptState | None = None,
 ) -> PathSteps:
     """:func:`path_step` once per row of ``noise``: the numpy oracle of
     :class:`pymc_lbp.samplers.path.graph.CompiledPathSteps`. With ``adapt_state``

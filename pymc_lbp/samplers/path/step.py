@@ -11,8 +11,8 @@ from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.samplers.balancing import LogBalancing, resolve_balancing
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
-from pymc_lbp.samplers.path.adaptation import PathLengthAdaptation, check_target_accept
-from pymc_lbp.samplers.path.graph import AdaptState, CompiledPathSteps
+from pymc_lbp.samplers.path.adaptation import AdaptState, PathLengthAdaptation, check_target_accept
+from pymc_lbp.samplers.path.graph import CompiledPathSteps
 from pymc_lbp.samplers.path.reference import check_single_site_share
 from pymc_lbp.samplers.single_site.graph import graph_balancing
 from pymc_lbp.step_methods.base import (

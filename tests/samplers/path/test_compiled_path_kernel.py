@@ -20,7 +20,7 @@ import pytest
 
 from pymc_lbp import PathAuxiliaryLBP
 from pymc_lbp.samplers.path import reference
-from pymc_lbp.samplers.path.graph import AdaptState
+from pymc_lbp.samplers.path.adaptation import AdaptState
 from tests.helpers.backends import OTHER_BACKENDS, modes
 from tests.samplers.path.test_path_auxiliary_kernel import (
     ALPHA,
