@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["NETWORK_KINDS", "UAINetwork", "reduce_factors", "zero_factor"]
+__all__ = ["NETWORK_KINDS", "UAINetwork", "check_evidence", "reduce_factors", "zero_factor"]
 
 NETWORK_KINDS = ("MARKOV", "BAYES")
 
