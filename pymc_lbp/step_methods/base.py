@@ -1,22 +1,21 @@
 """DiscreteStep: the PyMC step-method shell shared by every pymc_lbp sampler.
 
-It owns the variable bookkeeping (a raveled int64 block of one or more discrete variables), the
-compiled neighbour differences, ``self.rng``, the stats, tune-then-freeze and competence. A
-subclass implements :meth:`DiscreteStep.mh_step`, one Metropolis-Hastings transition from a state
-whose logp and neighbour differences are already known; the base runs ``steps_per_draw`` of them
-per recorded draw and carries ``(logp, differences)`` of the current state from one step to the
-next within the draw. Nothing is carried from one draw to the next: between draws other steps
-move the variables the block's logp depends on, and ``pm.set_data`` changes its data, so every
-draw starts with a fresh evaluation at its current state (one differences evaluation per draw,
-about ``1 / steps_per_draw`` of the draw's cost with the default of one sweep per draw).
+It owns the variable bookkeeping (a raveled int64 block of one or more discrete variables),
+the judging of the start, ``self.rng``, the stats, tune-then-freeze and competence; what the
+block's states are scored with is the subclass's :meth:`DiscreteStep._build_target`, held as
+:attr:`DiscreteStep.target`: the model logp for the block samplers (NeuralBlock, BlockGibbs),
+neighbour differences for the others (:class:`pymc_lbp.step_methods.neighbour_step.NeighbourStep`).
+A subclass implements :meth:`DiscreteStep.mh_step`, one Metropolis-Hastings transition from a
+state whose target is already evaluated, or :meth:`DiscreteStep.run_steps`, a draw's worth of
+them; the base carries ``(logp, differences)`` of the current state from one step to the next
+within the draw. Nothing is carried from one draw to the next: between draws other steps move
+the variables the block's logp depends on, and ``pm.set_data`` changes its data, so every draw
+starts with a fresh evaluation at its current state.
 
-The class is put together from mixins, one module each: the neighbour differences and the start
-checks (:mod:`pymc_lbp.step_methods.discrete_step_differences`) and the tuning bookkeeping
-(:mod:`pymc_lbp.step_methods.discrete_step_tuning`); the integer sites' moves (support Gibbs and
-jumps) are a component the step holds, ``step.integer_moves``
-(:class:`pymc_lbp.samplers.integer.moves.IntegerMoves`); the transition records and
-steps-per-draw rules are in :mod:`pymc_lbp.step_methods.step_results`. All their public names
-are importable from here.
+The tuning bookkeeping is a mixin (:mod:`pymc_lbp.step_methods.discrete_step_tuning`); the
+integer sites' moves (support Gibbs and jumps) are a component a step may hold,
+``step.integer_moves`` (:class:`pymc_lbp.samplers.integer.moves.IntegerMoves`); the transition
+records and steps-per-draw rules are in :mod:`pymc_lbp.step_methods.step_results`.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_value_vars_from_user_vars
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
+from pymc_lbp.logp.differences import Differences
 from pymc_lbp.logp.layout import (
     INTEGER,
     BlockLayout,
@@ -42,36 +42,17 @@ from pymc_lbp.logp.layout import (
     integer_support,
     truncated_support,
 )
-from pymc_lbp.samplers.integer.moves import (
-    SUPPORT_GIBBS_MAX_ELEMENTS,  # noqa: F401 (re-exported)
-    IntegerMoves,
-    sites_are_independent,
-)
-from pymc_lbp.samplers.pairwise.couplings import PairwiseDifferences
-from pymc_lbp.samplers.pairwise.kernel import PairwiseSteps, pairwise_steps
-from pymc_lbp.step_methods.differences_choice import (
-    DifferencesChoice,
-    TuningRecheck,
-)
-from pymc_lbp.step_methods.discrete_step_differences import (
-    EXPENSIVE_EXACT_EVALS,  # noqa: F401 (re-exported)
-    DiscreteStepDifferences,
-)
 from pymc_lbp.step_methods.discrete_step_tuning import (
     ACCEPT_TOLERANCE,  # noqa: F401 (re-exported)
-    TUNING_CHECK_MIN_DRAWS,  # noqa: F401 (re-exported)
     DiscreteStepTuning,
 )
 from pymc_lbp.step_methods.stats import dtypes_shapes
 from pymc_lbp.step_methods.step_results import (
-    MAX_STEPS_PER_DRAW,  # noqa: F401 (re-exported)
-    DrawResult,  # noqa: F401 (re-exported)
-    StepResult,  # noqa: F401 (re-exported)
-    check_steps_per_draw,  # noqa: F401 (re-exported)
+    DrawResult,
+    StepResult,
+    check_steps_per_draw,
     steps_for_a_sweep,  # noqa: F401 (re-exported)
 )
-
-DIFFERENCES = ("exact", "gradient", "auto")
 
 _log = logging.getLogger("pymc_lbp")
 
@@ -118,7 +99,7 @@ def _supported_rv(rv) -> bool:
         return False
 
 
-class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared):
+class DiscreteStep(DiscreteStepTuning, ArrayStepShared):
     """Base class of the pymc_lbp step methods (not used directly).
 
     The last five parameters are PyMC's own step-method arguments, which ``pm.sample`` passes
@@ -136,17 +117,8 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         Metropolis-Hastings steps per recorded draw. ``None`` (default): one sweep's worth,
         :meth:`sweep_steps` (single-site samplers: the number of sites of the block without a
         jump of their own, :meth:`swept_sites`; 0 for a block of integer sites only). At most
-        :data:`MAX_STEPS_PER_DRAW` (or ten sweeps on blocks of more than 100,000 sites).
-    differences : {"auto", "exact", "gradient"}, default "auto"
-        How neighbour log-probability differences are computed: exact (local terms or one logp
-        evaluation per neighbour, batched), first-order from the relaxed logp's gradient (one
-        evaluation per step), or "auto": first-order where they are measured to track the exact
-        ones from the start point and, while tuning, again from where the chain is (a step whose
-        first-order proposals stop tracking them switches to exact ones for good), exact
-        otherwise (the rule:
-        :mod:`.differences_choice`). The choice is in :attr:`differences_choice`
-        (with its reason and measurements), logged (logger ``"pymc_lbp"``, INFO), and recorded in
-        the stat ``exact_differences``.
+        :data:`~pymc_lbp.step_methods.step_results.MAX_STEPS_PER_DRAW` (or ten sweeps on blocks
+        of more than 100,000 sites).
     model : pymc.Model, optional
         The model; default: the one in context.
     rng : RandomGenerator, optional
@@ -173,7 +145,6 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         "model_logp",
         "logp_evals",
         "grad_evals",
-        "exact_differences",
     )
     conditional_stats: ClassVar[tuple[str, ...]] = (
         "model_logp",
@@ -183,25 +154,11 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
     """Stats an instance adds to or drops from ``stats_dtypes_shapes`` at construction (their
     conditions are in :data:`pymc_lbp.step_methods.stats.STATS`)."""
     target_accept: float | None = None
-    integer_jumps: ClassVar[bool] = True
-    """Whether each draw gives every integer site one informed jump
-    (:mod:`pymc_lbp.samplers.integer.reference`)."""
     jax_kind: ClassVar[str | None] = None
     """Which JAX version runs the step in :func:`pymc_lbp.sample`'s compiled program (its room's
     ``jax_steps.py``, which the class's ``program_steps(model, to_jax)`` reads;
     :func:`pymc_lbp.whole_model.discrete_blocks.program_kind`), ``None`` where there is none;
     each class declares its own (a subclass inherits none)."""
-    independent_sites_at_once: ClassVar[bool] = True
-    """Whether a block of conditionally independent sites is drawn from its full conditionals
-    at once (:func:`~pymc_lbp.samplers.integer.moves.sites_are_independent`) instead of by
-    single-site steps."""
-    pairwise_kernel: ClassVar[bool] = False
-    """Whether the step runs :mod:`pymc_lbp.samplers.pairwise.kernel` on pairwise binary blocks
-    (then ``differences="auto"`` and ``"exact"`` take the couplings of
-    :mod:`pymc_lbp.samplers.pairwise.couplings`)."""
-    learned_balancing: ClassVar[bool] = False
-    """Whether the balancing function is learned (SelfBalancing; passed to the pairwise kernel by
-    :meth:`pairwise_balancing`) rather than one of the built-in ones."""
     auto_assignable: ClassVar[bool] = True
     auto_assign_needs: ClassVar[str] = ""
     _state_class = DiscreteStepState
@@ -249,7 +206,6 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         vars=None,
         *,
         steps_per_draw: int | None = None,
-        differences: str = "auto",
         model=None,
         rng=None,
         initial_point: dict | None = None,
@@ -261,46 +217,21 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         if initial_point is None:
             initial_point = model.initial_point()
         self._compile_kwargs = compile_kwargs  # for the kernels the subclasses compile
-        if differences not in DIFFERENCES:
-            raise ValueError(f"differences must be one of {DIFFERENCES}, got {differences!r}")
-
-        specs = describe_block(model, vars, initial_point)
-        self.specs = specs
-        self.layout = BlockLayout(specs)
+        self.specs = describe_block(model, vars, initial_point)
+        self.layout = BlockLayout(self.specs)
         self._steps_per_draw = check_steps_per_draw(steps_per_draw, self.layout.n_sites)
-        self._check_block_options(self.layout, specs)
+        self._check_block_options(self.layout, self.specs)
         shared = pm.make_shared_replacements(initial_point, vars, model)
         self._x0 = self._state_vector(initial_point)
         self._check_values(self._x0, "the start point given to the step")
-        self._recheck: TuningRecheck | None = None  # set where "auto" chose first-order ones
-        # a block of conditionally independent sites is drawn from its full conditionals at
-        # once, unless steps_per_draw is given; the analysis is kept for the colour classes
-        self.independent_sites, pieces = False, None
-        if self.independent_sites_at_once and self.layout.n_sites > 1 and not self._steps_per_draw:
-            self.independent_sites, pieces = sites_are_independent(
-                model, specs, self.layout, shared, self._x0, initial_point
-            )
-        jumps_only = self._draws_are_jumps_only()
-        if (self.independent_sites or jumps_only) and differences == "auto":
-            self.differences_choice = DifferencesChoice(
-                "exact",
-                "the block's sites share no term of the logp (conditionally independent): each "
-                "draw gives every site a draw from its full conditional, all at once"
-                if self.independent_sites
-                else "integer sites only: each draw is one informed jump per site, weighted by "
-                "exact one-site logps; no single-site steps by default, so first-order "
-                "differences would go unused",
-            )
-            self.differences = self._exact_differences(
-                model, specs, self.layout, shared, compile_kwargs, self._balancing()
-            )
-        else:
-            self.differences_choice = DifferencesChoice(differences, f"differences={differences!r}")
-            self.differences = self._make_differences(
-                differences, model, specs, self.layout, shared, compile_kwargs
-            )
-        self.differences_kind = self.differences.kind
-        self.differences_reason = self.differences_choice.reason
+        self.integer_moves = None
+        """The block's integer moves (support Gibbs and jumps, one per moving site each draw),
+        None where no site has one (a subclass's :meth:`_build_target` makes them)."""
+        self.target: Differences = self._build_target(model, shared, initial_point)
+        """What the block's states are scored with: ``target(x) -> (logp, neighbour
+        differences)`` (an empty array of differences for the block samplers),
+        ``target.logp(x)``, ``target.refresh_bounds(x)``, and its cost per call
+        (``logp_evals_per_call``, ``grad_evals_per_call``)."""
         self.tune = True
         self._reset_tuning_record()
         # model_logp only where it is the logp of the recorded point: PyMC's CompoundStep keeps
@@ -310,28 +241,7 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         stats = dict(self.stats_dtypes_shapes)
         if not self.emits_model_logp:
             stats.pop("model_logp")
-        sites = np.zeros(0, dtype=np.int64)
-        if self.integer_jumps:
-            sites = np.flatnonzero(self.layout.site_kind == INTEGER)
-        if self.independent_sites:  # every site is drawn from its full conditional, all at once
-            sites = np.arange(self.layout.n_sites)
-        self.integer_moves: IntegerMoves | None = None
-        """The block's integer moves (support Gibbs and jumps, one per moving site each draw),
-        None where no site has one."""
-        if sites.size:
-            self.integer_moves = IntegerMoves(
-                self.layout,
-                sites,
-                self._jump_differences(model, specs, shared, compile_kwargs),
-                model=model,
-                point=initial_point,
-                x0=self._x0,
-                all_gibbs=self.independent_sites,
-                pieces=pieces,
-                balancing=self._balancing(),
-                compile_kwargs=compile_kwargs,
-                label=f"{type(self).__name__} on {tuple(v.name for v in vars)}",
-            )
+        if self.integer_moves is not None:
             stats.update(dtypes_shapes("integer_accept", "integer_jump_size"))
         if stats != self.stats_dtypes_shapes:
             self.stats_dtypes_shapes = stats
@@ -340,13 +250,14 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         self._zero_stats = {k: np.zeros((), dtype=v[0]).item() for k, v in stats.items()}
         super().__init__(vars, shared, blocked=blocked, rng=rng)
         self._check_start(initial_point)
-        _log.info(
-            "%s on %s: %s neighbour differences (%s).",
-            type(self).__name__,
-            self.var_names,
-            self.differences_kind,
-            self.differences_reason,
-        )
+
+    def _build_target(self, model, shared: dict, initial_point: dict) -> Differences:
+        """What the block's states are scored with (:attr:`target`); subclasses build it from
+        the model, the step's shared copies of the other variables and the start point."""
+        raise NotImplementedError
+
+    def _check_block_options(self, layout: BlockLayout, specs) -> None:
+        """Check the sampler's options against the block (subclasses; before any compilation)."""
 
     @classmethod
     def _resolve_vars(cls, vars, model) -> list:
@@ -374,6 +285,69 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
                 )
             seen.add(v)
         return values
+
+    # -- the start -------------------------------------------------------------------------------
+    def _state_vector(self, point: dict) -> np.ndarray:
+        return np.concatenate(
+            [np.asarray(point[s.name], dtype=np.int64).ravel() for s in self.specs]
+        )
+
+    def _check_start(self, initial_point: dict) -> None:
+        """Note whether the construction's start is feasible; the start is judged at the first
+        draw, where ``pm.sample`` gives it (:meth:`_judge_start`), so that
+        ``pm.sample(initvals=...)`` can mend a default start of probability zero."""
+        for name, shared in self.shared.items():
+            shared.set_value(initial_point[name])
+        x = self._state_vector(initial_point)
+        self.target.refresh_bounds(x)
+        self._judge_at_first_draw = True
+        if not np.isfinite(self.target.logp(x)):
+            _log.info(
+                "%s on %s: the start point given at construction has probability zero; the "
+                "start pm.sample gives (initvals=...) is judged at the first draw.",
+                type(self).__name__,
+                self.var_names,
+            )
+
+    def _check_values(self, x: np.ndarray, where: str, *, integers: bool = False) -> None:
+        """A ``ValueError`` naming the variable when a site holds no value of its own (a
+        categorical value outside ``0 .. K - 1``, a binary one not 0 or 1; with ``integers``, an
+        integer one outside its support, whose bounds were just refreshed at ``x``)."""
+        layout = self.layout
+        bad = layout.outside_categories(x)
+        if integers:
+            outside = (layout.site_kind == INTEGER) & ((x < layout.lower) | (x > layout.upper))
+            bad = np.union1d(bad, np.flatnonzero(outside))
+        if bad.size == 0:
+            return
+        site = int(bad[0])
+        spec = next(s for s in self.specs if s.offset <= site < s.offset + s.size)
+        index = np.unravel_index(site - spec.offset, spec.shape) if spec.shape else ()
+        at = f"{spec.name}[{', '.join(map(str, index))}]" if index else spec.name
+        if spec.kind == "integer":
+            values = f"{layout.lower[site]:.0f} .. {layout.upper[site]:.0f}"
+        else:
+            values = "0 or 1" if spec.kind == "binary" else f"0 .. {spec.n_categories - 1}"
+        raise ValueError(
+            f"{type(self).__name__}: {where} has {at} = {int(x[site])}, which is not a value of "
+            f"{spec.name!r} ({spec.kind}: {values}); {bad.size} site(s) of the block are out of "
+            "range. Give a start inside the support (pm.sample(initvals=...))."
+        )
+
+    def _judge_start(self, x: np.ndarray) -> None:
+        """The first draw's start (what ``pm.sample`` gives, ``initvals`` included): every site
+        within its values and a finite logp, else a ``ValueError`` that says so."""
+        self._check_values(x, "the start point")
+        self.target.refresh_bounds(x)
+        self._check_values(x, "the start point", integers=True)
+        logp = self.target.logp(x)
+        if not np.isfinite(logp):
+            raise ValueError(
+                f"{type(self).__name__}: the starting point has log-probability {logp} "
+                f"(variables {list(self.var_names)}, other variables at their current values). "
+                "Give a feasible start via pm.sample(initvals=...) or the variables' initval."
+            )
+        self._judge_at_first_draw = False
 
     # -- steps per draw ------------------------------------------------------------------------
     @property
@@ -405,35 +379,22 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         moves = self.integer_moves
         return self.layout.n_sites - (0 if moves is None else moves.n_sites)
 
-    # -- construction helpers ------------------------------------------------------------------
-    def _draws_are_jumps_only(self) -> bool:
-        """Whether a default draw is the integer sites' jumps and nothing else: every site is an
-        integer site with a jump of its own and ``steps_per_draw`` is left to the sweep rule,
-        which then makes no single-site steps (:meth:`sweep_steps`)."""
-        lay = self.layout
-        return (
-            self.integer_jumps
-            and self._steps_per_draw is None
-            and bool(np.all(lay.site_kind == INTEGER))
-        )
-
     # -- the PyMC contract ----------------------------------------------------------------------
     def astep(self, q0: RaveledVars) -> tuple[RaveledVars, list[dict[str, Any]]]:
         x0 = np.asarray(q0.data, dtype=np.int64)
         x = x0.copy()
         if self._judge_at_first_draw:
             self._judge_start(x)
-        if self._recheck is not None and self._recheck.due(self._tune_draws, self.tune):
-            self._recheck_differences(x)
+        self._before_draw(x)
         n_steps = self.steps_per_draw
         if n_steps:
-            self.differences.refresh_bounds(x)
+            self.target.refresh_bounds(x)
             # always a fresh evaluation: other steps and pm.set_data change the logp between draws
-            logp, deltas = self.differences(x)
+            logp, deltas = self.target(x)
             self._check_finite(logp)
             run = self.run_steps(x, logp, deltas, n_steps)
-            evals = self.differences.logp_evals_per_call + run.logp_evals
-            grads = self.differences.grad_evals_per_call + run.grad_evals
+            evals = self.target.logp_evals_per_call + run.logp_evals
+            grads = self.target.grad_evals_per_call + run.grad_evals
         else:  # integer sites only: the draw is their jumps, which evaluate the logp themselves
             run = DrawResult(x, -np.inf, np.zeros(0), 0.0, 0, 0, 0, {})
             evals = grads = 0
@@ -458,8 +419,7 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
             "logp_evals": int(evals + jump_evals),
             "grad_evals": int(grads),
         }
-        if "exact_differences" in self.stats_dtypes_shapes:
-            stats["exact_differences"] = self.differences_kind == "exact"
+        stats.update(self._target_stats())
         if self.emits_model_logp:
             stats["model_logp"] = float(logp)
         stats.update(self.summarize_extras(run.extras))
@@ -470,6 +430,14 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         if self.tune:
             self._record_tuning(accept, n_accepted)
         return RaveledVars(x.astype(q0.data.dtype, copy=False), q0.point_map_info), [stats]
+
+    def _before_draw(self, x: np.ndarray) -> None:
+        """What a subclass does at the start of a draw, from its start ``x``, before the target
+        is evaluated (NeighbourStep: its re-check of first-order differences)."""
+
+    def _target_stats(self) -> dict[str, Any]:
+        """The draw's stats about the target (NeighbourStep: ``exact_differences``)."""
+        return {}
 
     def _check_finite(self, logp: float) -> None:
         if not np.isfinite(logp):
@@ -488,8 +456,8 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         for _ in range(n_steps):
             res = self.mh_step(x, logp, deltas)
             if res.evaluated:
-                evals += self.differences.logp_evals_per_call
-                grads += self.differences.grad_evals_per_call
+                evals += self.target.logp_evals_per_call
+                grads += self.target.grad_evals_per_call
             x, logp, deltas = res.x, res.logp, res.deltas
             total_accept += res.accept
             n_accepted += int(res.accepted)
@@ -497,40 +465,11 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
                 extras.setdefault(key, []).append(val)
         return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, grads, extras)
 
-    def pairwise_ready(self) -> bool:
-        """Whether this draw runs :mod:`pymc_lbp.samplers.pairwise.kernel`: the differences are a
-        pairwise binary block's couplings and they are finite at the current values of the
-        other variables (checked by the draw's first evaluation)."""
-        d = self.differences
-        return isinstance(d, PairwiseDifferences) and d.usable
-
-    def run_pairwise(
-        self, x: np.ndarray, logp: float, n_steps: int, **options
-    ) -> tuple[DrawResult, PairwiseSteps]:
-        """The draw's transitions in one call of
-        :func:`pymc_lbp.samplers.pairwise.kernel.pairwise_steps` (``options``: its keyword
-        arguments), drawing from ``self.rng``."""
-        d = self.differences
-        x = x.copy()
-        h = d.field(x)
-        name, params = self.pairwise_balancing()
-        res = pairwise_steps(
-            x, h, logp, d.couplings, n_steps, name, self.rng, params=params, **options
-        )
-        deltas = (1.0 - 2.0 * x) * h
-        draw = DrawResult(x, res.logp, deltas, res.sum_accept, res.n_accepted, 0, 0, {})
-        return draw, res
-
-    def pairwise_balancing(self) -> tuple[str, np.ndarray | None]:
-        """The balancing function as :func:`pymc_lbp.samplers.pairwise.kernel.pairwise_steps` takes
-        it: a built-in name (the step's ``balancing``), or a learned one and its parameters."""
-        return self.balancing, None
-
     def draw_from_kernel(self, res, extras: dict[str, list] | None = None) -> DrawResult:
         """The :class:`DrawResult` of a compiled kernel run (``res`` with ``x``, ``logp``,
         ``deltas``, ``sum_accept``, ``n_accepted``, ``n_evaluated``), its work counted from
-        the differences' cost per evaluation."""
-        d = self.differences
+        the target's cost per evaluation."""
+        d = self.target
         return DrawResult(
             res.x,
             res.logp,
@@ -547,7 +486,8 @@ class DiscreteStep(DiscreteStepDifferences, DiscreteStepTuning, ArrayStepShared)
         return {k: float(np.mean(v)) for k, v in extras.items()}
 
     def mh_step(self, x: np.ndarray, logp: float, deltas: np.ndarray) -> StepResult:
-        """One MH transition from ``x`` with known logp and neighbour differences."""
+        """One MH transition from ``x`` with known logp and neighbour differences (the
+        target's, an empty array for the block samplers)."""
         raise NotImplementedError
 
     @classmethod

@@ -22,6 +22,7 @@ import pytensor
 
 from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.step_methods.base import DiscreteStep
+from pymc_lbp.step_methods.neighbour_step import NeighbourStep
 from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw, program_kind
 from pymc_lbp.whole_model.inference_data import check_idata_kwargs
 from pymc_lbp.whole_model.jaxify import (
@@ -281,8 +282,8 @@ def _recheck_at_starts(model, steps, starts: list[tuple]) -> None:
     """
     for s in steps:
         for c, values in enumerate(starts):
-            # exact already, not chosen by "auto", or a NeuralMixedBlock (no differences)
-            if not isinstance(s, DiscreteStep) or s._recheck is None:
+            # exact already, not chosen by "auto", or a step without neighbour differences
+            if not isinstance(s, NeighbourStep) or s._recheck is None:
                 break
             point = _point(model, values)
             for name, shared in s.shared.items():

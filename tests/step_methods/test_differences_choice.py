@@ -13,7 +13,7 @@ import pytensor.tensor as pt
 import pytest
 
 from pymc_lbp import GibbsWithGradients, LocallyBalanced, PathAuxiliaryLBP
-from pymc_lbp.step_methods import base
+from pymc_lbp.step_methods import neighbour_step
 from pymc_lbp.step_methods.differences_choice import (
     MIN_ACCEPTANCE,
     SMALL_BLOCK_SLOTS,
@@ -211,7 +211,7 @@ def test_explicit_choices_are_kept():
 def test_expensive_exact_differences_warn_about_their_cost():
     """A term that couples the whole block, on more than EXPENSIVE_EXACT_EVALS sites: each step
     evaluates it at every neighbour; the user is told, with what would make it cheaper."""
-    n = base.EXPENSIVE_EXACT_EVALS + 1
+    n = neighbour_step.EXPENSIVE_EXACT_EVALS + 1
     with pm.Model():
         x = pm.Bernoulli("x", p=0.5, shape=n)
         pm.Potential("total", -((pt.sum(x) - n / 2) ** 2) / n)

@@ -261,7 +261,7 @@ def test_self_balancing_chain_steps_match_the_numpy_reference(self_balancing):
 
 def _numpy_random_scan(step, x, noise):
     """NeuralBlock.scan_step over the rows of ``noise`` (the numpy reference)."""
-    logp = step.differences.logp(x)
+    logp = step.target.logp(x)
     step._draw_evals = 0
     acc, won, last, seen = 0.0, 0, -1, set()
     for row in noise:
@@ -434,7 +434,7 @@ def test_chain_sweeps_match_the_numpy_colour_updates():
         uniforms = [jnp.asarray(np.stack([u[c] for u in per_sweep])) for c in range(len(colours))]
         res = run(uniforms, jnp.asarray(x), values)
         step.set_rng(np.random.default_rng(seed))
-        ref, logp, acc, won = x.copy(), step.differences.logp(x), 0.0, 0
+        ref, logp, acc, won = x.copy(), step.target.logp(x), 0.0, 0
         step._draw_evals = 0
         for _ in range(2):
             for colour in step.colours:

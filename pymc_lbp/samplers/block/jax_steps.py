@@ -66,7 +66,7 @@ def random_scan_jax(step, model, to_jax: Callable, n_steps: int) -> Callable:
     import jax.numpy as jnp
 
     units, factors = step.scan_units()
-    d = step.differences
+    d = step.target
     net = step.proposal.net if isinstance(step.proposal, NeuralProposal) else None
     # one step's graph in a jax.lax.scan, not the compiled scan's pytensor Scan: a Scan's inner
     # graph is rewritten again at every conversion, a plain graph's rewrites are stored
@@ -122,7 +122,7 @@ def chain_sweeps_jax(step, to_jax: Callable) -> Callable:
     """
     import jax.numpy as jnp
 
-    d = step.differences
+    d = step.target
     net = step.proposal.net if isinstance(step.proposal, NeuralProposal) else None
     colours = step.chain_colours()
     inputs, outputs = chain_sweep_graph(colours, step.layout.n_sites, d.rows_graph, net)

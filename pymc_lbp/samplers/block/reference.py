@@ -187,7 +187,7 @@ def _batched_target(step, units: list, x: np.ndarray, states: np.ndarray) -> np.
     for j, unit in enumerate(units):
         Y[j * S : (j + 1) * S, unit.sites] = states
     step._draw_evals += Y.shape[0]
-    return step.differences.logp_batch(Y).reshape(len(units), S)
+    return step.target.logp_batch(Y).reshape(len(units), S)
 
 
 def colour_update(
@@ -239,7 +239,7 @@ def colour_update(
         Y = np.repeat(x[None, :], moved.size, axis=0)
         Y[np.arange(moved.size)[:, None], sites[moved]] = new[moved]
         step._draw_evals += moved.size
-        lp_y = step.differences.logp_batch(Y)
+        lp_y = step.target.logp_batch(Y)
         log_q = blocks_log_probs(
             log_w[moved], log_tables[moved], np.stack([new[moved], old[moved]], axis=1)
         )

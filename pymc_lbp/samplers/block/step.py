@@ -31,7 +31,6 @@ from pymc_lbp.samplers.block.step_units import (
 )
 from pymc_lbp.samplers.block.sweep_graph import CompiledChainSweep
 from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, model_and_start
-from pymc_lbp.step_methods.differences_choice import DifferencesChoice
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")
@@ -159,12 +158,7 @@ class NeuralBlock(
         "the variables of one motif chosen by you (it finds the motif's blocks and proposal in "
         "the variables it is given, or takes blocks=..., proposal=...)"
     )
-    integer_jumps = False  # binary and categorical blocks only
-    independent_sites_at_once = False  # its update units (blocks, sites) are its moves
-    # no neighbour differences: proposals come from the network, scored with the local logp
-    stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
-        *(k for k in DiscreteStep.stats_dtypes_shapes if k != "exact_differences"), "block"
-    )
+    stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(*DiscreteStep.stats_dtypes_shapes, "block")
     conditional_stats: ClassVar[tuple[str, ...]] = ("model_logp",)
 
     def __init__(
@@ -231,7 +225,7 @@ class NeuralBlock(
         self.max_states = check_max_states(type(self).__name__, max_states)
         self._draw_evals = 0
         model, initial_point = model_and_start(kwargs)
-        super().__init__(vars, steps_per_draw=steps_per_draw, differences="exact", **kwargs)
+        super().__init__(vars, steps_per_draw=steps_per_draw, **kwargs)
         if not np.all(np.isin(self.layout.site_kind, (BINARY, CATEGORICAL))):
             bad = [s.name for s in self.specs if s.kind == "integer"]
             raise ValueError(
@@ -247,9 +241,7 @@ class NeuralBlock(
         """``(blocks, proposal, reason)`` of ``blocks="auto"``: the motif found in the model
         graph (:func:`pymc_lbp.samplers.block.motifs.finding.default_blocks`); ``BlockGibbs``
         overrides it with clusters of the model's structure."""
-        return default_blocks(
-            model, self.differences, self.specs, self._x0, self._dependencies(model)
-        )
+        return default_blocks(model, self.target, self.specs, self._x0, self._dependencies(model))
 
     def program_steps(self, model, to_jax):
         """This step's steps of a draw in :func:`pymc_lbp.sample`'s compiled program
@@ -262,11 +254,9 @@ class NeuralBlock(
         """Steps per draw of ``steps_per_draw=None``: one update of each unit on average."""
         return len(self._units)
 
-    def _make_differences(self, kind, model, specs, layout, shared, compile_kwargs):
-        self.differences_choice = DifferencesChoice(
-            ModelLogp.kind, "block proposals are scored with the logp; no neighbour differences"
-        )
-        return ModelLogp(model, specs, layout, shared, compile_kwargs)
+    def _build_target(self, model, shared: dict, initial_point: dict) -> ModelLogp:
+        """The model logp, which scores the block proposals (no neighbour differences)."""
+        return ModelLogp(model, self.specs, self.layout, shared, self._compile_kwargs)
 
     # ------------------------------------------------------------------ sampling
     def astep(self, q0):

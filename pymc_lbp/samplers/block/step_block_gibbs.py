@@ -247,8 +247,8 @@ class BlockGibbs(NeuralBlock):
         cards = self._site_cards()
         self.structure = model_structure(
             model,
-            self.differences._replace,
-            self.differences._x,
+            self.target._replace,
+            self.target._x,
             cards,
             self._x0,
             max_scope_states=self.max_states,
@@ -320,7 +320,7 @@ class BlockGibbs(NeuralBlock):
         block = unit.elimination
         y[unit.sites] = self._block_samplers[block.variables, block.cutset].draw(state, self.rng)
         if unit.factors is None:
-            logp_y = self.differences.logp(y)
+            logp_y = self.target.logp(y)
             self._draw_evals += 1
         else:
             logp_y = logp + self._local_delta(unit, x, y)

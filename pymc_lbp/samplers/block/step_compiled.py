@@ -30,7 +30,7 @@ class NeuralBlockCompiled:
     def sweep_compilable(self) -> bool:
         """Whether the sweeps can run compiled: colour classes of chain blocks (neural or exact
         block updates), scored with the model logp (fixed at construction; checked once)."""
-        if self.colours is None or not isinstance(self.differences, ModelLogp):
+        if self.colours is None or not isinstance(self.target, ModelLogp):
             return False
         for colour in self.colours:
             units = [self._units[u] for u in colour]
@@ -53,9 +53,9 @@ class NeuralBlockCompiled:
             self._chain_sweep = CompiledChainSweep(
                 self.chain_colours(),
                 self.layout.n_sites,
-                self.differences.rows_graph,
+                self.target.rows_graph,
                 self.proposal.net if isinstance(self.proposal, NeuralProposal) else None,
-                self.differences._compile_kwargs,
+                self.target._compile_kwargs,
             )
         return self._chain_sweep
 
@@ -164,11 +164,11 @@ class NeuralBlockCompiled:
             self._random_scan = CompiledRandomScan(
                 units,
                 factors,
-                self.differences.rows_graph,
+                self.target.rows_graph,
                 self.layout.n_sites,
                 len(self._outside),
                 self.proposal.net if neural else None,
-                self.differences._compile_kwargs,
+                self.target._compile_kwargs,
             )
         return self._random_scan
 

@@ -51,7 +51,7 @@ class NeuralBlockKernel:
         """``log pi`` (up to a constant shared by all rows) at states ``Y`` that differ from
         ``x`` only on the unit's sites."""
         if unit.factors is None:
-            return self.differences.logp_batch(Y)
+            return self.target.logp_batch(Y)
         Z = np.concatenate(
             [Y, np.broadcast_to(self._outside_values, (Y.shape[0], self._outside_values.size))],
             axis=1,
@@ -127,7 +127,7 @@ class NeuralBlockKernel:
         y = x.copy()
         y[unit.sites] = new
         if unit.factors is None:
-            logp_y = self.differences.logp(y)
+            logp_y = self.target.logp(y)
         else:
             logp_y = logp + self._local_delta(unit, x, y)
         self._draw_evals += 1

@@ -98,14 +98,9 @@ class NeuralMixedBlock(ArrayStepShared):
 
     jax_kind = "flag_value"
     name = "neural_mixed_block"
-    # DiscreteStep's stats but the model's logp (NUTS records it) and the differences' kind
+    # DiscreteStep's stats but the model's logp (NUTS records it)
     stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
-        *(
-            s
-            for s in DiscreteStep.stats_dtypes_shapes
-            if s not in ("model_logp", "exact_differences")
-        ),
-        "flags_on",
+        *(s for s in DiscreteStep.stats_dtypes_shapes if s != "model_logp"), "flags_on"
     )
     conditional_stats: ClassVar[tuple[str, ...]] = ()
     _state_class = DiscreteStepState

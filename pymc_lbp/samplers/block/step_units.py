@@ -39,8 +39,8 @@ _NO_DELTAS = np.zeros(0)
 class ModelLogp(Differences):
     """The model logp at a block state, and batched at many states (no neighbour differences).
 
-    ``__call__`` returns ``(logp, empty array)`` so that :class:`DiscreteStep` can use it where
-    the other samplers use neighbour differences.
+    The block samplers' :attr:`~pymc_lbp.step_methods.base.DiscreteStep.target`: ``__call__``
+    returns ``(logp, empty array)``, the shape of the neighbour samplers' target.
     """
 
     kind = "logp"
@@ -253,7 +253,7 @@ class NeuralBlockUnits:
         """The model terms' dependencies on the block (one analysis for motif finding and the
         colour classes; :func:`pymc_lbp.samplers.block.motifs.finding.block_dependencies`)."""
         if self._deps is None:
-            self._deps = block_dependencies(model, self.differences, self.specs, self._x0)
+            self._deps = block_dependencies(model, self.target, self.specs, self._x0)
         return self._deps
 
     def _chain_colours(self, model) -> list[np.ndarray] | None:
@@ -334,7 +334,7 @@ class NeuralBlockUnits:
         """Compare factor-local and model logp differences on a few random moves."""
         rng = np.random.default_rng(0)
         x = self._state_vector_start.copy()
-        logp_x = self.differences.logp(x)
+        logp_x = self.target.logp(x)
         cards = self._site_cards()
         for unit in self._units[: min(len(self._units), 4)]:
             y = x.copy()
@@ -342,7 +342,7 @@ class NeuralBlockUnits:
                 unit.sites
             ]
             local = self._local_delta(unit, x, y)
-            model = self.differences.logp(y) - logp_x
+            model = self.target.logp(y) - logp_x
             if np.isfinite(local) != np.isfinite(model):
                 return False
             if np.isfinite(local) and abs(local - model) > 1e-8 * max(1.0, abs(model)):

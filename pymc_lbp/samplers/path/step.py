@@ -15,12 +15,8 @@ from pymc_lbp.samplers.path.adaptation import AdaptState, PathLengthAdaptation, 
 from pymc_lbp.samplers.path.graph import CompiledPathSteps
 from pymc_lbp.samplers.path.reference import check_single_site_share
 from pymc_lbp.samplers.single_site.graph import graph_balancing
-from pymc_lbp.step_methods.base import (
-    DiscreteStep,
-    DiscreteStepState,
-    DrawResult,
-    steps_for_a_sweep,
-)
+from pymc_lbp.step_methods.base import DiscreteStepState, DrawResult, steps_for_a_sweep
+from pymc_lbp.step_methods.neighbour_step import NeighbourStep
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 _log = logging.getLogger("pymc_lbp")
@@ -35,7 +31,7 @@ class PathAuxiliaryState(DiscreteStepState):
 
 
 @document_stats
-class PathAuxiliaryLBP(DiscreteStep):
+class PathAuxiliaryLBP(NeighbourStep):
     """Path auxiliary locally balanced proposals: ``R`` distinct sites change per MH step.
 
     From state ``x`` an ordered sequence of ``R`` distinct sites is drawn without replacement
@@ -131,7 +127,7 @@ class PathAuxiliaryLBP(DiscreteStep):
     name = "path_auxiliary_lbp"
     pairwise_kernel = True
     stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
-        *DiscreteStep.stats_dtypes_shapes, "mean_path_length", "path_scale", "sites_moved_per_step"
+        *NeighbourStep.stats_dtypes_shapes, "mean_path_length", "path_scale", "sites_moved_per_step"
     )
     _state_class = PathAuxiliaryState
 

@@ -33,7 +33,8 @@ from pymc_lbp.samplers.self_balancing.parametrizations import PARAMETRIZATIONS, 
 from pymc_lbp.samplers.self_balancing.step_learned import SelfBalancingLearned
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.samplers.single_site.reference import single_site_step
-from pymc_lbp.step_methods.base import DiscreteStep, DiscreteStepState, DrawResult, StepResult
+from pymc_lbp.step_methods.base import DiscreteStepState, DrawResult, StepResult
+from pymc_lbp.step_methods.neighbour_step import NeighbourStep
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
 
 PARTICLE_WEIGHTS = ("uniform", "target")
@@ -67,7 +68,7 @@ def _check_positive_float(name: str, value) -> float:
 
 
 @document_stats
-class SelfBalancing(SelfBalancingLearned, DiscreteStep):
+class SelfBalancing(SelfBalancingLearned, NeighbourStep):
     """Locally balanced proposals with a balancing function learned during tuning (LSB / FLSB).
 
     From state ``x`` a one-site move ``s`` is proposed with probability
@@ -166,10 +167,10 @@ class SelfBalancing(SelfBalancingLearned, DiscreteStep):
     name = "self_balancing"
     _state_class = SelfBalancingState
     stats_dtypes_shapes: ClassVar[dict] = dtypes_shapes(
-        *DiscreteStep.stats_dtypes_shapes, "lsb_loss", "learning_steps"
+        *NeighbourStep.stats_dtypes_shapes, "lsb_loss", "learning_steps"
     )
     conditional_stats: ClassVar[tuple[str, ...]] = (
-        *DiscreteStep.conditional_stats,
+        *NeighbourStep.conditional_stats,
         *(f"lsb_weight_{k}" for k in ("sqrt", "barker", "min", "max")),
     )
 

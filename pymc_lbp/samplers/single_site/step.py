@@ -12,12 +12,13 @@ from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 from pymc_lbp.samplers.single_site.graph import graph_balancing
 from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
 from pymc_lbp.samplers.single_site.reference import Prepared
-from pymc_lbp.step_methods.base import DiscreteStep, DrawResult
+from pymc_lbp.step_methods.base import DrawResult
+from pymc_lbp.step_methods.neighbour_step import NeighbourStep
 from pymc_lbp.step_methods.stats import document_stats
 
 
 @document_stats
-class LocallyBalanced(DiscreteStep):
+class LocallyBalanced(NeighbourStep):
     """Locally balanced single-site proposals with an MH correction (Zanella 2020).
 
     From state ``x`` a one-site move ``s`` (flip a binary site, move a categorical site to another
@@ -62,7 +63,7 @@ class LocallyBalanced(DiscreteStep):
         spike-and-slab indicators) makes none either: each draw gives every site a draw from its
         full conditional, all at once (``step.independent_sites``; giving ``steps_per_draw``
         keeps single-site steps). At most
-        1,000,000 (see :data:`pymc_lbp.step_methods.base.MAX_STEPS_PER_DRAW`).
+        1,000,000 (see :data:`pymc_lbp.step_methods.step_results.MAX_STEPS_PER_DRAW`).
     {pymc_arguments}
 
     Notes

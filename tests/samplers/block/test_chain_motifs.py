@@ -439,7 +439,7 @@ def test_colour_update_is_the_product_of_its_blocks_updates(kind):
         step = NeuralBlock([model["z"]], blocks=blocks, proposal=proposal, compile_kwargs=FAST)
     assert [c.tolist() for c in step.colours] == [[0, 2], [1]]
     x = np.array([1, 0, 0, 1, 1, 0])
-    logp = step.differences.logp(x)
+    logp = step.target.logp(x)
     rows = [step.unit_transitions(u, x) for u in (0, 2)]
     expected = {}
     for Y0, p0 in zip(*rows[0], strict=True):
@@ -451,7 +451,7 @@ def test_colour_update_is_the_product_of_its_blocks_updates(kind):
     for _ in range(n):
         y, logp_y, _, _ = colour_update(step, step.colours[0], x, logp)
         np.testing.assert_array_equal(y[2:4], x[2:4])
-        assert abs(logp_y - step.differences.logp(y)) < 1e-9
+        assert abs(logp_y - step.target.logp(y)) < 1e-9
         key = (*y[0:2], *y[4:6])
         counts[key] = counts.get(key, 0) + 1
     keys = [k for k, p in expected.items() if p > 0]

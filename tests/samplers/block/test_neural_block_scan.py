@@ -55,7 +55,7 @@ def starts(step, model, n, seed):
     out = [x0]
     while len(out) < n:
         x = np.where(rng.random(x0.size) < 0.5, rng.integers(0, cards), x0)
-        if np.isfinite(step.differences.logp(x)):
+        if np.isfinite(step.target.logp(x)):
             out.append(x)
     return out
 
@@ -68,7 +68,7 @@ def assert_same_moves(step, model, n_steps=40, seed=0):
     seen = {"units": set(), "changed": 0, "neural": set()}
     for x in starts(step, model, 3, seed):
         step._refresh_outside()
-        logp = step.differences.logp(x)
+        logp = step.target.logp(x)
         noise = rng.random((n_steps, step.scan_width))
         want = numpy_scan(step, x.copy(), logp, noise, seen)
         got = step.random_scan(x, logp, step._outside_values, noise, step._scan_network())
@@ -76,7 +76,7 @@ def assert_same_moves(step, model, n_steps=40, seed=0):
         np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-10)
         np.testing.assert_allclose(got[2], want[2], rtol=1e-10)
         assert got[3:] == want[3:]
-        np.testing.assert_allclose(step.differences.logp(got[0]), got[1], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(step.target.logp(got[0]), got[1], rtol=1e-9, atol=1e-9)
     assert seen["units"] == set(range(len(step.units))), (seen, step.units)
     assert seen["changed"] > n_steps // 4, seen
     if any(u.kind == "neural" for u in step._units):
@@ -170,7 +170,7 @@ def test_draws_run_the_compiled_scan_from_the_first_draw():
         )
     point = model.initial_point()
     x = step._state_vector(point)
-    logp = step.differences.logp(x)
+    logp = step.target.logp(x)
     noise = np.random.default_rng(7).random((step.steps_per_draw, step.scan_width))
     step.set_rng(np.random.default_rng(7))
     point, _ = step.step(point)
@@ -199,7 +199,7 @@ def test_compiled_scan_under_other_backends(backend, compiled_steps):
                 step = NeuralBlock([model["x"]], compile_kwargs={"mode": mode}, **kw)
         x = step._state_vector(model.initial_point())
         step._refresh_outside()
-        logp = step.differences.logp(x)
+        logp = step.target.logp(x)
         noise = np.random.default_rng(3).random((60, step.scan_width))
         results.append(step.random_scan(x, logp, step._outside_values, noise, step._scan_network()))
     np.testing.assert_array_equal(results[1][0], results[0][0])

@@ -81,23 +81,23 @@ def chain_order(deps, lo: int, hi: int) -> tuple[np.ndarray | None, str]:
     return np.asarray(order, dtype=np.int64), ""
 
 
-def block_dependencies(model, differences, specs, x0: np.ndarray) -> list | None:
+def block_dependencies(model, target, specs, x0: np.ndarray) -> list | None:
     """:func:`pymc_lbp.logp.local_differences.term_dependencies` of the model on the step's block
     (a term that is a sum, such as a Potential of ``log(P[z[:-1], z[1:]]).sum()``, is read as its
     elements); None when the graph cannot be analysed."""
     n_sites = int(sum(int(np.prod(s.shape)) for s in specs))
-    return term_dependencies(model, differences._replace, differences._x, n_sites, x0)
+    return term_dependencies(model, target._replace, target._x, n_sites, x0)
 
 
 def find_chains(
-    model, differences, specs, x0: np.ndarray, deps: list | None = None
+    model, target, specs, x0: np.ndarray, deps: list | None = None
 ) -> tuple[list[Chain], str]:
     """The chain variables of a block, and why others are not.
 
     Parameters
     ----------
     model : pymc.Model
-    differences : pymc_lbp.logp.differences.Differences
+    target : pymc_lbp.samplers.block.step_units.ModelLogp
         The step's target (its block vector ``_x`` and model replacements are used).
     specs : list of VarSpec
         The block's variables (:func:`pymc_lbp.logp.layout.describe_block`).
@@ -111,7 +111,7 @@ def find_chains(
     (chains, reason)
     """
     if deps is None:
-        deps = block_dependencies(model, differences, specs, x0)
+        deps = block_dependencies(model, target, specs, x0)
     if deps is None:
         return [], "the model graph could not be analysed"
     chains, why = [], []
@@ -158,7 +158,7 @@ def exact_chain_length(n_categories: int, n_states: int) -> int:
     return 1
 
 
-def default_blocks(model, differences, specs, x0: np.ndarray, deps: list | None = None):
+def default_blocks(model, target, specs, x0: np.ndarray, deps: list | None = None):
     """``(blocks, proposal, reason)`` of ``NeuralBlock`` without ``blocks`` (module docs);
     ``deps`` as in :func:`find_chains`."""
     from pymc_lbp.factor_graph.model_info import UAIModelInfo
@@ -178,7 +178,7 @@ def default_blocks(model, differences, specs, x0: np.ndarray, deps: list | None 
                 "a UAI grid Bayesian network: grid-BN blocks with the shipped 'grid-bn' proposal"
             )
             return blocks, load_proposal("grid-bn"), reason
-    chains, why = find_chains(model, differences, specs, x0, deps)
+    chains, why = find_chains(model, target, specs, x0, deps)
     if len(chains) == 1 and len(specs) == 1:
         c = chains[0]
         proposal = shipped_chain_proposal(c.n_categories, c.n_states)
