@@ -314,13 +314,8 @@ def reduce_factors(
 def zero_factor(
     network: UAINetwork, evidence: Mapping[int, int]
 ) -> tuple[int, tuple[int, ...]] | None:
-    """The first factor that alone rules the evidence out, if any.
-
-    Parameters
-    ----------
-    network : UAINetwork
-    evidence : mapping of int to int
-        Fixed variables and their values (assumed valid).
+    """The first factor that alone rules the evidence out, if any (``network`` and ``evidence``
+    as :func:`reduce_factors` takes them).
 
     Returns
     -------

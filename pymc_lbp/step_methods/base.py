@@ -12,8 +12,7 @@ within the draw. Nothing is carried from one draw to the next: between draws oth
 the variables the block's logp depends on, and ``pm.set_data`` changes its data, so every draw
 starts with a fresh evaluation at its current state.
 
-The tuning bookkeeping is a mixin (:mod:`pymc_lbp.step_methods.discrete_step_tuning`); the
-integer sites' moves (support Gibbs and jumps) are a component a step may hold,
+The integer sites' moves (support Gibbs and jumps) are a component a step may hold,
 ``step.integer_moves`` (:class:`pymc_lbp.samplers.integer.moves.IntegerMoves`); the transition
 records and steps-per-draw rules are in :mod:`pymc_lbp.step_methods.step_results`.
 """
@@ -22,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import warnings
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,10 +42,6 @@ from pymc_lbp.logp.layout import (
     integer_support,
     truncated_support,
 )
-from pymc_lbp.step_methods.discrete_step_tuning import (
-    ACCEPT_TOLERANCE,  # noqa: F401 (re-exported)
-    DiscreteStepTuning,
-)
 from pymc_lbp.step_methods.stats import dtypes_shapes
 from pymc_lbp.step_methods.step_results import (
     DrawResult,
@@ -55,6 +51,12 @@ from pymc_lbp.step_methods.step_results import (
 )
 
 _log = logging.getLogger("pymc_lbp")
+
+TUNING_CHECK_MIN_DRAWS = 20
+"""Tuning diagnostics (:meth:`DiscreteStep.stop_tuning`) need at least this many tuning draws."""
+
+ACCEPT_TOLERANCE = 0.25
+"""A tuned mean acceptance further than this from ``target_accept`` is reported."""
 
 
 @dataclass_state
@@ -99,7 +101,7 @@ def _supported_rv(rv) -> bool:
         return False
 
 
-class DiscreteStep(DiscreteStepTuning, ArrayStepShared):
+class DiscreteStep(ArrayStepShared):
     """Base class of the pymc_lbp step methods (not used directly).
 
     The last five parameters are PyMC's own step-method arguments, which ``pm.sample`` passes
@@ -286,7 +288,7 @@ class DiscreteStep(DiscreteStepTuning, ArrayStepShared):
             seen.add(v)
         return values
 
-    # -- the start -------------------------------------------------------------------------------
+    # -- the start ---------------------------------------------------------------------------
     def _state_vector(self, point: dict) -> np.ndarray:
         return np.concatenate(
             [np.asarray(point[s.name], dtype=np.int64).ravel() for s in self.specs]
@@ -489,6 +491,86 @@ class DiscreteStep(DiscreteStepTuning, ArrayStepShared):
         """One MH transition from ``x`` with known logp and neighbour differences (the
         target's, an empty array for the block samplers)."""
         raise NotImplementedError
+
+    # -- tuning --------------------------------------------------------------------------------
+    def reset_tuning(self) -> None:
+        """Restore the untuned settings (a step reused for a new chain starts fresh; its start
+        is judged at its first draw). Exact differences chosen while tuning an earlier chain
+        are kept: they are right everywhere. The integer jumps' ``J`` is the untuned one again
+        (each chain then starts it from its own start, at its first tuning draw)."""
+        self.tune = True
+        self._reset_tuning_record()
+        self._judge_at_first_draw = True
+        if self.integer_moves is not None:
+            self.integer_moves.reset()
+
+    def stop_tuning(self) -> None:
+        """End tuning: adapted settings are frozen from now on.
+
+        Warns (``UserWarning``) when, over at least :data:`TUNING_CHECK_MIN_DRAWS` tuning draws,
+        the chain never moved, or the mean acceptance of the second half of tuning is further
+        than :data:`ACCEPT_TOLERANCE` from ``target_accept`` (samplers that tune toward one).
+        """
+        if self.tune:
+            self._check_tuning()
+        self.tune = False
+
+    def _reset_tuning_record(self) -> None:
+        self._tune_draws = 0
+        self._tune_accepted = 0
+        self._tune_accept: list[float] = []
+
+    def _record_tuning(self, accept: float, n_accepted: int) -> None:
+        self._tune_draws += 1
+        self._tune_accepted += n_accepted
+        self._tune_accept.append(accept)
+
+    def _check_tuning(self) -> None:
+        n = self._tune_draws
+        if n < TUNING_CHECK_MIN_DRAWS:
+            return
+        name = f"{type(self).__name__} on {self.var_names}"
+        if self._tune_accepted == 0:
+            other = (
+                "PathAuxiliaryLBP"
+                if type(self).__name__ == "BlockGibbs"
+                else "BlockGibbs, which updates the variables of a zero-probability constraint "
+                "together"
+            )
+            warnings.warn(
+                f"{name}: the chain did not move during tuning ({n} draws, no step accepted). "
+                "Either the posterior is concentrated on the start point or the sampler is "
+                "stuck there; the draws will not explore the posterior. Check the start point, "
+                f"the model, or try another sampler (e.g. {other}).",
+                UserWarning,
+                stacklevel=2,
+            )
+            return
+        # no steps (integer sites only, each draw their jumps): no tuned acceptance to check
+        target = self._tuned_target() if self.steps_per_draw else None
+        if target is None:
+            return
+        late = float(np.mean(self._tune_accept[n // 2 :]))
+        if abs(late - target) <= ACCEPT_TOLERANCE or self._tuning_at_bound(late > target):
+            return
+        warnings.warn(
+            f"{name}: mean acceptance {late:.3f} over the second half of tuning is far from its "
+            f"target {target}. " + self._tuning_advice(late > target),
+            UserWarning,
+            stacklevel=2,
+        )
+
+    def _tuned_target(self) -> float | None:
+        """The acceptance rate tuning aimed at (None: this step tunes no acceptance)."""
+        return self.target_accept
+
+    def _tuning_at_bound(self, too_high: bool) -> bool:
+        """Whether the tuned setting sits at the bound that explains a missed target (then the
+        miss is expected, e.g. acceptance above target with paths as long as the block)."""
+        return False
+
+    def _tuning_advice(self, too_high: bool) -> str:
+        return "Tune longer (pm.sample(tune=...))."
 
     @classmethod
     def competence(cls, var, has_grad=None) -> Competence:
