@@ -11,7 +11,6 @@ each draw inside the scans.
 from __future__ import annotations
 
 import functools
-import logging
 import time
 from collections.abc import Sequence
 
@@ -33,8 +32,6 @@ from pymc_lbp.whole_model.jaxify import (
 )
 from pymc_lbp.whole_model.program import Program
 from pymc_lbp.whole_model.progress import ProgressBar
-
-_log = logging.getLogger("pymc_lbp")
 
 CHAIN_METHODS = ("vectorized", "sequential", "parallel")
 

@@ -137,13 +137,6 @@ class NeuralProposal:
         """
         return self.net.mixture(self.motif.features(x_cond, params))
 
-    def gaussians(self, x_cond: np.ndarray, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(means, sds)``, each (n, K, n_continuous): the components' Gaussians of the
-        motif's continuous entries."""
-        w = self.net._w64
-        a0 = self.motif.features(x_cond, params) @ w["W0"] + w["b0"]
-        return self.net.gaussians_from_preactivation(a0)
-
     def _first_layer(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """First-layer pieces, cached per weight version: ``R[j, c]`` is what conditioning
         entry ``j`` at value ``c`` adds to ``u @ W0`` relative to value 0, ``base`` the

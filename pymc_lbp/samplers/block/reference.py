@@ -21,7 +21,6 @@ from pymc_lbp.samplers.block.motifs.chain import (
     chain_reference_states,
 )
 from pymc_lbp.samplers.common import (
-    draw_categorical,
     inverse_cdf,
     log_normalize,
     mh_accept_probs,
@@ -34,7 +33,6 @@ __all__ = [
     "blocks_log_probs",
     "clamp_mixture",
     "colour_update",
-    "draw_block",
     "draw_blocks",
     "enumerate_block_states",
     "exact_block_log_probs",
@@ -73,19 +71,6 @@ def clamp_mixture(
     return log_normalize(log_w + fixed), log_tables[:, ~clamped]
 
 
-def draw_block(log_w: np.ndarray, log_tables: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Draw block values from a mixture of products: a component, then every variable.
-
-    Returns
-    -------
-    ndarray of int, shape (D,)
-    """
-    k = draw_categorical(log_w, rng)
-    tab = log_tables[k]
-    top = tab.max(axis=1, keepdims=True)
-    return pick_index(np.exp(tab - top), rng.random(tab.shape[0])).astype(np.int64)
-
-
 def pick_index(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
     """Inverse-CDF picks along the last axis: index ``j`` with probability ``weights[..., j] /
     sum`` for uniforms ``u`` (shape ``weights.shape[:-1]``); a zero weight is never picked, even
@@ -96,8 +81,8 @@ def pick_index(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def draw_blocks(log_w: np.ndarray, log_tables: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """:func:`draw_block` for ``B`` independent mixtures at once (the blocks of a colour class),
-    from given uniforms.
+    """Block values drawn from ``B`` independent mixtures of products at once (the blocks of a
+    colour class), from given uniforms: a component, then every variable.
 
     Parameters
     ----------

@@ -37,8 +37,6 @@ How the couplings are found
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 import scipy.sparse as sp
 from pytensor.compile.sharedvalue import SharedVariable
@@ -49,8 +47,6 @@ from pymc_lbp.logp.site_colouring import greedy_colouring
 from pymc_lbp.logp.site_pieces import site_pieces
 from pymc_lbp.samplers.balancing import BALANCING_FUNCTIONS
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
-
-_log = logging.getLogger("pymc_lbp")
 
 CHECK_TOLERANCE = 1e-7
 """Relative tolerance of the construction check of the couplings against exact differences."""

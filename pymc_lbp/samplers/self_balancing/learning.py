@@ -130,9 +130,6 @@ class AdamState:
         params = np.array(params, dtype=float)
         return cls(params, np.zeros_like(params), np.zeros_like(params), 0.0)
 
-    def copy(self) -> AdamState:
-        return AdamState(self.params.copy(), self.m.copy(), self.v.copy(), float(self.t))
-
 
 class TransitionBatch(NamedTuple):
     """The inputs of one learning update, in its order (see :func:`lsb_objective` for their

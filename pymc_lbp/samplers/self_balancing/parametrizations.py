@@ -258,11 +258,6 @@ class NeuralBalancing(BalancingParametrization):
         frac = pos - idx
         return 0.5 * d + (1.0 - frac) * table[idx] + frac * table[idx + 1]
 
-    def log_h(self, d: np.ndarray, params: np.ndarray) -> np.ndarray:
-        """``log h(e^d) = d / 2 + m(d)``, the un-symmetrised network (for plots and tests)."""
-        d = np.asarray(d, dtype=float)
-        return 0.5 * d + self.mlp.numpy(params, d)
-
 
 def make_parametrization(name: str, hidden: int = 10) -> BalancingParametrization:
     """The parametrization called ``name`` (one of :data:`PARAMETRIZATIONS`).

@@ -34,8 +34,6 @@ from pymc_lbp.samplers.block.motifs.grid_bn import (
 from pymc_lbp.samplers.block.motifs.lattice_blocks import lattice_blocks
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock, MotifSpec
 from pymc_lbp.samplers.block.motifs.training_samples import prior_motif_samples
-from pymc_lbp.samplers.block.motifs.uai_blocks import markov_blanket
-from tests.helpers.backends import OTHER_BACKENDS, modes
 from tests.helpers.block_kernels import neural_block_kernel
 from tests.helpers.frequencies import max_z_score, posterior_draws
 
@@ -282,6 +280,13 @@ def trained():
     return network, model, prop, data, before, after, report
 
 
+def markov_blanket(network, variables) -> tuple[int, ...]:
+    """The union of the scopes of the factors that involve ``variables``, minus them."""
+    inside = set(variables)
+    scopes = [network.scopes[f] for v in inside for f in network.factors_of_variable[v]]
+    return tuple(sorted({u for scope in scopes for u in scope} - inside))
+
+
 def test_markov_blanket_is_inside_the_conditioning_sets():
     network = tiny_network()
     for b in BLOCKS:
@@ -524,32 +529,3 @@ def test_a_400_variable_grid_network_samples_with_the_shipped_proposal(tmp_path)
     assert states.shape == (10, 400)
     assert np.all(states[:, list(evidence)] == list(evidence.values()))
     assert np.all(np.isfinite(network.log_factor_product(states)))
-
-
-@pytest.mark.parametrize("backend", OTHER_BACKENDS)
-def test_other_backends_make_the_same_moves(backend):
-    """compile_kwargs={"mode": "JAX"} (jax optional: skipped without it) or "NUMBA": the model's
-    logp at the block states compiles with the backend (under JAX with the block's length fixed;
-    the network is numpy, backend-free) and the step makes the C backend's moves from the same
-    seed. (The UAI models' own logp does not compile under JAX: PyMC's
-    compile_logp(mode="JAX") fails on them too.)"""
-    shape = (3, 3)
-    model = ising_model(shape, 0.6, np.linspace(-0.5, 0.5, 9).reshape(shape), periodic=False)
-    blocks = lattice_blocks(shape, 2)
-    prop = random_proposal(blocks.motif, seed=5)
-    finals = []
-    for mode in modes(backend):
-        with model:
-            step = NeuralBlock(
-                [model["x"]], blocks=blocks, proposal=prop,
-                compile_kwargs={"mode": mode} if mode else None,
-            )  # fmt: skip
-        step.set_rng(np.random.default_rng(12))
-        point = model.initial_point()
-        accepted = 0
-        for _ in range(30):
-            point, (stats,) = step.step(point)
-            accepted += stats["n_accepted"]
-        finals.append((point["x"], accepted))
-    np.testing.assert_array_equal(finals[1][0], finals[0][0])
-    assert finals[0][1] == finals[1][1] > 5

@@ -5,8 +5,7 @@ Modules
 motif_api
     Motif specifications, blocks and block sets (``MotifSpec``, ``MotifBlock``, ``BlockSet``).
 uai_blocks
-    Block sets of UAI networks: Markov blankets, blocks conditioned on them, block sets without a
-    motif for exact block Gibbs.
+    Block sets of UAI networks without a motif, for exact block Gibbs.
 lattice_blocks
     ``k x k`` patches of Ising/Potts lattices.
 grid_bn
