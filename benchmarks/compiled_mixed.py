@@ -303,13 +303,16 @@ def run_numpyro(
     )
     with CompileTimer() as ct:
         t0 = time.perf_counter()
-        mcmc.run(jax.random.PRNGKey(seed), extra_fields=("hmc_state.num_steps",))
+        fields = ("hmc_state.num_steps", "hmc_state.diverging")
+        mcmc.run(jax.random.PRNGKey(seed), extra_fields=fields)
         samples = jax.block_until_ready(mcmc.get_samples(group_by_chain=True))
         wall = time.perf_counter() - t0
     extra = mcmc.get_extra_fields(group_by_chain=True)
     post = spec.from_numpyro({k: np.asarray(v) for k, v in samples.items()})
     res = measure(spec, post, float(np.sum(extra["hmc_state.num_steps"])))
-    return {**res, "seconds": wall - ct.seconds, "build_s": ct.seconds, "chains": NUMPYRO_CHAINS}
+    div = int(np.sum(extra["hmc_state.diverging"]))
+    return {**res, "seconds": wall - ct.seconds, "build_s": ct.seconds, "chains": NUMPYRO_CHAINS,
+            "divergences": div}  # fmt: skip
 
 
 def new_process_builds(name: str, *, tune: int, draws: int) -> tuple[float, float]:

@@ -67,7 +67,7 @@ def gmm_data(seed: int = 0) -> np.ndarray:
 GMM_Y = gmm_data()
 
 
-def gmm_pymc() -> pm.Model:
+def gmm_pymc(y: np.ndarray = GMM_Y) -> pm.Model:
     """w ~ Dir(1), ordered mu ~ N(0, 5), sigma ~ HN(2), z ~ Cat(w), y ~ N(mu[z], sigma)."""
     with pm.Model() as model:
         w = pm.Dirichlet("w", a=np.ones(GMM_K))
@@ -80,12 +80,12 @@ def gmm_pymc() -> pm.Model:
             initval=np.array([-1.0, 0.0, 1.0]),
         )
         sigma = pm.HalfNormal("sigma", 2.0)
-        z = pm.Categorical("z", p=w, shape=GMM_N)
-        pm.Normal("y", mu[z], sigma, observed=GMM_Y)
+        z = pm.Categorical("z", p=w, shape=y.size)
+        pm.Normal("y", mu[z], sigma, observed=y)
     return model
 
 
-def gmm_numpyro() -> Callable:
+def gmm_numpyro(y: np.ndarray = GMM_Y) -> Callable:
     """The NumPyro twin: mu an ordered vector (improper) plus the Normal(0, 5) prior as a factor,
     so that its density is PyMC's restricted to ordered vectors (HMC works on the ordered
     transform's unconstrained space, with its Jacobian, as PyMC's NUTS)."""
@@ -93,7 +93,7 @@ def gmm_numpyro() -> Callable:
     import numpyro
     import numpyro.distributions as dist
 
-    y = jnp.asarray(GMM_Y)
+    n, y = y.size, jnp.asarray(y)
 
     def model():
         w = numpyro.sample("w", dist.Dirichlet(jnp.ones(GMM_K)))
@@ -102,7 +102,7 @@ def gmm_numpyro() -> Callable:
         )
         numpyro.factor("mu_prior", dist.Normal(0.0, 5.0).log_prob(mu).sum())
         sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
-        with numpyro.plate("obs", GMM_N):
+        with numpyro.plate("obs", n):
             z = numpyro.sample("z", dist.Categorical(probs=w))
             numpyro.sample("y", dist.Normal(mu[z], sigma), obs=y)
 
@@ -161,6 +161,20 @@ def _simplex(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return rng.dirichlet(np.ones(shape[-1]), size=shape[:-1] or None)
 
 
+def gmm_state(n: int) -> Callable[[np.random.Generator], dict[str, np.ndarray]]:
+    """Random states of the mixture with ``n`` points (for the density checks)."""
+
+    def state(rng: np.random.Generator) -> dict[str, np.ndarray]:
+        return {
+            "w": _simplex(rng, (GMM_K,)),
+            "mu": np.sort(rng.normal(0.0, 3.0, size=GMM_K)),
+            "sigma": np.array(rng.uniform(0.5, 2.0)),
+            "z": rng.integers(GMM_K, size=n),
+        }
+
+    return state
+
+
 MODELS: dict[str, MixedModel] = {
     "spike_slab": MixedModel(
         "spike_slab",
@@ -184,12 +198,7 @@ MODELS: dict[str, MixedModel] = {
         ["w", "mu", "sigma"],
         "mean_assignment",
         lambda post: post["z"].mean(-1).astype(float),
-        lambda rng: {
-            "w": _simplex(rng, (GMM_K,)),
-            "mu": np.sort(rng.normal(0.0, 3.0, size=GMM_K)),
-            "sigma": np.array(rng.uniform(0.5, 2.0)),
-            "z": rng.integers(GMM_K, size=GMM_N),
-        },
+        gmm_state(GMM_N),
     ),
     "hidden_markov": MixedModel(
         "hidden_markov",
