@@ -242,8 +242,9 @@ def run(spec: MixedModel, sampler: str, *, tune: int, draws: int, seed: int) -> 
     return run_marginal(spec, sampler.removeprefix("marginal_"), tune=tune, draws=draws, seed=seed)
 
 
-def summarize(runs: list[dict]) -> list[dict]:
-    """Per run: min ESS/s, and on ``lbp_sample``'s rows the ratios to the best alternatives."""
+def summarize(runs: list[dict], draws: int) -> list[dict]:
+    """Per run: min ESS/s, the share of divergent draws (``draws`` kept per chain), and on
+    ``lbp_sample``'s rows the ratios to the best alternatives."""
     rows = []
     for r in runs:
         row = dict(r)
@@ -255,6 +256,7 @@ def summarize(runs: list[dict]) -> list[dict]:
                 r["seconds"] - r.get("recover_s", 0.0)
             )
             row["discrete_ess_per_s"] = r["ess_discrete"] / r["seconds"]
+            row["divergent_share"] = r["divergences"] / (r["chains"] * draws)
         rows.append(row)
     by_model: dict[str, dict[str, dict]] = {}
     for row in rows:
@@ -285,6 +287,7 @@ COLUMNS = [
     ("vs_best_numpyro", "vs best NumPyro DHMCGibbs"),
     ("vs_best_marginal", "vs best marginalized"),
     ("divergences", "divergences"),
+    ("divergent_share", "divergent share of kept draws"),
     ("ess_per_grad", "ESS per gradient"),
     ("seconds", "sampling s"),
     ("recover_s", "of which recovering s"),
@@ -339,7 +342,7 @@ def main(argv: list[str] | None = None) -> dict:
             runs.append({"model": m, "sampler": sampler, **res})
             shown = {k: compact_cell(v) for k, v in res.items() if k in SHOWN}
             print(m, sampler, shown, flush=True)
-    rows = summarize(runs)
+    rows = summarize(runs, draws)
     table = markdown_table(rows, COLUMNS, cell=cell)
     meta = {"machine": machine_info(), "load": load_info(), "tune": tune, "draws": draws,
             "seed": args.seed, "density_checks": checks}  # fmt: skip
