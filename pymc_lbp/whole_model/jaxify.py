@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.replace import clone_replace
+from pytensor.graph.traversal import graph_inputs
 
 from pymc_lbp import function_store
 from pymc_lbp.compiling import _Uncacheable, graph_key
@@ -91,14 +92,20 @@ def jax_function(
     """
     import jax
 
-    outs = clone_replace(list(outputs), replace=replacements)
-    data = _data_variables(outs)
+    # one pass over the graph: the steps' copies of the model's values become value variables,
+    # the data inputs of their current shapes, every other shared variable a constant
+    shared = [
+        v
+        for v in graph_inputs(list(outputs))
+        if isinstance(v, SharedVariable) and v not in replacements
+    ]
+    data = [v for v in shared if _is_data(v)]
     data_inputs = [
         v.type.clone(shape=np.shape(v.get_value(borrow=True)))(name=v.name) for v in data
     ]
-    outs = _shared_as_constants(
-        clone_replace(outs, replace=dict(zip(data, data_inputs, strict=True)))
-    )
+    constants = _as_constants([v for v in shared if not _is_data(v)])
+    replace = {**replacements, **dict(zip(data, data_inputs, strict=True)), **constants}
+    outs = clone_replace(list(outputs), replace=replace)
     all_inputs = [*inputs, *model.value_vars, *data_inputs]
     keep: list = []
     try:
@@ -153,13 +160,6 @@ def _is_data(v) -> bool:
 
 
 _INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
-
-
-def _data_variables(outputs: list) -> list:
-    """The shared variables of the graph :func:`jax_function` makes inputs, in graph order."""
-    from pytensor.graph.traversal import graph_inputs
-
-    return [v for v in graph_inputs(outputs) if _is_data(v)]
 
 
 def _with_data(fn: Callable, data: list) -> Callable[..., list]:
@@ -238,13 +238,18 @@ def _rewritten(fgraph):
 
 
 def _shared_as_constants(outputs: list) -> list:
-    """The graph with every shared variable replaced by a constant of its value, as
-    :func:`~pymc.sampling.jax.get_jaxified_graph` does (and refuses what it refuses)."""
+    """The graph with every shared variable replaced by a constant of its value (the graph
+    itself where there is none), as :func:`~pymc.sampling.jax.get_jaxified_graph` does."""
+    shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable)]
+    return clone_replace(outputs, replace=_as_constants(shared)) if shared else list(outputs)
+
+
+def _as_constants(shared: list) -> dict:
+    """``{shared variable: constant of its value}``, as PyMC's JAX conversion replaces them
+    (refusing what it refuses)."""
     import pytensor.tensor as pt
-    from pytensor.graph.traversal import graph_inputs
     from pytensor.tensor.random.type import RandomType
 
-    shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable)]
     if any(isinstance(v.type, RandomType) for v in shared):
         raise ValueError(
             "Graph contains shared RandomType variables which cannot be safely replaced"
@@ -253,9 +258,7 @@ def _shared_as_constants(outputs: list) -> list:
         raise ValueError(
             "Graph contains shared variables with default_update which cannot be safely replaced."
         )
-    return clone_replace(
-        outputs, replace={v: pt.constant(v.get_value(borrow=True)) for v in shared}
-    )
+    return {v: pt.constant(v.get_value(borrow=True)) for v in shared}
 
 
 def _read(path: Path, n_inputs: int, n_outputs: int):
