@@ -123,6 +123,16 @@ def test_continuous_only_model_is_plain_nuts():
     assert abs(draws.std() / exact_sd - 1) < 0.1
 
 
+def test_max_treedepth_caps_nuts_trees_in_warmup_and_draws():
+    """``max_treedepth=2``: no tree deeper than 2, so at most 2**2 - 1 = 3 leapfrog steps a
+    transition, warmup included; the cap binds (the default reaches depth 3 on this model)."""
+    idata = run(mixed_model(), chains=1, max_treedepth=2, discard_tuned_samples=False)
+    for group in ("warmup_sample_stats", "sample_stats"):
+        stats = idata[group]
+        assert int(stats["tree_depth"].max()) == 2
+        assert int(stats["n_steps"].max()) <= 3
+
+
 def test_discrete_only_model_has_no_nuts_part():
     with pm.Model() as model:
         z = pm.Bernoulli("z", 0.5, shape=3)
