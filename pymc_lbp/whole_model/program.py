@@ -146,10 +146,11 @@ class Program:
 
         With ``chains`` given, ``key`` and every array of ``values`` have a leading axis of that
         many chains, and so do the results (chain, draw, ...): the scans run over draws, and each
-        draw's per-chain pieces (the discrete draws and NUTS transition, the adaptation's
-        update) are ``jax.vmap``-ed inside them. Chain ``i`` computes what it computes alone, up
-        to the rounding of batched arithmetic: its draws are those of the chain alone until a
-        last-bit difference flips a decision, and the same in distribution after.
+        draw's per-chain pieces (the discrete draws and NUTS transition) are ``jax.vmap``-ed
+        inside them. NUTS's step size and mass matrix adapt once for all the chains
+        (:mod:`pymc_lbp.whole_model.warmup`), so the chains' warmups differ from the chain run
+        alone; without a warmup (``tune=0``) chain ``i`` computes what it computes alone, up to
+        the rounding of batched arithmetic.
         Batching the draw rather than the whole chain traces it once per phase: ``vmap`` of a
         ``scan`` traces the scan's body again until the batched parts of its carry settle (the
         blocks' states start unbatched, so the warmup's body was traced a second time). The
@@ -163,10 +164,10 @@ class Program:
 
         cont = self.continuous
         kernel = nuts.build_kernel()
-        adapt_init, adapt_update, adapt_final = warmup(self.target_accept)
+        adapt_init, adapt_update, adapt_final = warmup(self.target_accept, chains)
         if chains is None:
 
-            def per_chain(f, in_axes=0):
+            def per_chain(f):
                 return f
 
             def draws_first(a):
@@ -174,8 +175,8 @@ class Program:
 
         else:
 
-            def per_chain(f, in_axes=0):  # axis_size: a block without state (empty tuples)
-                return jax.vmap(f, in_axes=in_axes, axis_size=chains)
+            def per_chain(f):  # axis_size: a block without state (empty tuples)
+                return jax.vmap(f, axis_size=chains)
 
             def draws_first(a):  # a scan's stacked outputs: (draw, chain, ...) -> (chain, draw)
                 return jnp.swapaxes(a, 0, 1)
@@ -277,9 +278,14 @@ class Program:
         def split_keys(key, n):  # (n, [chains,] key): the scan's xs, a chain's keys as alone
             return draws_first(per_chain(lambda k: jax.random.split(k, n))(key))
 
-        if cont:
-            adapt_state = per_chain(lambda *p: adapt_init(list(p), 1.0))(*[values[i] for i in cont])
-            update = per_chain(adapt_update, in_axes=(0, None, 0, 0))
+        def every_chain(step_size, imm):  # the one adaptation's kernel, for each chain
+            if chains is None:
+                return step_size, imm
+            return tuple(jnp.broadcast_to(a, (chains, *jnp.shape(a))) for a in (step_size, imm))
+
+        if cont:  # one adaptation for all the chains (pymc_lbp.whole_model.warmup)
+            first = [values[i] if chains is None else values[i][0] for i in cont]
+            adapt_state = adapt_init(first, 1.0)
         else:
             adapt_state = None
 
@@ -287,15 +293,16 @@ class Program:
             values, states, adapt_state = carry
             key, stage, i = xs
             if cont:
-                step_size = adapt_state.step_size
-                imm = adapt_state.inverse_mass_matrix
+                step_size, imm = every_chain(adapt_state.step_size, adapt_state.inverse_mass_matrix)
             else:
                 step_size = imm = None
             values, states, stats, acceptance_rate = warm_transition(
                 key, values, states, step_size, imm
             )
             if cont:
-                adapt_state = update(adapt_state, stage, [values[j] for j in cont], acceptance_rate)
+                adapt_state = adapt_update(
+                    adapt_state, stage, [values[j] for j in cont], acceptance_rate
+                )
             tick(i, 0)
             return (values, states, adapt_state), (values, stats)
 
@@ -322,9 +329,9 @@ class Program:
         )
         if cont:
             if tune:
-                step_size, imm = per_chain(adapt_final)(adapt_state)
+                step_size, imm = every_chain(*adapt_final(adapt_state))
             else:
-                step_size, imm = adapt_state.step_size, adapt_state.inverse_mass_matrix
+                step_size, imm = every_chain(adapt_state.step_size, adapt_state.inverse_mass_matrix)
         else:
             step_size = imm = None
 

@@ -74,11 +74,12 @@ def test_groups_names_dims_and_stats_as_pm_sample(vectorized):
 
 def test_seeds_chains_and_chain_methods(vectorized):
     """Sequential chains are the chains run alone, bit for bit: chain 0 of two is one chain's
-    run, chain 1 one chain's run from its seed (docs/whole_model.md, ``random_seed``).
-    Vectorised chains equal sequential ones with the same seed over these 30 draws, the
-    discrete draws exactly, the continuous ones to rounding (``vmap``'s batched arithmetic
-    rounds differently: over longer runs a last-bit difference flips a decision and the chains
-    part, the same in distribution), as does one chain on a device (pmap)."""
+    run, chain 1 one chain's run from its seed (docs/whole_model.md, ``random_seed``); one
+    chain on a device (pmap) is the chain alone too. Vectorised chains share their warmup's
+    adaptation (the next test); without a warmup they equal sequential ones with the same seed
+    over these 30 draws, the discrete draws exactly, the continuous ones to rounding
+    (``vmap``'s batched arithmetic rounds differently: over longer runs a last-bit difference
+    flips a decision and the chains part, the same in distribution)."""
     from pymc_lbp.whole_model.sampling import chain_seeds
 
     model, vec = vectorized
@@ -92,16 +93,43 @@ def test_seeds_chains_and_chain_methods(vectorized):
         )
     par = run(model, chains=1, chain_method="parallel")  # pmap over the one CPU device
     assert par.posterior.sizes["chain"] == 1
-    np.testing.assert_array_equal(vec.posterior["z"].values, seq.posterior["z"].values)
-    np.testing.assert_array_equal(vec.posterior["z"].values[:1], par.posterior["z"].values)
+    np.testing.assert_array_equal(one.posterior["z"].values, par.posterior["z"].values)
+    vec0, seq0 = (
+        run(model, chains=2, chain_method=m, tune=0).posterior for m in ("vectorized", "sequential")
+    )
+    np.testing.assert_array_equal(vec0["z"].values, seq0["z"].values)
     for name in ("mu", "sd"):
         np.testing.assert_allclose(
-            vec.posterior[name].values, seq.posterior[name].values, rtol=1e-9, atol=1e-12
+            one.posterior[name].values, par.posterior[name].values, rtol=1e-9, atol=1e-12
         )
-        np.testing.assert_allclose(
-            vec.posterior[name].values[:1], par.posterior[name].values, rtol=1e-9, atol=1e-12
-        )
+        np.testing.assert_allclose(vec0[name].values, seq0[name].values, rtol=1e-9, atol=1e-12)
     assert not np.allclose(vec.posterior["mu"].values[0], vec.posterior["mu"].values[1])
+
+
+def test_vectorised_chains_share_one_adaptation(vectorized):
+    """Batched chains adapt one step size and one mass matrix (pymc_lbp.whole_model.warmup):
+    every chain's step size is the same at every draw, and replaying Stan's dual averaging on
+    the chains' mean acceptance, restarted at the slow windows' ends of Stan's schedule, gives
+    the recorded step sizes of the warmup and, averaged, of the draws."""
+    from blackjax.adaptation.step_size import dual_averaging_adaptation
+
+    from pymc_lbp.whole_model.warmup import schedule
+
+    _, vec = vectorized
+    warm, draws = vec.warmup_sample_stats, vec.sample_stats
+    for stats in (warm, draws):
+        sizes = stats["step_size"].values
+        np.testing.assert_array_equal(sizes, np.broadcast_to(sizes[:1], sizes.shape))
+    init, update, final = dual_averaging_adaptation(0.8)
+    state = init(1.0)
+    acceptance = warm["acceptance_rate"].values.mean(axis=0)
+    for i, (_, window_end) in enumerate(schedule(acceptance.size)):
+        np.testing.assert_allclose(warm["step_size"].values[0, i], np.exp(state.log_step_size))
+        state = update(state, acceptance[i])
+        if window_end:
+            state = init(final(state))
+    np.testing.assert_allclose(draws["step_size"].values[0, 0], final(state))
+    assert not np.allclose(warm["acceptance_rate"].values[0], warm["acceptance_rate"].values[1])
 
 
 def test_continuous_only_model_is_plain_nuts():
