@@ -116,6 +116,12 @@ STATS: dict[str, Stat] = {
         np.int64, "index into ``step.units`` of the unit updated by the draw's last step"
     ),
     "flags_on": Stat(np.int64, "flags equal to 1 after the draw (active components)"),
+    "pair_accept": Stat(
+        np.float64,
+        "mean acceptance probability of the draw's joint flag-value updates "
+        "(``pymc_lbp.sample``'s pair updates, :mod:`pymc_lbp.samplers.laplace_pairs`)",
+    ),
+    "pairs_switched": Stat(np.int64, "flags the draw's joint flag-value updates changed"),
 }
 """Every sampler stat of pymc_lbp's step methods, by name."""
 

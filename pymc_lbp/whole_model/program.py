@@ -59,6 +59,8 @@ STAT_DTYPES = {
         "learning_steps",
         "block",
         "flags_on",
+        "pair_accept",
+        "pairs_switched",
     )
 }
 """The discrete stats a draw of the program records, in its order, with their dtypes from the
@@ -240,12 +242,10 @@ class Program:
                 per_block.append(block_stats)
                 new_states.append(state)
             # as pm.sample records them: a stat several steps record is stacked, step by step
-            stats = {
-                name: per_block[0][name]
-                if len(per_block) == 1
-                else jnp.stack([b[name] for b in per_block if name in b])
-                for name in dict.fromkeys(k for b in per_block for k in b)
-            }
+            stats = {}
+            for name in dict.fromkeys(k for b in per_block for k in b):
+                recorded = [b[name] for b in per_block if name in b]
+                stats[name] = recorded[0] if len(recorded) == 1 else jnp.stack(recorded)
             if cont:
                 values, nuts_stats, acceptance_rate = shared_nuts_move(
                     keys[-1], values, step_size, inverse_mass_matrix

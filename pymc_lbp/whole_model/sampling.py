@@ -22,7 +22,12 @@ import pytensor
 from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.step_methods.base import DiscreteStep
 from pymc_lbp.step_methods.neighbour_step import NeighbourStep
-from pymc_lbp.whole_model.discrete_blocks import NotInProgramError, block_draw, program_kind
+from pymc_lbp.whole_model.discrete_blocks import (
+    NotInProgramError,
+    block_draw,
+    pair_blocks,
+    program_kind,
+)
 from pymc_lbp.whole_model.inference_data import check_idata_kwargs
 from pymc_lbp.whole_model.jaxify import (
     bound_data,
@@ -310,7 +315,11 @@ def sample(
     Each draw of a chain is every discrete step's draw (our kernels, as in ``pm.sample``), then
     one NUTS transition (BlackJAX) of the continuous variables given the discrete ones; warmup
     adapts NUTS's step size and diagonal mass matrix with Stan's windows while the discrete
-    steps move. Chains run in one vectorised call by default.
+    steps move (vectorised chains share one adaptation). Chains run in one vectorised call by
+    default. Where a ``Bernoulli`` flag gates a continuous value whose scale differs between the
+    flag's states (``X @ (g * b)``), the draw also updates each (flag, value) pair jointly
+    (:mod:`pymc_lbp.samplers.laplace_pairs`; logged, stats ``pair_accept`` and
+    ``pairs_switched``).
 
     Parameters
     ----------
@@ -326,9 +335,8 @@ def sample(
         The same seed gives the same draws (for the same ``chains`` and ``chain_method``); chain
         ``i``'s seed does not depend on ``chains``. ``"sequential"`` (and one chain) reproduces
         chain ``i`` bit for bit whatever ``chains`` (given the same steps: the default step is
-        built at chain 0's start); ``"vectorized"`` gives it the same in distribution, its
-        draws those of the chain alone to rounding until ``vmap``'s batched arithmetic,
-        rounding differently, flips a decision.
+        built at chain 0's start); ``"vectorized"`` gives it the same in distribution (its
+        chains share one warmup adaptation).
     chain_method : {"vectorized", "sequential", "parallel"}
         ``jax.vmap`` over chains (of each draw, inside the scans) in one compiled call; one
         chain after another (same compiled function); ``jax.pmap`` over the devices (at most
@@ -439,6 +447,9 @@ def sample(
         )
         for s in steps
     ]
+    # the default step's flags paired with the values they gate (samplers/laplace_pairs)
+    default_flags = [n for s in steps[len(user_steps) :] for n in s.var_names]
+    blocks += pair_blocks(model, default_flags, starts[0])
     logp_and_gradient = None
     if continuous:
         logp = model_logp(model)

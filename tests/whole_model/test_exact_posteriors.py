@@ -215,6 +215,48 @@ def test_neural_mixed_block_pairs_with_nuts_on_their_values():
     assert float(stats_["step_size"].mean()) > 0  # NUTS ran beside it
 
 
+def test_product_form_spike_and_slab_with_pair_updates():
+    """y ~ N(X (g * b), 1), g_j ~ Bernoulli(0.3), b_j ~ N(0, 2^2), three predictors: the
+    defaults add the joint flag-value updates (the value's scale is 2 with the flag off, about
+    0.3 on); given g the values are Gaussian, so the eight configurations' marginal likelihoods
+    and the values' moments are closed form. Every pair update is accepted (Gaussian
+    conditionals) and flags switch by them."""
+    rng = np.random.default_rng(21)
+    x = rng.normal(size=(12, 3))
+    y = x @ np.array([1.0, 0.0, -0.6]) + rng.normal(size=12)
+    p_on, prior_sd = 0.3, 2.0
+    configs = np.array(list(itertools.product((0, 1), repeat=3)))
+    logw, means, second = [], [], []
+    for c in configs:
+        xc = x * c
+        logw.append(
+            np.sum(np.where(c == 1, np.log(p_on), np.log(1 - p_on)))
+            + stats.multivariate_normal(np.zeros(12), np.eye(12) + prior_sd**2 * xc @ xc.T).logpdf(
+                y
+            )
+        )
+        cov = np.linalg.inv(np.eye(3) / prior_sd**2 + xc.T @ xc)
+        mean = cov @ xc.T @ y
+        means.append(mean)
+        second.append(np.diag(cov) + mean**2)
+    w = np.exp(np.array(logw) - logsumexp(logw))
+    p_g, e_b, e_b2 = w @ configs, w @ np.array(means), w @ np.array(second)
+    with pm.Model() as model:
+        g = pm.Bernoulli("g", p_on, shape=3)
+        b = pm.Normal("b", 0.0, prior_sd, shape=3)
+        pm.Normal("y", x @ (g * b), 1.0, observed=y)
+    idata = pymc_lbp.sample(
+        DRAWS, tune=TUNE, chains=4, model=model, random_seed=17, progressbar=False
+    )
+    assert idata.posterior.attrs["discrete_steps"] == ["LocallyBalanced", "LaplacePairs"]
+    for k in range(3):
+        _check(idata, "g", p_g[k], np.sqrt(p_g[k] * (1 - p_g[k])), (k,))
+        _check(idata, "b", e_b[k], np.sqrt(e_b2[k] - e_b[k] ** 2), (k,))
+    stats_ = idata.sample_stats
+    assert float(stats_["pair_accept"].min()) > 1 - 1e-9
+    assert int(stats_["pairs_switched"].sum()) > 100
+
+
 def test_neural_block_chain_sweeps_with_a_continuous_shift():
     """An HMM of 8 binary states (fixed sticky transitions) whose emissions share a continuous
     shift c ~ N(0, 1): y_t ~ N(mu[z_t] + c, 1). NeuralBlock's default chain blocks swept by
