@@ -36,8 +36,9 @@ The jumps' offset exponent ``J`` is the one the step starts the chains with (the
 their starts); ``pm.sample`` may grow it during tuning, the compiled program keeps it (a jump
 reaches ``+-2^J``, ``J >= 10``; the kernel is exact for any ``J``).
 
-:func:`pair_blocks` adds, for the default step's ``Bernoulli`` flags paired with a continuous
-value (:mod:`pymc_lbp.samplers.laplace_pairs`), a block of joint pair updates after the steps.
+:func:`pair_blocks` adds, for the default step's ``Bernoulli`` flags that the model multiplies
+by a continuous value (:mod:`pymc_lbp.samplers.laplace_pairs`), a block of joint pair updates
+after the steps.
 
 Steps whose transitions are not in the program yet raise :class:`NotInProgramError` naming the
 step; nothing falls back to another sampler.
@@ -203,50 +204,29 @@ class LaplacePairs(NamedTuple):
 
     flag: str
     value: str
-    scale_ratio: float
 
 
-def pair_blocks(model, flags: list[str], start: tuple) -> list[BlockDraw]:
+def pair_blocks(model, flags: list[str], shapes: dict[str, tuple]) -> list[BlockDraw]:
     """The pair-update blocks (:mod:`pymc_lbp.samplers.laplace_pairs`) for the ``Bernoulli``
-    variables named in ``flags`` that the model pairs with a continuous value, where the
-    value's conditional scale differs between the flag's states at ``start`` (a chain's start,
-    in ``model.value_vars`` order): :func:`~pymc_lbp.samplers.laplace_pairs.finding.use_pairs`.
-    Each block chosen is logged (INFO)."""
+    variables named in ``flags`` that the model multiplies entry by entry with a continuous
+    value (:func:`~pymc_lbp.samplers.laplace_pairs.finding.find_pairs`; ``shapes`` the value
+    variables' shapes), each logged (INFO)."""
     from pymc_lbp.logp.model_logp import model_logp
-    from pymc_lbp.samplers.laplace_pairs.finding import find_pairs, scale_ratios, use_pairs
+    from pymc_lbp.samplers.laplace_pairs.finding import find_pairs
     from pymc_lbp.samplers.laplace_pairs.jax_steps import STAT_NAMES, pair_draw
 
     names = [v.name for v in model.value_vars]
-    shapes = {n: np.shape(x) for n, x in zip(names, start, strict=True)}
     blocks = []
     for flag, value in find_pairs(model, flags, shapes):
+        _log.info(
+            "pymc_lbp.sample: %s and %s updated in pairs (the model multiplies them entry by "
+            "entry; docs/whole_model.md)",
+            flag,
+            value,
+        )
         positions = (names.index(flag), names.index(value))
         logp = model_logp(model)
         gradient = pytensor.grad(logp, model.value_vars[positions[1]])
-        fn = jax_function([], [logp, gradient], model, {})
-
-        def at_start(f, v, fn=fn, positions=positions):
-            values = list(start)
-            for p, x in zip(positions, (f, v), strict=True):
-                values[p] = np.reshape(x, np.shape(start[p])).astype(start[p].dtype)
-            lp, g = fn(*values)  # jitted (jax_function)
-            return float(lp), np.ravel(np.asarray(g, dtype=np.float64))
-
-        f0 = np.ravel(start[positions[0]]).astype(np.int64)
-        v0 = np.ravel(start[positions[1]]).astype(np.float64)
-        ratios = scale_ratios(at_start, f0, v0)
-        ratio = float(np.nanmedian(ratios)) if np.isfinite(ratios).any() else float("nan")
-        if not use_pairs(ratios):
-            continue
-        _log.info(
-            "pymc_lbp.sample: %s and %s updated in pairs (the value's conditional scale differs "
-            "%.3gx between the flag's states at the start; docs/whole_model.md)",
-            flag,
-            value,
-            ratio,
-        )
-        draw = pair_draw(positions, fn)
-        blocks.append(
-            BlockDraw(LaplacePairs(flag, value, ratio), draw, tuple, lambda s: s, STAT_NAMES)
-        )
+        draw = pair_draw(positions, jax_function([], [logp, gradient], model, {}))
+        blocks.append(BlockDraw(LaplacePairs(flag, value), draw, tuple, lambda s: s, STAT_NAMES))
     return blocks

@@ -316,8 +316,8 @@ def sample(
     one NUTS transition (BlackJAX) of the continuous variables given the discrete ones; warmup
     adapts NUTS's step size and diagonal mass matrix with Stan's windows while the discrete
     steps move (vectorised chains share one adaptation). Chains run in one vectorised call by
-    default. Where a ``Bernoulli`` flag gates a continuous value whose scale differs between the
-    flag's states (``X @ (g * b)``), the draw also updates each (flag, value) pair jointly
+    default. Where the model multiplies a ``Bernoulli`` flag by a continuous value entry by entry
+    (``X @ (g * b)``), the draw also updates each (flag, value) pair jointly
     (:mod:`pymc_lbp.samplers.laplace_pairs`; logged, stats ``pair_accept`` and
     ``pairs_switched``).
 
@@ -449,7 +449,8 @@ def sample(
     ]
     # the default step's flags paired with the values they gate (samplers/laplace_pairs)
     default_flags = [n for s in steps[len(user_steps) :] for n in s.var_names]
-    blocks += pair_blocks(model, default_flags, starts[0])
+    shapes = {v.name: np.shape(x) for v, x in zip(model.value_vars, starts[0], strict=True)}
+    blocks += pair_blocks(model, default_flags, shapes)
     logp_and_gradient = None
     if continuous:
         logp = model_logp(model)

@@ -20,6 +20,7 @@ pytest.importorskip("blackjax", reason="pymc_lbp[jax] extra (jax, blackjax) not 
 
 import pymc_lbp  # noqa: E402
 from tests.helpers.ess import checked_mcse  # noqa: E402
+from tests.helpers.gated_regression import gated_posterior  # noqa: E402
 
 Z_BOUND = 4.0  # |estimate - exact| / MCSE; P(|N(0,1)| > 4) = 6e-5 per quantity
 DRAWS, TUNE = 1000, 300  # per chain, 4 chains
@@ -52,13 +53,7 @@ def test_indicator_with_conjugate_normal_coefficient():
     x = np.array([-1.0, -0.5, 0.3, 0.8, 1.2])
     y = np.array([-0.9, -0.1, -0.2, 0.9, 0.6])
     prior, tau = 0.3, 1.5
-    l0 = stats.multivariate_normal(np.zeros(5), np.eye(5)).logpdf(y)
-    l1 = stats.multivariate_normal(np.zeros(5), np.eye(5) + tau**2 * np.outer(x, x)).logpdf(y)
-    p1 = 1 / (1 + np.exp(np.log(1 - prior) + l0 - np.log(prior) - l1))
-    v1 = 1 / (1 / tau**2 + x @ x)
-    m1 = v1 * (x @ y)
-    e_beta = p1 * m1
-    e_beta2 = p1 * (v1 + m1**2) + (1 - p1) * tau**2
+    (p1,), (e_beta,), (e_beta2,) = gated_posterior(x[:, None], y, prior, tau).moments()
     with pm.Model() as model:
         z = pm.Bernoulli("z", prior)
         beta = pm.Normal("beta", 0.0, tau)
@@ -184,20 +179,7 @@ def test_neural_mixed_block_pairs_with_nuts_on_their_values():
     and the values' moments are closed form."""
     y = np.array([1.3, 0.7, 1.9])
     p_on, prior_sd = 0.4, 2.0
-    configs = np.array(list(itertools.product((0, 1), repeat=2)))
-    logw, means, second = [], [], []
-    for c in configs:
-        cov_y = np.eye(y.size) + prior_sd**2 * c.sum()
-        logw.append(
-            np.sum(np.where(c == 1, np.log(p_on), np.log(1 - p_on)))
-            + stats.multivariate_normal(np.zeros(y.size), cov_y).logpdf(y)
-        )
-        cov = np.linalg.inv(np.eye(2) / prior_sd**2 + y.size * np.outer(c, c))
-        mean = cov @ (c * y.sum())
-        means.append(mean)
-        second.append(np.diag(cov) + mean**2)
-    w = np.exp(np.array(logw) - logsumexp(logw))
-    p_b, e_v, e_v2 = w @ configs, w @ np.array(means), w @ np.array(second)
+    p_b, e_v, e_v2 = gated_posterior(np.ones((3, 2)), y, p_on, prior_sd).moments()
     with pm.Model() as model:
         b = pm.Bernoulli("b", p_on, shape=2)
         v = pm.Normal("v", 0.0, prior_sd, shape=2)
@@ -225,22 +207,7 @@ def test_product_form_spike_and_slab_with_pair_updates():
     x = rng.normal(size=(12, 3))
     y = x @ np.array([1.0, 0.0, -0.6]) + rng.normal(size=12)
     p_on, prior_sd = 0.3, 2.0
-    configs = np.array(list(itertools.product((0, 1), repeat=3)))
-    logw, means, second = [], [], []
-    for c in configs:
-        xc = x * c
-        logw.append(
-            np.sum(np.where(c == 1, np.log(p_on), np.log(1 - p_on)))
-            + stats.multivariate_normal(np.zeros(12), np.eye(12) + prior_sd**2 * xc @ xc.T).logpdf(
-                y
-            )
-        )
-        cov = np.linalg.inv(np.eye(3) / prior_sd**2 + xc.T @ xc)
-        mean = cov @ xc.T @ y
-        means.append(mean)
-        second.append(np.diag(cov) + mean**2)
-    w = np.exp(np.array(logw) - logsumexp(logw))
-    p_g, e_b, e_b2 = w @ configs, w @ np.array(means), w @ np.array(second)
+    p_g, e_b, e_b2 = gated_posterior(x, y, p_on, prior_sd).moments()
     with pm.Model() as model:
         g = pm.Bernoulli("g", p_on, shape=3)
         b = pm.Normal("b", 0.0, prior_sd, shape=3)

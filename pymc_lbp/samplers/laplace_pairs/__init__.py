@@ -35,8 +35,8 @@ jax
     ``pair_draw`` (``jax_steps.py``): the same arithmetic in JAX, a sweep over the pairs in a
     random order per draw, for the compiled whole-model program.
 finding
-    ``find_pairs`` / ``use_pairs`` (``finding.py``): which (flag, value) variables of a model are
-    paired, and whether the update pays (the value's scale differs between the flag's states).
+    ``find_pairs`` (``finding.py``): which (flag, value) variables of a model are paired (those
+    it multiplies entry by entry).
 
 Tests: ``tests/samplers/laplace_pairs/`` (the update leaves exact posterior draws distributed
 as they were, Gaussian and non-Gaussian; the JAX sweep makes the reference's moves; which

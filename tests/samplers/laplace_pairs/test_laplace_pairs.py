@@ -4,21 +4,20 @@ The update is checked the way a kernel is judged here: exact posterior draws (cl
 a linear-Gaussian pair model, quadrature for a logistic one, where the Laplace proposal is only
 approximate and the MH correction matters) stay distributed as they were after one sweep, and
 the same check fails when the proposal's terms are dropped from the acceptance ratio; the JAX
-sweep makes the numpy reference's moves from the same uniforms; the right models are paired.
+sweep makes the numpy reference's moves from the same uniforms; the right variables are paired.
 """
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
-from scipy import stats
 from scipy.special import expit, log_expit, logsumexp
 
 from pymc_lbp.samplers.laplace_pairs import reference
-from pymc_lbp.samplers.laplace_pairs.finding import find_pairs, scale_ratios, use_pairs
+from pymc_lbp.samplers.laplace_pairs.finding import find_pairs
+from tests.helpers.gated_regression import gated_posterior
 
 N_DRAWS = 4000
 Z_BOUND = 4.0  # |estimate - exact| / standard error, per quantity
@@ -40,26 +39,7 @@ def gaussian_logp_and_gradient(f, v):
     return lp, f * (X.T @ r) - v / PRIOR_SD**2
 
 
-def gaussian_exact_draws(rng, n):
-    """Exact posterior draws: the flags by their four configurations' marginal likelihoods, the
-    values from their Gaussian conditional (the prior where the flag is off)."""
-    configs = np.array(list(itertools.product((0, 1), repeat=2)))
-    logw, chol, means = [], [], []
-    for c in configs:
-        xc = X * c
-        logw.append(
-            np.sum(np.where(c == 1, np.log(P_ON), np.log(1 - P_ON)))
-            + stats.multivariate_normal(
-                np.zeros(Y.size), np.eye(Y.size) + PRIOR_SD**2 * xc @ xc.T
-            ).logpdf(Y)
-        )
-        cov = np.linalg.inv(np.eye(2) / PRIOR_SD**2 + xc.T @ xc)
-        means.append(cov @ xc.T @ Y)
-        chol.append(np.linalg.cholesky(cov))
-    w = np.exp(np.array(logw) - logsumexp(logw))
-    k = rng.choice(len(configs), size=n, p=w)
-    v = np.array([means[i] + chol[i] @ rng.normal(size=2) for i in k])
-    return configs[k].astype(np.int64), v
+GATED = gated_posterior(X, Y, P_ON, PRIOR_SD)
 
 
 # logistic: y_i ~ Bernoulli(sigmoid(x_i g b)), b ~ N(0, 1.5^2), g ~ Bernoulli(0.4); one pair
@@ -127,8 +107,8 @@ def drop_proposal_terms(monkeypatch):
 
 def check_gaussian(seed):
     rng = np.random.default_rng(seed)
-    f, v = gaussian_exact_draws(rng, N_DRAWS)
-    f_ref, v_ref = gaussian_exact_draws(rng, N_DRAWS)  # an independent exact sample
+    f, v = GATED.draws(rng, N_DRAWS)
+    f_ref, v_ref = GATED.draws(rng, N_DRAWS)  # an independent exact sample
     f2, v2, accept = one_sweep_each(gaussian_logp_and_gradient, f, v, rng)
     return z_scores(f_ref, v_ref, f2, v2), accept, (f2 != f).mean()
 
@@ -194,7 +174,7 @@ def test_jax_sweep_makes_the_reference_moves():
 
     run = jax.jit(pair_sweep(lg_jax))
     rng = np.random.default_rng(9)
-    flags, values = gaussian_exact_draws(rng, 20)
+    flags, values = GATED.draws(rng, 20)
     switched = 0
     for f, v in zip(flags, values, strict=True):
         order = rng.permutation(2)
@@ -210,30 +190,27 @@ def test_jax_sweep_makes_the_reference_moves():
     assert switched > 0
 
 
-def test_which_models_are_paired_and_where_it_pays():
-    """The product form and the prior form are paired, a same-shaped value the flag does not
-    touch is not; the product form's value scales differ between the flag's states (prior 2
-    against about 0.3 given the data), those of a prior form whose spike's scale is near the
-    data's (0.3 against 0.3 with the data) do not."""
+def test_which_models_are_paired():
+    """A flag multiplied entry by entry by a value of its shape is paired with it (a cast in
+    between, a third factor, a deterministic); a same-shaped value the flag does not touch is
+    not, nor the prior form (the flag among the value's prior's parameters), nor a flag the
+    caller does not name."""
     with pm.Model() as product:
         g = pm.Bernoulli("g", P_ON, shape=2)
-        b = pm.Normal("b", 0.0, PRIOR_SD, shape=2)
         pm.Normal("other", 0.0, 1.0, shape=2)
-        pm.Normal("y", X @ (g * b), 1.0, observed=Y)
+        b = pm.Normal("b", 0.0, PRIOR_SD, shape=2)
+        coef = pm.Deterministic("coef", 2.0 * pt.cast(g, "float64") * b)
+        pm.Normal("y", X @ coef, 1.0, observed=Y)
     with pm.Model() as prior_form:
         g = pm.Bernoulli("g", P_ON, shape=2)
-        b = pm.Normal("b", 0.0, 0.3 + 1.7 * g, shape=2)
+        b = pm.Normal("b", 0.0, 0.05 + 1.95 * g, shape=2)
         pm.Normal("y", X @ b, 1.0, observed=Y)
+    with pm.Model() as other_shape:
+        g = pm.Bernoulli("g", P_ON, shape=2)
+        b = pm.Normal("b", 0.0, PRIOR_SD)
+        pm.Normal("y", X @ (g * b), 1.0, observed=Y)
     shapes = {"g": (2,), "b": (2,), "other": (2,)}
     assert find_pairs(product, ["g"], shapes) == [("g", "b")]
-    assert find_pairs(product, [], shapes) == []  # only the flags named
-    assert find_pairs(prior_form, ["g"], shapes) == [("g", "b")]
-    start_f, start_v = np.array([0, 1]), np.array([0.3, -0.2])
-    assert use_pairs(scale_ratios(gaussian_logp_and_gradient, start_f, start_v))
-
-    def prior_form_lg(f, v):
-        sd = 0.3 + 1.7 * f
-        r = Y - X @ v
-        return -0.5 * r @ r - 0.5 * np.sum((v / sd) ** 2), X.T @ r - v / sd**2
-
-    assert not use_pairs(scale_ratios(prior_form_lg, start_f, start_v))
+    assert find_pairs(product, [], shapes) == []
+    assert find_pairs(prior_form, ["g"], shapes) == []
+    assert find_pairs(other_shape, ["g"], {"g": (2,), "b": ()}) == []
