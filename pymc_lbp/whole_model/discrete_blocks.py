@@ -36,9 +36,9 @@ The jumps' offset exponent ``J`` is the one the step starts the chains with (the
 their starts); ``pm.sample`` may grow it during tuning, the compiled program keeps it (a jump
 reaches ``+-2^J``, ``J >= 10``; the kernel is exact for any ``J``).
 
-:func:`pair_blocks` adds, for the default step's ``Bernoulli`` flags that the model multiplies
-by a continuous value (:mod:`pymc_lbp.samplers.laplace_pairs`), a block of joint pair updates
-after the steps.
+:func:`pair_blocks` makes, for ``Bernoulli`` flags that the model multiplies by a continuous
+value and no step of the user's takes (:mod:`pymc_lbp.samplers.laplace_pairs`), the blocks of
+joint pair updates, which move those flags instead of a default step.
 
 Steps whose transitions are not in the program yet raise :class:`NotInProgramError` naming the
 step; nothing falls back to another sampler.
@@ -206,18 +206,16 @@ class LaplacePairs(NamedTuple):
     value: str
 
 
-def pair_blocks(model, flags: list[str], shapes: dict[str, tuple]) -> list[BlockDraw]:
-    """The pair-update blocks (:mod:`pymc_lbp.samplers.laplace_pairs`) for the ``Bernoulli``
-    variables named in ``flags`` that the model multiplies entry by entry with a continuous
-    value (:func:`~pymc_lbp.samplers.laplace_pairs.finding.find_pairs`; ``shapes`` the value
-    variables' shapes), each logged (INFO)."""
+def pair_blocks(model, pairs: list[tuple[str, str]]) -> list[BlockDraw]:
+    """The pair-update blocks (:mod:`pymc_lbp.samplers.laplace_pairs`) of ``pairs``, (flag,
+    value) value-variable names (:func:`~pymc_lbp.samplers.laplace_pairs.finding.find_pairs`),
+    each logged (INFO)."""
     from pymc_lbp.logp.model_logp import model_logp
-    from pymc_lbp.samplers.laplace_pairs.finding import find_pairs
     from pymc_lbp.samplers.laplace_pairs.jax_steps import STAT_NAMES, pair_draw
 
     names = [v.name for v in model.value_vars]
     blocks = []
-    for flag, value in find_pairs(model, flags, shapes):
+    for flag, value in pairs:
         _log.info(
             "pymc_lbp.sample: %s and %s updated in pairs (the model multiplies them entry by "
             "entry; docs/whole_model.md)",

@@ -22,7 +22,7 @@ kernels' acceptance ratios and uniforms are float64 in either case
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -128,6 +128,13 @@ class Program:
     target_accept : float
     max_treedepth : int
     float_dtype : str
+    gated : dict
+        ``{position of a value: position of its flag}`` in ``model.value_vars`` for the values
+        a flag multiplies (:mod:`pymc_lbp.samplers.laplace_pairs`): NUTS's inverse mass for
+        their entries is adapted apart over the draws where the entry's flag is on and used
+        where it is on (:func:`pymc_lbp.whole_model.warmup.warmup`). With the flag off such a
+        value has its prior's scale, with it on the data's, and one mass matrix cannot serve
+        both: every trajectory started while a flag of a null predictor was on diverged.
         The continuous values' float type (``"float64"`` or ``"float32"``, ``floatX``): that of
         NUTS's positions, momenta, step size and inverse mass matrix.
     """
@@ -139,6 +146,7 @@ class Program:
     target_accept: float = 0.8
     max_treedepth: int = 10
     float_dtype: str = "float64"
+    gated: dict = field(default_factory=dict)
 
     def run_chain(
         self, key, values: tuple, tune: int, draws: int, progress=None, *, chains: int | None = None
@@ -166,7 +174,9 @@ class Program:
 
         cont = self.continuous
         kernel = nuts.build_kernel()
-        adapt_init, adapt_update, adapt_final = warmup(self.target_accept, chains)
+        adapt_init, adapt_update, adapt_final = warmup(
+            self.target_accept, chains, gated=bool(self.gated)
+        )
         if chains is None:
 
             def per_chain(f):
@@ -203,8 +213,20 @@ class Program:
             slope = sum(jnp.sum(g * t) for g, t in zip(out[1:], tangents[0], strict=True))
             return jnp.asarray(out[0], jnp.float64), jnp.asarray(slope, jnp.float64)
 
+        def on_mask(values):
+            """Per entry of NUTS's flattened position: whether a flag multiplying it is on."""
+            parts = [
+                jnp.ravel(values[self.gated[i]]) != 0
+                if i in self.gated
+                else jnp.zeros(jnp.size(values[i]), dtype=bool)
+                for i in cont
+            ]
+            return jnp.concatenate(parts)
+
         def nuts_move(key, values, step_size, inverse_mass_matrix):
             """One NUTS transition of the continuous values given the others; its stats."""
+            if self.gated:  # the inverse masses of the flags' states: fixed given the flags
+                inverse_mass_matrix = jnp.where(on_mask(values), *inverse_mass_matrix[::-1])
 
             def logdensity(position):
                 return continuous_logp(tuple(position), values)
@@ -281,7 +303,9 @@ class Program:
         def every_chain(step_size, imm):  # the one adaptation's kernel, for each chain
             if chains is None:
                 return step_size, imm
-            return tuple(jnp.broadcast_to(a, (chains, *jnp.shape(a))) for a in (step_size, imm))
+            return jax.tree_util.tree_map(
+                lambda a: jnp.broadcast_to(a, (chains, *jnp.shape(a))), (step_size, imm)
+            )
 
         if cont:  # one adaptation for all the chains (pymc_lbp.whole_model.warmup)
             first = [values[i] if chains is None else values[i][0] for i in cont]
@@ -300,8 +324,9 @@ class Program:
                 key, values, states, step_size, imm
             )
             if cont:
+                on = per_chain(on_mask)(values) if self.gated else None
                 adapt_state = adapt_update(
-                    adapt_state, stage, [values[j] for j in cont], acceptance_rate
+                    adapt_state, stage, [values[j] for j in cont], acceptance_rate, on
                 )
             tick(i, 0)
             return (values, states, adapt_state), (values, stats)

@@ -20,6 +20,7 @@ import pymc as pm
 import pytensor
 
 from pymc_lbp.logp.model_logp import model_logp
+from pymc_lbp.samplers.laplace_pairs.finding import find_pairs
 from pymc_lbp.step_methods.base import DiscreteStep
 from pymc_lbp.step_methods.neighbour_step import NeighbourStep
 from pymc_lbp.whole_model.discrete_blocks import (
@@ -91,7 +92,9 @@ def _steps_list(step) -> list:
     return [step]
 
 
-def assign_steps(model, step, initial_point: dict | None = None) -> tuple[list, list[int]]:
+def assign_steps(
+    model, step, initial_point: dict | None = None, paired: Sequence[str] = ()
+) -> tuple[list, list[int]]:
     """The discrete steps of the program and the positions (in ``model.value_vars``) of the
     variables NUTS samples.
 
@@ -100,7 +103,8 @@ def assign_steps(model, step, initial_point: dict | None = None) -> tuple[list, 
     ``pm.sample`` do (the registered class, else :class:`~pymc_lbp.LocallyBalanced`), built at
     ``initial_point`` (the model's initial point when None; :func:`sample` gives the first
     chain's start, as ``pm.sample`` builds its steps there); every continuous variable is
-    NUTS's, those a :class:`~pymc_lbp.NeuralMixedBlock` also moves included.
+    NUTS's, those a :class:`~pymc_lbp.NeuralMixedBlock` also moves included. Flags named in
+    ``paired`` are left to their pair updates (:mod:`pymc_lbp.samplers.laplace_pairs`).
 
     Raises
     ------
@@ -117,7 +121,9 @@ def assign_steps(model, step, initial_point: dict | None = None) -> tuple[list, 
     steps = _steps_list(step)
     covered = _covered(steps, model)
     discrete = [
-        v for v in model.value_vars if v.dtype in pm.discrete_types and v.name not in covered
+        v
+        for v in model.value_vars
+        if v.dtype in pm.discrete_types and v.name not in covered and v.name not in paired
     ]
     if discrete:
         cls = registered() or LocallyBalanced
@@ -317,9 +323,10 @@ def sample(
     adapts NUTS's step size and diagonal mass matrix with Stan's windows while the discrete
     steps move (vectorised chains share one adaptation). Chains run in one vectorised call by
     default. Where the model multiplies a ``Bernoulli`` flag by a continuous value entry by entry
-    (``X @ (g * b)``), the draw also updates each (flag, value) pair jointly
-    (:mod:`pymc_lbp.samplers.laplace_pairs`; logged, stats ``pair_accept`` and
-    ``pairs_switched``).
+    (``X @ (g * b)``) and no step of the user's takes the flag, the draw updates each (flag,
+    value) pair jointly instead of a default step, and NUTS's inverse mass of the value follows
+    its flag's state (:mod:`pymc_lbp.samplers.laplace_pairs`; logged, stats ``pair_accept``
+    and ``pairs_switched``).
 
     Parameters
     ----------
@@ -419,7 +426,7 @@ def sample(
     t0 = time.perf_counter()
     idata_kwargs = check_idata_kwargs(model, idata_kwargs)  # not after the draws
     user_steps = _steps_list(step)
-    _covered(user_steps, model)
+    covered = _covered(user_steps, model)
     for s in user_steps:  # a step the program cannot run fails before anything is compiled
         program_kind(s)
     continuous = continuous_positions(model)
@@ -428,9 +435,15 @@ def sample(
     seeds = chain_seeds(random_seed, chains)
     # jitted: op by op, the check would compile every op of the logp on its own
     points = _start_points(model, chains, initvals, seeds, continuous, jax.jit(logp_fn))
+    # flags the model multiplies by their values: the pair updates' (samplers/laplace_pairs)
+    flags = [v.name for v in model.value_vars if v.dtype in pm.discrete_types]
+    shapes = {name: np.shape(x) for name, x in points[0][0].items()}
+    pairs = find_pairs(model, [f for f in flags if f not in covered], shapes)
     # the default step is built at the first chain's start, as pm.sample builds its steps (and
     # PyMC's initial-point function is compiled once, not once more for the step)
-    steps, continuous = assign_steps(model, step, initial_point=points[0][0])
+    steps, continuous = assign_steps(
+        model, step, initial_point=points[0][0], paired=[f for f, _ in pairs]
+    )
     for s in steps[len(user_steps) :]:
         program_kind(s)
     starts = _starts(model, points, steps)
@@ -447,10 +460,9 @@ def sample(
         )
         for s in steps
     ]
-    # the default step's flags paired with the values they gate (samplers/laplace_pairs)
-    default_flags = [n for s in steps[len(user_steps) :] for n in s.var_names]
-    shapes = {v.name: np.shape(x) for v, x in zip(model.value_vars, starts[0], strict=True)}
-    blocks += pair_blocks(model, default_flags, shapes)
+    blocks += pair_blocks(model, pairs)
+    names = [v.name for v in model.value_vars]
+    gated = {names.index(value): names.index(flag) for flag, value in pairs}
     logp_and_gradient = None
     if continuous:
         logp = model_logp(model)
@@ -465,6 +477,7 @@ def sample(
         float(target_accept),
         int(max_treedepth),
         float_dtype,
+        gated,
     )
     bar = ProgressBar(tune, draws, chains, chain_method, enabled=progressbar)
 

@@ -24,7 +24,13 @@ proposal within the pair's full conditional, so the chain is exact whatever the 
 the value's conditional is Gaussian (a linear-Gaussian likelihood, a Gaussian prior) ``q`` is
 that conditional and every update is accepted (a Gibbs draw of the pair). Where the Laplace
 approximation cannot be formed for a state (curvature not negative, something not finite) the
-update is rejected, a property of the other variables alone.
+update proposes the other flag with the value kept (a symmetric proposal); which proposal is
+made depends on the other variables alone, so each is an MH update of the pair's conditional
+and the flags move in any model, with no other step on them.
+
+In ``pymc_lbp.sample`` the pair updates move such flags instead of a default step, and NUTS's
+inverse mass of the values follows their flags' states (adapted apart over the draws where a
+flag is on: :mod:`pymc_lbp.whole_model.warmup`), so no trajectory starts at the wrong scale.
 
 Versions
 --------

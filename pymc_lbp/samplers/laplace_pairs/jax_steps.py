@@ -54,12 +54,16 @@ def pair_sweep(logp_and_gradient: Callable) -> Callable:
             log_pr = jnp.where(r == 1, log_p1, jnp.log1p(-jnp.exp(log_p1)))
             return log_pr - 0.5 * ((x - m) / s) ** 2 - jnp.log(s)
 
-        r = (u[0] < jnp.exp(log_p1)).astype(f.dtype)
+        # without an approximation: the flag flipped, the value kept (a symmetric proposal)
+        r = jnp.where(ok, (u[0] < jnp.exp(log_p1)).astype(f.dtype), 1 - f[j])
         fy = f.at[j].set(r)
-        vy = v.at[j].set(jnp.where(r == 1, m1, m0) + jnp.where(r == 1, s1, s0) * u[1])
+        vy = v.at[j].set(
+            jnp.where(ok, jnp.where(r == 1, m1, m0) + jnp.where(r == 1, s1, s0) * u[1], v[j])
+        )
         lp_y = lg(fy, vy)[0]
-        ratio = mh_log_ratios(lp, lp_y, log_q(r, vy[j]), log_q(f[j], v[j]), xp=jnp)
-        prob = mh_accept_probs(jnp.where(ok, ratio, -jnp.inf), xp=jnp)
+        fwd = jnp.where(ok, log_q(r, vy[j]), 0.0)
+        rev = jnp.where(ok, log_q(f[j], v[j]), 0.0)
+        prob = mh_accept_probs(mh_log_ratios(lp, lp_y, fwd, rev, xp=jnp), xp=jnp)
         accepted = u[2] < prob
         f, v, lp = (jnp.where(accepted, y, x) for x, y in ((f, fy), (v, vy), (lp, lp_y)))
         return (f, v, lp), prob

@@ -86,14 +86,18 @@ def pair_update(
     b = conditional(logp_and_gradient, flags, values, j, 1)
     ok = a.ok and b.ok and np.isfinite(a.log_mass) and np.isfinite(b.log_mass)
     log_p1 = b.log_mass - np.logaddexp(a.log_mass, b.log_mass)
-    r = int(u[0] < np.exp(log_p1))
-    c = b if r == 1 else a
     f, v = flags.copy(), values.copy()
-    f[j], v[j] = r, c.mean + c.sd * u[1]
+    if ok:
+        r = int(u[0] < np.exp(log_p1))
+        c = b if r == 1 else a
+        f[j], v[j] = r, c.mean + c.sd * u[1]
+        fwd = log_q(a, b, log_p1, r, v[j])
+        rev = log_q(a, b, log_p1, int(flags[j]), values[j])
+    else:  # no approximation: the flag flipped, the value kept (a symmetric proposal)
+        f[j] = 1 - flags[j]
+        fwd = rev = 0.0
     logp_y = float(logp_and_gradient(f, v)[0])
-    fwd = log_q(a, b, log_p1, r, v[j])
-    rev = log_q(a, b, log_p1, int(flags[j]), values[j])
-    ratio = mh_log_ratio(logp, logp_y, fwd, rev) if ok else -np.inf
+    ratio = mh_log_ratio(logp, logp_y, fwd, rev)
     prob, accepted = mh_accept(ratio, u[2])
     if accepted:
         return Update(f, v, logp_y, prob, True)

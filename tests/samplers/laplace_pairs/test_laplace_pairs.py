@@ -190,6 +190,37 @@ def test_jax_sweep_makes_the_reference_moves():
     assert switched > 0
 
 
+def test_without_an_approximation_the_flag_is_flipped_alone():
+    """Where the value's logp is not concave for a flag state the update proposes the other
+    flag with the value kept; the JAX sweep makes the reference's moves there too (flags
+    change, values never), and the flip is accepted by the symmetric MH rule."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+
+    from pymc_lbp.samplers.laplace_pairs.jax_steps import pair_sweep
+
+    def lg(f, v, xp=np):  # convex in the value while the flag is on: no Laplace approximation
+        curvature = xp.where(f == 1, 0.1, -1.0)
+        return xp.sum(0.5 * curvature * v**2 - 0.3 * f), curvature * v
+
+    run = jax.jit(pair_sweep(lambda f, v: lg(f, v, jnp)))
+    rng = np.random.default_rng(10)
+    flipped = 0
+    for _ in range(20):
+        f, v = rng.integers(0, 2, size=3), rng.normal(size=3)
+        order = rng.permutation(3)
+        u = np.column_stack([rng.random(3), rng.normal(size=3), rng.random(3)])
+        f_ref, v_ref, p_ref = reference.sweep(lg, f, v, order, u)
+        f_jax, v_jax, p_jax = run(*(jnp.asarray(a) for a in (f, v, order, u)))
+        np.testing.assert_array_equal(np.asarray(f_jax), f_ref)
+        np.testing.assert_array_equal(np.asarray(v_jax), v)
+        np.testing.assert_array_equal(v_ref, v)
+        np.testing.assert_allclose(np.asarray(p_jax), p_ref, rtol=1e-12)
+        flipped += int((f_ref != f).sum())
+    assert flipped > 0
+
+
 def test_which_models_are_paired():
     """A flag multiplied entry by entry by a value of its shape is paired with it (a cast in
     between, a third factor, a deterministic); a same-shaped value the flag does not touch is
@@ -214,3 +245,26 @@ def test_which_models_are_paired():
     assert find_pairs(product, [], shapes) == []
     assert find_pairs(prior_form, ["g"], shapes) == []
     assert find_pairs(other_shape, ["g"], {"g": (2,), "b": ()}) == []
+
+
+def test_on_regime_variances_are_the_regularised_variances_of_the_on_draws():
+    """The warmup's inverse mass for the draws where a value's flag is on: Stan's regularised
+    variance (``n / (n + 5) var + 1e-3 * 5 / (n + 5)``) of exactly those draws, per entry, and
+    ``1e-3`` for an entry whose flag was never on."""
+    pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from pymc_lbp.whole_model.warmup import on_final, on_init, on_update
+
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=(50, 3)) * np.array([0.1, 2.0, 1.0])
+    on = rng.random((50, 3)) < np.array([0.3, 0.9, 0.0])
+    state = on_init(3)
+    for xi, oi in zip(x, on, strict=True):
+        state = on_update(state, jnp.asarray(xi), jnp.asarray(oi))
+    got = np.asarray(on_final(state).inverse_mass_matrix)
+    for j in range(2):
+        n = on[:, j].sum()
+        want = n / (n + 5) * x[on[:, j], j].var(ddof=1) + 1e-3 * 5 / (n + 5)
+        np.testing.assert_allclose(got[j], want, rtol=1e-10)
+    np.testing.assert_allclose(got[2], 1e-3)
