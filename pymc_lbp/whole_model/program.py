@@ -226,7 +226,8 @@ class Program:
         def nuts_move(key, values, step_size, inverse_mass_matrix):
             """One NUTS transition of the continuous values given the others; its stats."""
             if self.gated:  # the inverse masses of the flags' states: fixed given the flags
-                inverse_mass_matrix = jnp.where(on_mask(values), *inverse_mass_matrix[::-1])
+                all_draws, flag_on = inverse_mass_matrix
+                inverse_mass_matrix = jnp.where(on_mask(values), flag_on, all_draws)
 
             def logdensity(position):
                 return continuous_logp(tuple(position), values)
