@@ -7,7 +7,9 @@ JAX conversion), its state's logp and gradient computed afresh at the draw's sta
 discrete move changed the target. Warmup runs the same draws while Stan's window adaptation
 (:mod:`pymc_lbp.whole_model.warmup`, on BlackJAX's pieces) tunes the step size and the diagonal
 inverse mass matrix; they are frozen for the draws kept. A model without continuous variables
-has no NUTS part; one without discrete variables is plain NUTS.
+has no NUTS part; one without discrete variables is plain NUTS. Where NUTS's target is the
+model with the discrete sites summed out (:mod:`pymc_lbp.whole_model.marginal`), the draw runs
+NUTS first and then the discrete draws, which draw the sites given NUTS's new values.
 
 Precision (:attr:`Program.float_dtype`): NUTS's positions, momenta, gradient, step size and
 inverse mass matrix are in the model's float type (``floatX``: float64 by default, float32 where
@@ -128,6 +130,8 @@ class Program:
     target_accept : float
     max_treedepth : int
     float_dtype : str
+        The continuous values' float type (``"float64"`` or ``"float32"``, ``floatX``): that of
+        NUTS's positions, momenta, step size and inverse mass matrix.
     gated : dict
         ``{position of a value: position of its flag}`` in ``model.value_vars`` for the values
         a flag multiplies (:mod:`pymc_lbp.samplers.laplace_pairs`): NUTS's inverse mass for
@@ -135,8 +139,10 @@ class Program:
         where it is on (:func:`pymc_lbp.whole_model.warmup.warmup`). With the flag off such a
         value has its prior's scale, with it on the data's, and one mass matrix cannot serve
         both: every trajectory started while a flag of a null predictor was on diverged.
-        The continuous values' float type (``"float64"`` or ``"float32"``, ``floatX``): that of
-        NUTS's positions, momenta, step size and inverse mass matrix.
+    nuts_first : bool
+        NUTS's transition first, then the discrete draws: where ``logp`` is the marginal logp
+        of the continuous values (:mod:`pymc_lbp.whole_model.marginal`) and the blocks draw the
+        summed variables from their full conditional given NUTS's new values.
     """
 
     blocks: list
@@ -147,6 +153,7 @@ class Program:
     max_treedepth: int = 10
     float_dtype: str = "float64"
     gated: dict = field(default_factory=dict)
+    nuts_first: bool = False
 
     def run_chain(
         self, key, values: tuple, tune: int, draws: int, progress=None, *, chains: int | None = None
@@ -259,6 +266,10 @@ class Program:
 
         def transition(key, values, states, step_size, inverse_mass_matrix, tuning):
             keys = jax.random.split(key, len(self.blocks) + 1)
+            if self.nuts_first:
+                values, nuts_stats, acceptance_rate = shared_nuts_move(
+                    keys[-1], values, step_size, inverse_mass_matrix
+                )
             per_block, new_states = [], []
             for i, block in enumerate(self.blocks):
                 values, state, block_stats = block.draw(keys[i], values, states[i], tuning)
@@ -269,7 +280,9 @@ class Program:
             for name in dict.fromkeys(k for b in per_block for k in b):
                 recorded = [b[name] for b in per_block if name in b]
                 stats[name] = recorded[0] if len(recorded) == 1 else jnp.stack(recorded)
-            if cont:
+            if self.nuts_first:
+                stats.update(nuts_stats)
+            elif cont:
                 values, nuts_stats, acceptance_rate = shared_nuts_move(
                     keys[-1], values, step_size, inverse_mass_matrix
                 )

@@ -36,6 +36,7 @@ from pymc_lbp.whole_model.jaxify import (
     jax_function,
     model_value_replacements,
 )
+from pymc_lbp.whole_model.marginal import check_marginalize, log_choice, marginal_choice
 from pymc_lbp.whole_model.program import Program
 from pymc_lbp.whole_model.progress import ProgressBar
 
@@ -315,6 +316,7 @@ def sample(
     target_accept: float = 0.8,
     max_treedepth: int = 10,
     discard_tuned_samples: bool = True,
+    marginalize: bool | str = "auto",
 ) -> az.InferenceData:
     """Sample a model with discrete and continuous variables as one compiled JAX program.
 
@@ -326,7 +328,9 @@ def sample(
     (``X @ (g * b)``) and no step of the user's takes the flag, the draw updates each (flag,
     value) pair jointly instead of a default step, and NUTS's inverse mass of the value follows
     its flag's state (:mod:`pymc_lbp.samplers.laplace_pairs`; logged, stats ``pair_accept``
-    and ``pairs_switched``).
+    and ``pairs_switched``). Where the default step's sites are conditionally independent
+    given the continuous variables, NUTS runs on the model with them summed out and each draw
+    then draws them from their full conditional (``marginalize``).
 
     Parameters
     ----------
@@ -366,6 +370,16 @@ def sample(
         NUTS's largest tree depth (doublings).
     discard_tuned_samples : bool
         False keeps the warmup draws in ``warmup_posterior`` / ``warmup_sample_stats``.
+    marginalize : {"auto", True, False}
+        Whether NUTS runs on the model with the default step's discrete variables summed out
+        (pymc-extras' marginal logp; :mod:`pymc_lbp.whole_model.marginal`), each draw then
+        drawing them from their full conditional given NUTS's new values. ``"auto"`` does it
+        where the default step's sites are conditionally independent given the continuous
+        variables (a mixture's assignments, a spike-and-slab prior's indicators), of at most
+        16 states each, and pymc-extras is installed and sums them; the choice and its reason
+        are logged (INFO) and ``idata.posterior.attrs["marginalized"]`` names what was
+        summed. ``True`` requires it (an error says why it cannot be done), ``False`` samples
+        the joint model. Summed, ``lp`` is the marginal log density.
 
     Returns
     -------
@@ -416,6 +430,7 @@ def sample(
         )
     if not 0 < target_accept < 1:
         raise ValueError(f"pymc_lbp.sample: target_accept must be in (0, 1), got {target_accept}")
+    check_marginalize(marginalize)
     _require_jax()
     import jax
     import jax.numpy as jnp
@@ -446,6 +461,8 @@ def sample(
     )
     for s in steps[len(user_steps) :]:
         program_kind(s)
+    summed, reason, marginal = marginal_choice(model, steps, len(user_steps), marginalize)
+    log_choice(summed, reason)
     starts = _starts(model, points, steps)
     _recheck_at_starts(model, steps, starts)
     replacements = model_value_replacements(model, steps)
@@ -463,21 +480,24 @@ def sample(
     blocks += pair_blocks(model, pairs)
     names = [v.name for v in model.value_vars]
     gated = {names.index(value): names.index(flag) for flag, value in pairs}
-    logp_and_gradient = None
+    nuts_logp_fn, logp_and_gradient = logp_fn, None
     if continuous:
-        logp = model_logp(model)
+        logp = model_logp(model) if marginal is None else marginal
         wrt = [model.value_vars[i] for i in continuous]
         gradient = pytensor.grad(logp, wrt, disconnected_inputs="ignore")
         logp_and_gradient = jax_function([], [logp, *gradient], model, {})
+        if marginal is not None:
+            nuts_logp_fn = jax_function([], [marginal], model, {})
     program = Program(
         blocks,
         continuous,
-        lambda *v: logp_fn(*v)[0],
+        lambda *v: nuts_logp_fn(*v)[0],
         logp_and_gradient,
         float(target_accept),
         int(max_treedepth),
         float_dtype,
         gated,
+        nuts_first=bool(summed),
     )
     bar = ProgressBar(tune, draws, chains, chain_method, enabled=progressbar)
 
@@ -530,6 +550,8 @@ def sample(
         times={"build_time": t_built - t0, "sampling_time": t_sampled - t_built},
         idata_kwargs=idata_kwargs,
     )
+    if summed:
+        idata.posterior.attrs["marginalized"] = ", ".join(summed)
     if compute_convergence_checks:
         from pymc.stats.convergence import log_warnings, run_convergence_checks
 

@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 import pymc as pm
 import pytest
-from scipy import stats
+from scipy import special, stats
 from scipy.special import gammaln, logsumexp
 
 pytest.importorskip("blackjax", reason="pymc_lbp[jax] extra (jax, blackjax) not installed")
@@ -65,14 +65,15 @@ def test_indicator_with_conjugate_normal_coefficient():
     _check(idata, "beta", e_beta, np.sqrt(e_beta2 - e_beta**2))
 
 
-def test_two_component_mixture_on_six_points_enumerated():
+def _mixture_on_six_points():
     """z_i ~ Bernoulli(0.5) assigns y_i to mu_0 ~ N(-1, 1) or mu_1 ~ N(1, 1), y_i ~ N(mu, 1):
-    all 64 assignments enumerated, the means integrated in closed form."""
+    the model and its exact P(z_i = 1), E[mu_k], E[mu_k^2] and E[z_i mu_k], all 64 assignments
+    enumerated, the means integrated in closed form."""
     y = np.array([-1.5, -0.8, -0.2, 0.4, 1.1, 1.7])
     prior_mean = np.array([-1.0, 1.0])
     logw, post_means, post_m2 = [], [], []
-    for z in itertools.product((0, 1), repeat=6):
-        z = np.array(z)
+    zs = np.array(list(itertools.product((0, 1), repeat=6)))
+    for z in zs:
         total, m, m2 = np.log(0.5) * 6, [], []
         for k in (0, 1):
             yk = y[z == k]
@@ -91,21 +92,83 @@ def test_two_component_mixture_on_six_points_enumerated():
         logw.append(total)
         post_means.append(m)
         post_m2.append(m2)
-    zs = np.array(list(itertools.product((0, 1), repeat=6)))
     w = np.exp(np.array(logw) - logsumexp(logw))
-    p_z = w @ zs
-    e_mu, e_mu2 = w @ np.array(post_means), w @ np.array(post_m2)
+    exact = {
+        "p_z": w @ zs,
+        "e_mu": w @ np.array(post_means),
+        "e_mu2": w @ np.array(post_m2),
+        "e_z_mu": (w[:, None] * zs).T @ np.array(post_means),  # (site, component)
+    }
     with pm.Model() as model:
         z = pm.Bernoulli("z", 0.5, shape=6)
         mu = pm.Normal("mu", prior_mean, 1.0, shape=2)
         pm.Normal("y", mu[z], 1.0, observed=y)
+    return model, exact
+
+
+@pytest.mark.parametrize("marginalize", ["auto", False])
+def test_two_component_mixture_on_six_points_enumerated(marginalize):
+    """The mixture of :func:`_mixture_on_six_points` against its enumerated posterior, with
+    NUTS on the joint model (``marginalize=False``) and, by default, on the model with z summed
+    out by pymc-extras and z drawn from its full conditional after each NUTS transition: the
+    marginals and the joint moments E[z_i mu_k], which only the draws' pairing of z with mu
+    gets right."""
+    model, exact = _mixture_on_six_points()
     idata = pymc_lbp.sample(
-        DRAWS, tune=TUNE, chains=4, model=model, random_seed=12, progressbar=False
+        DRAWS,
+        tune=TUNE,
+        chains=4,
+        model=model,
+        random_seed=12,
+        progressbar=False,
+        marginalize=marginalize,
     )
+    assert idata.posterior.attrs.get("marginalized") == ("z" if marginalize else None)
+    p_z, e_mu, e_mu2 = exact["p_z"], exact["e_mu"], exact["e_mu2"]
     for i in range(6):
         _check(idata, "z", p_z[i], np.sqrt(p_z[i] * (1 - p_z[i])), (i,))
     for k in (0, 1):
         _check(idata, "mu", e_mu[k], np.sqrt(e_mu2[k] - e_mu[k] ** 2), (k,))
+
+
+@pytest.mark.parametrize("order", ["nuts_first", "draws_first"])
+def test_summed_sites_are_drawn_given_the_new_continuous_values(order, monkeypatch):
+    """theta ~ N(0, 1), z_1, z_2 ~ Bernoulli(sigmoid(4 theta)), y_i ~ N(z_i, 1) observed at 1/2
+    (the same likelihood for both values of z_i): summed over z, theta's posterior
+    is its prior and NUTS's draws are nearly independent, while z follows theta closely.
+    E[z_i theta] = E[theta sigmoid(4 theta)] (quadrature) holds for the draws only where z is
+    drawn after the NUTS transition, given the new theta (the program's order); the negative
+    control draws z first, given the old theta (recorded beside the new one), and its joint
+    moment is far off while the marginals stay right."""
+    from scipy.integrate import quad
+
+    from pymc_lbp.whole_model import sampling
+
+    if order == "draws_first":
+
+        class DrawsFirst(sampling.Program):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.nuts_first = False
+
+        monkeypatch.setattr(sampling, "Program", DrawsFirst)
+    e_z_theta = quad(lambda t: t * special.expit(4 * t) * stats.norm.pdf(t), -12, 12)[0]
+    with pm.Model() as model:
+        theta = pm.Normal("theta", 0.0, 1.0)
+        z = pm.Bernoulli("z", logit_p=4 * theta, shape=2)
+        # N(1/2 | z, 1) is the same for z = 0 and 1: a dependent for pymc-extras to sum over
+        # that leaves the posterior as it was
+        pm.Normal("y", z, 1.0, observed=np.full(2, 0.5))
+    idata = pymc_lbp.sample(
+        DRAWS, tune=TUNE, chains=4, model=model, random_seed=16, progressbar=False
+    )
+    assert idata.posterior.attrs["marginalized"] == "z"
+    _check(idata, "theta", 0.0, 1.0)
+    for i in (0, 1):
+        _check(idata, "z", 0.5, 0.5, (i,))
+    draws = idata.posterior["z"].values[..., 0] * idata.posterior["theta"].values
+    z_score = abs(draws.mean() - e_z_theta) / checked_mcse(draws, "z[0] theta")
+    assert (z_score <= Z_BOUND) == (order == "nuts_first"), (z_score, e_z_theta)
 
 
 def test_poisson_count_with_gamma_rate():

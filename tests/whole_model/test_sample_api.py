@@ -224,6 +224,16 @@ def test_clear_errors(vectorized):
         run(model, chains=jax.local_device_count() + 1, chain_method="parallel")
     with pytest.raises(ValueError, match="not a value of 'z'"):
         run(model, initvals={"z": np.array([0, 2, 0, 1])})
+    # summing z out: a bad value; z's coupled sites, which no exact draw given mu and sd
+    # recovers; z taken by a step of the user's
+    with pytest.raises(ValueError, match="marginalize must be 'auto', True or False"):
+        run(model, marginalize="yes")
+    with pytest.raises(ValueError, match=r"marginalize=True, but .* not conditionally indep"):
+        run(model, marginalize=True)
+    with model:
+        step = pymc_lbp.LocallyBalanced([model["z"]])
+    with pytest.raises(ValueError, match="marginalize=True, but every discrete variable has"):
+        run(model, step=[step], marginalize=True)
 
 
 def test_blocks_the_random_scan_cannot_update_are_named():
@@ -267,3 +277,24 @@ def test_a_block_of_integer_sites_records_every_stat_of_its_step(cls):
         if name not in ("tune", "model_logp"):
             assert name in stats, name
     assert (stats["mh_steps"] == 0).all() and (stats["integer_accept"] > 0).any()
+
+
+def test_summing_out_needs_pymc_extras(monkeypatch):
+    """Without pymc-extras, ``marginalize="auto"`` samples the joint model and says why;
+    ``True`` is an error naming the extra to install."""
+    import sys
+
+    from pymc_lbp.whole_model.marginal import marginal_choice
+
+    with pm.Model() as model:
+        z = pm.Bernoulli("z", 0.5, shape=3)
+        mu = pm.Normal("mu", 0.0, 1.0, shape=2)
+        pm.Normal("y", mu[z], 1.0, observed=Y[:3])
+    steps, _ = assign_steps(model, None)
+    assert steps[0].independent_sites
+    assert marginal_choice(model, steps, 0, "auto")[0] == ["z"]
+    monkeypatch.setitem(sys.modules, "pymc_extras", None)  # import fails
+    names, reason, logp = marginal_choice(model, steps, 0, "auto")
+    assert names == [] and logp is None and "pymc-extras is not installed" in reason
+    with pytest.raises(ValueError, match=r"pymc-extras is not installed \(pip install"):
+        marginal_choice(model, steps, 0, True)
