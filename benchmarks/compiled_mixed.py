@@ -197,10 +197,11 @@ def run_lbp(
     draws: int,
     seed: int,
     chain_method: str = "vectorized",
+    marginalize: bool | str = "auto",
 ) -> dict:
     """``pymc_lbp.sample`` with ``chains`` chains (vectorised by default); times from the
     posterior attrs; NUTS's leapfrog steps per draw, mean and longest chain's (warmup
-    included)."""
+    included); what it summed out (``marginalized``, "-" for nothing)."""
     import pymc_lbp
 
     idata = pymc_lbp.sample(
@@ -213,6 +214,7 @@ def run_lbp(
         progressbar=False,
         compute_convergence_checks=False,
         discard_tuned_samples=False,
+        marginalize=marginalize,
     )
     attrs = idata.posterior.attrs
     post = {k: idata.posterior[k].values for k in idata.posterior.data_vars}
@@ -220,7 +222,8 @@ def run_lbp(
     div = int(idata.sample_stats["diverging"].sum())
     return {**res, **nuts_steps(idata), "seconds": float(attrs["sampling_time"]),
             "build_s": float(attrs["build_time"]), "chains": chains,
-            "chain_method": chain_method, "divergences": div}  # fmt: skip
+            "chain_method": chain_method, "divergences": div,
+            "marginalized": attrs.get("marginalized", "-")}  # fmt: skip
 
 
 def nuts_steps(idata) -> dict:

@@ -11,7 +11,10 @@ held-out instances (data from seeds no default was tuned on):
 
 Samplers, one process, the same seed on a model:
 
-* ``lbp_sample``: ``pymc_lbp.sample`` with its defaults (4 chains, vectorised);
+* ``lbp_sample``: ``pymc_lbp.sample`` with its defaults (4 chains, vectorised), which sum
+  conditionally independent discrete sites out of NUTS's target where pymc-extras can
+  (``marginalize="auto"``; the column ``marginalized`` says what was summed);
+* ``lbp_sample_joint``: the same with ``marginalize=False`` (NUTS on the joint model);
 * ``numpyro_dhmcg`` / ``numpyro_dhmcg_modified``: NumPyro's ``DiscreteHMCGibbs(NUTS)`` plain and
   ``modified=True`` (2 chains, sequential), on each model's NumPyro twin (the same log density,
   checked at random states first);
@@ -69,6 +72,7 @@ from benchmarks.vs_numpyro import PRIOR_INCLUSION, SLAB_SD, SPIKE_SD
 
 SAMPLERS = (
     "lbp_sample",
+    "lbp_sample_joint",
     "numpyro_dhmcg",
     "numpyro_dhmcg_modified",
     "marginal_nutpie",
@@ -231,8 +235,9 @@ def run_marginal(spec: MixedModel, backend: str, *, tune: int, draws: int, seed:
 
 def run(spec: MixedModel, sampler: str, *, tune: int, draws: int, seed: int) -> dict:
     """One (model, sampler) run."""
-    if sampler == "lbp_sample":
-        res = run_lbp(spec, LBP_CHAINS, tune=tune, draws=draws, seed=seed)
+    if sampler.startswith("lbp_sample"):
+        marginalize = "auto" if sampler == "lbp_sample" else False
+        res = run_lbp(spec, LBP_CHAINS, tune=tune, draws=draws, seed=seed, marginalize=marginalize)
         res.pop("chain_method", None)
         return res
     if sampler.startswith("numpyro_"):
@@ -278,6 +283,7 @@ COLUMNS = [
     ("model", "model"),
     ("sampler", "sampler"),
     ("chains", "chains"),
+    ("marginalized", "summed out"),
     ("min_ess_per_s", "min ESS/s"),
     ("continuous_ess_per_s", "continuous min ESS/s"),
     ("continuous_ess_per_nuts_s", "continuous min ESS/s, recovery not counted"),
