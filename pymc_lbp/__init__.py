@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 from typing import TYPE_CHECKING, Any
+
+# our INFO lines (which sampler took which variables, and why) shown as PyMC shows its own:
+# a handler of the package's logger where the application configured no logging
+_log = logging.getLogger(__name__)
+if not logging.root.handlers:
+    _log.setLevel(logging.INFO)
+    if not _log.handlers:
+        _log.addHandler(logging.StreamHandler())
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
     from pymc_lbp.logp.relaxed_values import NotRelaxableError

@@ -285,14 +285,16 @@ def _effective_network(network: Any, kind: str | None) -> Any:
 
 @contextlib.contextmanager
 def _quiet_pymc(quiet: bool) -> Iterator[None]:
-    logger = logging.getLogger("pymc")
-    level = logger.level
+    loggers = [logging.getLogger(name) for name in ("pymc", "pymc_lbp")]
+    levels = [logger.level for logger in loggers]
     if quiet:
-        logger.setLevel(logging.WARNING)
+        for logger in loggers:
+            logger.setLevel(logging.WARNING)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def _summary(idata: Any, model: Any, seconds: float) -> list[str]:

@@ -247,7 +247,7 @@ class ExactDifferences(Differences):
             self.logp_evals_per_call = layout.n_slots + 1
         else:
             self.logp_evals_per_call = self._local.evals_per_call
-        _log.info(
+        _log.debug(
             "Exact differences for %s: %s (%s).",
             [s.name for s in specs],
             self.method,

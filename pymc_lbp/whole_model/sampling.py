@@ -11,6 +11,7 @@ each draw inside the scans.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections.abc import Sequence
 
@@ -41,6 +42,8 @@ from pymc_lbp.whole_model.program import Program
 from pymc_lbp.whole_model.progress import ProgressBar
 
 CHAIN_METHODS = ("vectorized", "sequential", "parallel")
+
+_log = logging.getLogger("pymc_lbp")
 
 
 def _require_jax():
@@ -499,6 +502,7 @@ def sample(
         gated,
         nuts_first=bool(summed),
     )
+    _log_program(model, blocks, continuous, chains, chain_method, nuts_first=bool(summed))
     bar = ProgressBar(tune, draws, chains, chain_method, enabled=progressbar)
 
     # the model's data are arguments of the compiled program (jax_function's inputs): new
@@ -532,9 +536,21 @@ def sample(
         fn = batched.lower(keys, stacked, data).compile()
         args = [(keys, stacked, data)]
     t_built = time.perf_counter()
+    _log.info("Built in %.1f seconds (steps, JAX program, XLA compile).", t_built - t0)
     with bar:
         results = [jax.block_until_ready(fn(*a)) for a in args]
     t_sampled = time.perf_counter()
+    _log.info(
+        "Sampling %d chain%s for %s tune and %s draw iterations (%s + %s draws total) took "
+        "%.1f seconds.",
+        chains,
+        "s" if chains > 1 else "",
+        f"{tune:_d}",
+        f"{draws:_d}",
+        f"{tune * chains:_d}",
+        f"{draws * chains:_d}",
+        t_sampled - t_built,
+    )
     if unbatched:
         result = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *results)
     else:
@@ -557,6 +573,26 @@ def sample(
 
         log_warnings(run_convergence_checks(idata, model))
     return idata
+
+
+def _log_program(
+    model, blocks: list, continuous: list[int], chains: int, method: str, nuts_first: bool
+) -> None:
+    """What the program runs, as ``pm.sample`` logs its steps: each discrete step and its
+    variables, NUTS's, in the order of a draw, and the chains (INFO, the ``pymc_lbp``
+    logger)."""
+    rv_name = {v.name: model.values_to_rvs[v].name for v in model.value_vars}  # as PyMC's
+    lines = []
+    for b in blocks:
+        pair = hasattr(b.step, "flag")  # a LaplacePairs block
+        names = [b.step.flag, b.step.value] if pair else [v.name for v in b.step.vars]
+        lines.append(f">{type(b.step).__name__}: [{', '.join(rv_name[n] for n in names)}]")
+    if continuous:
+        names = ", ".join(rv_name[model.value_vars[i].name] for i in continuous)
+        nuts = f">NUTS (BlackJAX): [{names}]"
+        lines = [nuts, *lines] if nuts_first else [*lines, nuts]
+    _log.info("pymc_lbp.sample, one compiled program:\n%s", "\n".join(lines))
+    _log.info("%d chain%s, chain_method=%r", chains, "s" if chains > 1 else "", method)
 
 
 def _point(model, values: Sequence) -> dict:

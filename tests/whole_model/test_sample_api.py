@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pymc as pm
 import pytest
@@ -298,3 +300,37 @@ def test_summing_out_needs_pymc_extras(monkeypatch):
     assert names == [] and logp is None and "pymc-extras is not installed" in reason
     with pytest.raises(ValueError, match=r"pymc-extras is not installed \(pip install"):
         marginal_choice(model, steps, 0, True)
+
+
+def test_what_runs_is_logged_as_pm_sample_logs_it(vectorized, caplog):
+    """INFO on the ``pymc_lbp`` logger: each discrete step with its variables, NUTS's
+    variables, the chains and chain method, the build time and the sampling time, in
+    ``pm.sample``'s words."""
+    model = vectorized[0]
+    with caplog.at_level(logging.INFO, logger="pymc_lbp"):
+        run(model, chains=1, draws=2, tune=2)
+    text = "\n".join(r.getMessage() for r in caplog.records if r.name == "pymc_lbp")
+    assert ">LocallyBalanced: [z]\n>NUTS (BlackJAX): [mu, sd]" in text
+    assert "1 chain, chain_method='vectorized'" in text
+    assert "Built in " in text
+    assert "Sampling 1 chain for 2 tune and 2 draw iterations (2 + 2 draws total) took" in text
+
+
+def test_the_package_logger_shows_info_where_logging_is_not_configured():
+    """As ``import pymc`` does for its logger: a handler at INFO on ``pymc_lbp`` when the
+    application configured none, none where it did (no line printed twice)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, sys\n"
+        "if sys.argv[1] == 'configured': logging.basicConfig()\n"
+        "import pymc_lbp\n"
+        "log = logging.getLogger('pymc_lbp')\n"
+        "print(len(log.handlers), log.getEffectiveLevel())\n"
+    )
+    for case, expected in (("bare", f"1 {logging.INFO}"), ("configured", f"0 {logging.WARNING}")):
+        out = subprocess.run(
+            [sys.executable, "-c", code, case], capture_output=True, text=True, check=True
+        )
+        assert out.stdout.split() == expected.split(), (case, out.stdout, out.stderr)
