@@ -286,7 +286,7 @@ def test_no_local_term_falls_back_to_batched(caplog):
         ExactDifferences(
             model, specs, BlockLayout(specs), shared, method="local", local_options=opts
         )
-    with caplog.at_level(logging.INFO, logger="pymc_lbp"):
+    with caplog.at_level(logging.DEBUG, logger="pymc_lbp"):
         auto = ExactDifferences(model, specs, BlockLayout(specs), shared, local_options=opts)
     assert auto.method == "batched" and "no usable locality" in auto.method_reason
     assert "batched" in caplog.text
