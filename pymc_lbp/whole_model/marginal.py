@@ -84,7 +84,7 @@ def marginal_choice(
 
 def _candidates(model, default_steps: list) -> tuple[list[str], str]:
     if not default_steps:
-        return [], "every discrete variable has a step of the user's"
+        return [], "no discrete variable is left to the default step"
     if not any(v.dtype not in pm.discrete_types for v in model.value_vars):
         return [], "the model has no continuous variables"
     (step,) = default_steps

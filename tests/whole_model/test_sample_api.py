@@ -234,7 +234,7 @@ def test_clear_errors(vectorized):
         run(model, marginalize=True)
     with model:
         step = pymc_lbp.LocallyBalanced([model["z"]])
-    with pytest.raises(ValueError, match="marginalize=True, but every discrete variable has"):
+    with pytest.raises(ValueError, match="but no discrete variable is left to the default"):
         run(model, step=[step], marginalize=True)
 
 
