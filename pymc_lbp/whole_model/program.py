@@ -266,29 +266,28 @@ class Program:
 
         def transition(key, values, states, step_size, inverse_mass_matrix, tuning):
             keys = jax.random.split(key, len(self.blocks) + 1)
-            if self.nuts_first:
-                values, nuts_stats, acceptance_rate = shared_nuts_move(
-                    keys[-1], values, step_size, inverse_mass_matrix
-                )
+
+            def nuts(values):
+                if not cont:
+                    return values, {}, None
+                return shared_nuts_move(keys[-1], values, step_size, inverse_mass_matrix)
+
+            if self.nuts_first:  # summed sites: drawn given NUTS's new values
+                values, nuts_stats, acceptance_rate = nuts(values)
             per_block, new_states = [], []
             for i, block in enumerate(self.blocks):
                 values, state, block_stats = block.draw(keys[i], values, states[i], tuning)
                 per_block.append(block_stats)
                 new_states.append(state)
+            if not self.nuts_first:
+                values, nuts_stats, acceptance_rate = nuts(values)
             # as pm.sample records them: a stat several steps record is stacked, step by step
             stats = {}
             for name in dict.fromkeys(k for b in per_block for k in b):
                 recorded = [b[name] for b in per_block if name in b]
                 stats[name] = recorded[0] if len(recorded) == 1 else jnp.stack(recorded)
-            if self.nuts_first:
-                stats.update(nuts_stats)
-            elif cont:
-                values, nuts_stats, acceptance_rate = shared_nuts_move(
-                    keys[-1], values, step_size, inverse_mass_matrix
-                )
-                stats.update(nuts_stats)
-            else:
-                acceptance_rate = None
+            stats.update(nuts_stats)
+            if not cont:
                 stats["lp"] = jnp.asarray(self.logp(*values), jnp.float64)
             return values, tuple(new_states), stats, acceptance_rate
 
