@@ -1,7 +1,7 @@
 """Neural Block Sampling on grid Bayesian networks (Wang et al. 2018, grid experiment).
 
-For every grid (the UAI'08 grid BNs shipped in data/uai, and grids of the same family
-made by :func:`pymc_lbp.models.uai.grid_bn`), each sampler runs one chain through ``pm.sample``
+For every grid (the UAI'08 grid BNs in ``pymc_lbp.models.uai.NETWORKS``, and grids of the
+family made by :func:`pymc_lbp.models.uai.grid_bn`), each sampler runs one chain through pm.sample
 for about the same wall time, and the mean absolute error of the estimated marginals
 ``P(x_v = 1 | evidence)`` (over the non-evidence variables) against the exact marginals is
 recorded over wall time. Samplers:
@@ -46,7 +46,6 @@ import pymc as pm
 import pymc_lbp
 from benchmarks.common import (
     RESULTS,
-    ROOT,
     at_times,
     benchmark_parser,
     pyplot,
@@ -56,10 +55,10 @@ from benchmarks.common import (
 )
 from pymc_lbp import NeuralBlock
 from pymc_lbp.models import exact_marginals, read_mar, read_network, read_uai
-from pymc_lbp.models.uai import grid_bn, read_evidence, uai_state_from_point
+from pymc_lbp.models.uai import NETWORKS, grid_bn, read_evidence, uai_state_from_point
 from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
 
-UAI_GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
+UAI_GRIDS = NETWORKS / "uai2008_grid_bn"
 SAMPLERS = ("neural", "block-gibbs", "gibbs", "pymc-gibbs")
 
 # (label, source): shipped files, then generated grids (deterministic fraction, n, seed)

@@ -1,7 +1,7 @@
 """LSB on the UAI 2006 network BN_1 (Sansone 2022, UAI experiments; BN_8 is not available).
 
 BN_1: 100 binary variables, 100 CPT factors of up to 7 variables, no evidence, smallest CPT entry
-4.8e-4 (see data/uai/README.md). Read with ``pymc_lbp.models.read_uai`` as a MARKOV
+4.8e-4 (see the shipped networks' README). Read with ``pymc_lbp.models.read_uai`` as a MARKOV
 network; first-order differences are exact on it (the potentials are one-hot contractions of
 tables, multilinear; checked at run time below), so every LBP sampler runs on them.
 
@@ -32,7 +32,6 @@ import pytensor.tensor as pt
 from benchmarks.common import (
     FIXED_BALANCING,
     RESULTS,
-    ROOT,
     benchmark_parser,
     chain_seconds,
     draw_stamper,
@@ -47,8 +46,9 @@ from benchmarks.common import (
 )
 from pymc_lbp import LocallyBalanced
 from pymc_lbp.models import read_mar, read_uai
+from pymc_lbp.models.uai import NETWORKS
 
-DATA = ROOT / "data" / "uai" / "uai2006_bn"
+DATA = NETWORKS / "uai2006_bn"
 FIXED = FIXED_BALANCING
 LEARNED = ("lsb1", "lsb2", "lsb2_min")
 

@@ -12,7 +12,7 @@ every network's reading, compiling and sampling, the summaries). Reports both wa
 ratio (issue #27's goal: 2 workers <= 0.65x 1 worker) and the per-network seconds that
 ``summary.csv`` records (summed: the serial work) and its failures.
 
-Networks (default): every ``data/uai/**/NAME.uai`` with ``NAME.uai.MAR`` beside it, as
+Networks (default): every ``NETWORKS/**/NAME.uai`` with ``NAME.uai.MAR`` beside it, as
 ``benchmarks.uai_marginals`` uses them (``NAME.uai.evid`` is read by ``mar-batch`` itself).
 ``--quick``: two tiny networks (DBN_11.small, CSP_12), 20 draws, 10 tuning.
 
@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 
 from benchmarks.common import ROOT, add_out, benchmark_parser, machine_info, write_results
+from pymc_lbp.models.uai import NETWORKS
 
-DATA = ROOT / "data" / "uai"
+DATA = NETWORKS
 QUICK_NETWORKS = ["DBN_11.small", "CSP_12"]
 GOAL = 0.65  # issue #27: wall on 2 workers <= 0.65x wall on 1 worker
 WORKERS = (1, 2)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tune", type=int, default=None, help="tuning draws (mar's default)")
     parser.add_argument("--sampler", default=None, help="mar's --sampler (its default)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--data", type=Path, default=DATA, help="the UAI data folder (data/uai)")
+    parser.add_argument("--data", type=Path, default=DATA, help="the UAI networks' folder")
     add_out(parser)
     args = parser.parse_args(argv)
     shipped = shipped_networks(args.data)

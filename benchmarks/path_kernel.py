@@ -29,7 +29,6 @@ import numpy as np
 
 from benchmarks.common import (
     RESULTS,
-    ROOT,
     add_out,
     benchmark_parser,
     cost_bars,
@@ -41,6 +40,7 @@ from benchmarks.common import (
 )
 from examples.gallery import hidden_markov
 from pymc_lbp import PathAuxiliaryLBP
+from pymc_lbp.models.uai import NETWORKS
 
 SAMPLERS = ("pas", "pymc")
 
@@ -54,7 +54,7 @@ def targets(quick: bool) -> dict:
     return {
         "hmm (gallery), 80 categorical": hidden_markov.build_model,
         f"potts {side}x{side}, 3 colours": lambda: potts_model((side, side), 3, 0.8),
-        "uai BN_0, 100 binary": lambda: read_uai(ROOT / "data/uai/uai2006_bn/BN_0.uai"),
+        "uai BN_0, 100 binary": lambda: read_uai(NETWORKS / "uai2006_bn" / "BN_0.uai"),
         "rbm 100x25, binary": lambda: rbm_model(random_rbm_params(100, 25, seed=0)),
     }
 

@@ -31,7 +31,6 @@ import numpy as np
 import pymc_lbp
 from benchmarks.common import (
     RESULTS,
-    ROOT,
     benchmark_parser,
     cost_bars,
     machine_info,
@@ -42,10 +41,10 @@ from benchmarks.common import (
 )
 from pymc_lbp import NeuralBlock
 from pymc_lbp.models import read_mar, read_network, read_uai
-from pymc_lbp.models.uai import read_evidence, uai_state_from_point
+from pymc_lbp.models.uai import NETWORKS, read_evidence, uai_state_from_point
 from pymc_lbp.samplers.block.motifs.grid_bn import uai_grid_blocks
 
-GRIDS = ROOT / "data" / "uai" / "uai2008_grid_bn"
+GRIDS = NETWORKS / "uai2008_grid_bn"
 UNITS = ("neural", "exact", "sites")
 SAMPLERS = ("neural-C", "neural-NUMBA", "pymc-gibbs")
 

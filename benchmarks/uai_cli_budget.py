@@ -34,6 +34,7 @@ from benchmarks.common import (
 )
 from benchmarks.uai_marginals import shipped_networks
 from pymc_lbp.cli.batch import _marginal_errors
+from pymc_lbp.models.uai import NETWORKS
 
 GOAL = 0.02  # issue #27: mean |marginal error| at 60 s on 2 cores, default sampler
 QUICK_NETWORKS = ("BN_0", "DBN_11.small")
@@ -82,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--cores", type=int, default=2, help="mar --cores (2)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--networks", nargs="*", help="default: every shipped network")
-    parser.add_argument("--data", type=Path, default=ROOT / "data" / "uai")
+    parser.add_argument("--data", type=Path, default=NETWORKS)
     add_out(parser)
     args = parser.parse_args(argv)
     budget = args.budget if args.budget is not None else (10.0 if args.quick else 60.0)

@@ -19,7 +19,7 @@ Our samplers' ``steps_per_draw`` comes from a pilot, so that a chain records abo
 ``--draws-per-chain`` draws (thinning only); PyMC's Gibbs records one sweep per draw. Models
 use ``kind="MARKOV"`` (``mar``'s default).
 
-Networks (default): every ``data/uai/**/NAME.uai`` with ``NAME.uai.MAR`` beside it (and
+Networks (default): every ``NETWORKS/**/NAME.uai`` with ``NAME.uai.MAR`` beside it (and
 ``NAME.uai.evid`` when present), the UAI'08 grid BNs 50-12-5 and 75-16-5 with evidence among
 them; also: generated 12x12 grid BNs with 50/75/90 % deterministic nodes (``grid-50-12`` ...,
 :func:`pymc_lbp.models.uai.grid_bn`, evidence sink = 1).
@@ -46,10 +46,11 @@ from pathlib import Path
 import numpy as np
 import pymc as pm
 
-from benchmarks.common import ROOT, add_out, benchmark_parser, machine_info, pyplot, write_results
+from benchmarks.common import add_out, benchmark_parser, machine_info, pyplot, write_results
 from pymc_lbp.cli import SAMPLERS, SamplerNotApplicableError, check_sampler, make_steps
 from pymc_lbp.cli.samplers import DEFAULT_SAMPLER
 from pymc_lbp.models.uai import (
+    NETWORKS,
     UAINetwork,
     exact_marginals,
     read_evidence,
@@ -62,7 +63,7 @@ from pymc_lbp.models.uai.generate import grid_bn
 from pymc_lbp.models.uai.model import target_network
 from pymc_lbp.models.uai.rao_blackwell import FullConditionals
 
-DATA = ROOT / "data" / "uai"
+DATA = NETWORKS
 #: name -> grid_bn(n, deterministic_fraction, seed); not in the default networks
 GENERATED = {
     "grid-50-12": (12, 0.50, 1),
@@ -431,7 +432,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--tune", type=int, default=0, help="tuning draws per chain (0)")
     parser.add_argument("--draws-per-chain", type=int, default=1000, help="thinning target")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--data", type=Path, default=DATA, help="the UAI data folder (data/uai)")
+    parser.add_argument("--data", type=Path, default=DATA, help="the UAI networks' folder")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
     parser.add_argument(
         "--replot", action="store_true", help="only redraw the PNG from the JSON of a past run"

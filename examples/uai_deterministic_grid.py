@@ -1,7 +1,7 @@
 """Example: a grid Bayesian network with deterministic CPTs, where single-site Gibbs is stuck.
 
 Reads the UAI 2008 grid BN 50-12-5 (144 binary variables on a 12 x 12 grid, half of the CPTs
-deterministic, evidence on the sink) from the repository's data folder (data/uai), builds the
+deterministic, evidence on the sink) from the networks shipped with the package, builds the
 PyMC model with :func:`pymc_lbp.models.read_uai` and samples it twice for the same number of
 draws: with PyMC's own step for binary variables (``BinaryGibbsMetropolis``, what ``pm.sample``
 assigns) and with :class:`pymc_lbp.BlockGibbs`, whose default blocks on a ``read_uai`` model are
@@ -29,9 +29,9 @@ import pymc as pm
 
 from pymc_lbp import BlockGibbs
 from pymc_lbp.models import read_uai, uai_marginals, uai_variable_map
-from pymc_lbp.models.uai import read_mar
+from pymc_lbp.models.uai import NETWORKS, read_mar
 
-NETWORK = Path(__file__).resolve().parents[1] / "data" / "uai" / "uai2008_grid_bn" / "50-12-5.uai"
+NETWORK = NETWORKS / "uai2008_grid_bn" / "50-12-5.uai"
 
 
 def mean_error(idata, model, reference) -> float:

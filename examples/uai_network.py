@@ -1,7 +1,7 @@
 """Example: sample a UAI network with evidence through pm.sample and check it against exact.
 
 Reads the UAI 2006 Bayesian network BN_0 (100 binary variables) with its evidence file (26
-observed variables) from the repository's data folder (data/uai), builds the PyMC model with
+observed variables) from the networks shipped with the package, builds the PyMC model with
 :func:`pymc_lbp.models.read_uai`, samples the 74 free variables with GibbsWithGradients, prints
 the ArviZ summary of a few variables (the posterior mean of a binary variable is P(x = 1 |
 evidence)), the mean absolute error of the sampled marginals against the exact ones (bucket-tree
@@ -28,8 +28,9 @@ import pymc as pm
 from pymc_lbp import GibbsWithGradients
 from pymc_lbp.diagnostics import ess, hamming_trace, reference_state
 from pymc_lbp.models import exact_marginals, read_uai, uai_marginals, uai_variable_map, write_mar
+from pymc_lbp.models.uai import NETWORKS
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "uai"
+DATA = NETWORKS
 
 
 def main(argv: list[str] | None = None) -> None:

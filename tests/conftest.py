@@ -90,7 +90,9 @@ from tests.helpers.backends import BACKEND_MODES  # noqa: E402
 compile_cache.install()
 numba_settings.use_suite_pytensor_cache()
 
-UAI_DIR = Path(__file__).resolve().parents[1] / "data" / "uai"
+from pymc_lbp.models.uai import NETWORKS  # noqa: E402
+
+UAI_DIR = NETWORKS
 
 
 def _jax_compilation_cache() -> None:
@@ -169,7 +171,7 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(scope="session")
 def uai_dir() -> Path:
-    """The real UAI networks shipped with the repository (``data/uai``, see its README).
+    """The real UAI networks shipped with the package (``NETWORKS``, see its README).
 
     A missing folder is a failure, never a skip: every clone has the data.
     """

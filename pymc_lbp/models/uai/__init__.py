@@ -26,6 +26,8 @@ generate
     Synthetic networks (``grid_bn``).
 """
 
+from pathlib import Path
+
 from pymc_lbp.factor_graph.clusters import deterministic_scopes, uai_clusters
 from pymc_lbp.factor_graph.network import UAINetwork
 from pymc_lbp.models.uai.errors import (
@@ -81,7 +83,13 @@ from pymc_lbp.models.uai.start import (
     random_feasible_states,
 )
 
+#: The networks shipped with the package (UAI 2006 Bayesian networks, UAI 2008 grid BNs, UAI
+#: 2014 MAR tasks, with their evidence and exact marginals; ``networks/README.md`` says where
+#: each comes from): ``read_uai(NETWORKS / "uai2006_bn" / "BN_0.uai")``.
+NETWORKS = Path(__file__).resolve().parent / "networks"
+
 __all__ = [
+    "NETWORKS",
     "EliminationPlan",
     "ExactResult",
     "FullConditionals",

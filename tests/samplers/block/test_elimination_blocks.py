@@ -22,7 +22,7 @@ import pytest
 from pymc_lbp import BlockGibbs
 from pymc_lbp.cli.samplers import make_steps
 from pymc_lbp.factor_graph.clusters import deterministic_scopes
-from pymc_lbp.models.uai import UAINetwork, read_mar, read_uai, uai_marginals
+from pymc_lbp.models.uai import NETWORKS, UAINetwork, read_mar, read_uai, uai_marginals
 from pymc_lbp.models.uai.exact import sample_exact
 from pymc_lbp.models.uai.io import read_evidence, read_network
 from pymc_lbp.models.uai.model import uai_state_from_point
@@ -34,7 +34,7 @@ from pymc_lbp.samplers.block.elimination import (
 from tests.helpers.block_kernels import block_gibbs_kernel, irreducible_on_support
 from tests.helpers.ess import checked_ess
 
-UAI = Path(__file__).resolve().parents[3] / "data" / "uai"
+UAI = NETWORKS
 
 
 # ------------------------------------------------------------------------- the tiny network
