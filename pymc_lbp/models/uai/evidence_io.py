@@ -95,7 +95,7 @@ def read_evidence(
 
 
 def write_evidence(path: PathLike, evidence: Mapping[int, int]) -> None:
-    """Write evidence as ``N v1 x1 .. vN xN`` (one line)."""
+    """Write evidence on one line: ``N``, then each variable and its value."""
     items = sorted((int(v), int(x)) for v, x in evidence.items())
     write_text_atomically(
         path, " ".join(map(str, [len(items), *(t for p in items for t in p)])) + "\n"

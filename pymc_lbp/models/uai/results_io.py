@@ -60,7 +60,7 @@ def read_mar(path: PathLike) -> list[np.ndarray]:
 
 
 def write_mar(path: PathLike, marginals: Sequence[np.ndarray], *, digits: int = 10) -> None:
-    """Write marginals in ``.MAR`` form (``MAR`` then ``N card p .. card p ..``).
+    """Write marginals as a ``.MAR`` file: ``MAR``, ``N``, each cardinality and its probabilities.
 
     Parameters
     ----------
@@ -97,7 +97,7 @@ def write_pr(path: PathLike, log10_z: float, *, digits: int = 10) -> None:
 
 
 def read_map(path: PathLike, network: UAINetwork | None = None) -> np.ndarray:
-    """Read a ``.MAP`` file (``MAP`` then ``N x_0 .. x_{N-1}``).
+    """Read a ``.MAP`` file: ``MAP``, ``N``, then the N values.
 
     Parameters
     ----------
