@@ -248,9 +248,10 @@ def _add_mar_batch(sub: argparse._SubParsersAction, mar: argparse.ArgumentParser
             "Run 'mar' on every NETWORK.uai as one task on Dask (a local cluster of --workers "
             "processes, or the cluster behind --scheduler), with NETWORK.uai.evid as the "
             "evidence when it is beside the network; write DIR/NETWORK.MAR, DIR/NETWORK.log "
-            "and DIR/summary.csv + summary.md (method, seconds, draws, mean and max |marginal "
-            "error| vs NETWORK.uai.MAR when present, exit code, error). A failing network is a "
-            "row, not the end of the batch. Needs the dask extra: pip install 'pymc_lbp[dask]'.",
+            "and DIR/summary.csv + summary.md (method, seconds, draws, mean and max absolute "
+            "marginal error vs NETWORK.uai.MAR when present, exit code, error). A failing "
+            "network is a row, not the end of the batch. Needs the dask extra: "
+            "pip install 'pymc_lbp[dask]'.",
             width=88,
         ),
         epilog=(
@@ -262,7 +263,7 @@ def _add_mar_batch(sub: argparse._SubParsersAction, mar: argparse.ArgumentParser
             "missing, or the scheduler cannot be reached\n"
             f"  {EXIT_BATCH_FAILED}  {EXIT_CODES[EXIT_BATCH_FAILED]}\n"
             f"  {EXIT_INTERRUPTED}  interrupted (Ctrl-C): the networks that finished have their "
-            "results and rows, the others a row that says so\n"
+            "results and rows, the others a row that says so\n\n"
             "a network's own row has mar's exit code (see 'mar --help')"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
