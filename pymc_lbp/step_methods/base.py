@@ -224,8 +224,8 @@ class DiscreteStep(ArrayStepShared):
         self._steps_per_draw = check_steps_per_draw(steps_per_draw, self.layout.n_sites)
         self._check_block_options(self.layout, self.specs)
         shared = pm.make_shared_replacements(initial_point, vars, model)
-        self._x0 = self._state_vector(initial_point)
-        self._check_values(self._x0, "the start point given to the step")
+        self._x0 = self.state_vector(initial_point)
+        self.check_values(self._x0, "the start point given to the step")
         self.integer_moves = None
         """The block's integer moves (support Gibbs and jumps, one per moving site each draw),
         None where no site has one (a subclass's :meth:`_build_target` makes them)."""
@@ -289,7 +289,8 @@ class DiscreteStep(ArrayStepShared):
         return values
 
     # -- the start ---------------------------------------------------------------------------
-    def _state_vector(self, point: dict) -> np.ndarray:
+    def state_vector(self, point: dict) -> np.ndarray:
+        """The block's sites at ``point`` (the model's values by name), as one int64 vector."""
         return np.concatenate(
             [np.asarray(point[s.name], dtype=np.int64).ravel() for s in self.specs]
         )
@@ -300,7 +301,7 @@ class DiscreteStep(ArrayStepShared):
         ``pm.sample(initvals=...)`` can mend a default start of probability zero."""
         for name, shared in self.shared.items():
             shared.set_value(initial_point[name])
-        x = self._state_vector(initial_point)
+        x = self.state_vector(initial_point)
         self.target.refresh_bounds(x)
         self._judge_at_first_draw = True
         if not np.isfinite(self.target.logp(x)):
@@ -311,7 +312,7 @@ class DiscreteStep(ArrayStepShared):
                 self.var_names,
             )
 
-    def _check_values(self, x: np.ndarray, where: str, *, integers: bool = False) -> None:
+    def check_values(self, x: np.ndarray, where: str, *, integers: bool = False) -> None:
         """A ``ValueError`` naming the variable when a site holds no value of its own (a
         categorical value outside ``0 .. K - 1``, a binary one not 0 or 1; with ``integers``, an
         integer one outside its support, whose bounds were just refreshed at ``x``)."""
@@ -339,9 +340,9 @@ class DiscreteStep(ArrayStepShared):
     def _judge_start(self, x: np.ndarray) -> None:
         """The first draw's start (what ``pm.sample`` gives, ``initvals`` included): every site
         within its values and a finite logp, else a ``ValueError`` that says so."""
-        self._check_values(x, "the start point")
+        self.check_values(x, "the start point")
         self.target.refresh_bounds(x)
-        self._check_values(x, "the start point", integers=True)
+        self.check_values(x, "the start point", integers=True)
         logp = self.target.logp(x)
         if not np.isfinite(logp):
             raise ValueError(

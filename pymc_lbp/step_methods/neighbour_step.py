@@ -258,6 +258,16 @@ class NeighbourStep(DiscreteStep):
             )
         return exact
 
+    def recheck_at(self, point: dict, where: str) -> None:
+        """Measure a ``differences="auto"`` first-order choice again at ``point`` (the model's
+        values by name; ``where`` names it in the reason), switching to exact differences for
+        good where the rule says so; nothing where the differences are exact already."""
+        if self._recheck is None:
+            return
+        for name, shared in self.shared.items():
+            shared.set_value(point[name])
+        self._recheck_differences(self.state_vector(point), where=where)
+
     def _recheck_differences(self, x: np.ndarray, where: str | None = None) -> None:
         """Measure a first-order choice again from ``x`` (see
         :class:`~pymc_lbp.step_methods.differences_choice.TuningRecheck`); switch to exact

@@ -271,7 +271,7 @@ def _starts(model, points: list[tuple], steps) -> list[tuple]:
         for s in steps:
             # every site holds one of its values (a NeuralMixedBlock's flags: the logp's check)
             if isinstance(s, DiscreteStep):
-                s._check_values(s._state_vector(point), f"the start point of chain {c}")
+                s.check_values(s.state_vector(point), f"the start point of chain {c}")
         if not np.isfinite(logp):
             raise pm.exceptions.SamplingError(
                 f"pymc_lbp.sample: the start point of chain {c} has model log-probability "
@@ -293,14 +293,9 @@ def _recheck_at_starts(model, steps, starts: list[tuple]) -> None:
     chain the step switches to exact differences for good, in every chain.
     """
     for s in steps:
-        for c, values in enumerate(starts):
-            # exact already, not chosen by "auto", or a step without neighbour differences
-            if not isinstance(s, NeighbourStep) or s._recheck is None:
-                break
-            point = _point(model, values)
-            for name, shared in s.shared.items():
-                shared.set_value(point[name])
-            s._recheck_differences(s._state_vector(point), where=f"at chain {c}'s start")
+        if isinstance(s, NeighbourStep):  # the steps with neighbour differences
+            for c, values in enumerate(starts):
+                s.recheck_at(_point(model, values), where=f"at chain {c}'s start")
 
 
 def sample(
@@ -474,7 +469,7 @@ def sample(
             s,
             model,
             replacements,
-            [s._state_vector(_point(model, v)) for v in starts]
+            [s.state_vector(_point(model, v)) for v in starts]
             if isinstance(s, DiscreteStep)
             else [],
         )

@@ -29,7 +29,7 @@ from tests.helpers.integer_jumps import reference_jumps  # noqa: E402
 
 def _jax_block(model, step, point):
     _require_jax()
-    x = step._state_vector(point)
+    x = step.state_vector(point)
     block = block_draw(step, model, model_value_replacements(model, [step]), [x])
     values = tuple(jnp.asarray(point[v.name]) for v in model.value_vars)
     for name, shared in step.shared.items():  # the numpy references read the others here

@@ -351,7 +351,7 @@ class NeuralBlockUnits:
 
     def _check_start(self, initial_point: dict) -> None:
         super()._check_start(initial_point)
-        self._state_vector_start = self._state_vector(initial_point)
+        self._state_vector_start = self.state_vector(initial_point)
 
     @staticmethod
     def _check_card(card, expected, role, i, label, motif) -> None:

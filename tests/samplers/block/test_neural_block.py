@@ -197,7 +197,7 @@ def test_step_pickles_with_its_proposal():
         step = NeuralBlock(model.free_RVs, blocks=BLOCKS, proposal=prop, compile_kwargs=FAST)
     clone = cloudpickle.loads(cloudpickle.dumps(step))
     assert clone.logp_mode == step.logp_mode == "factors"
-    x = step._state_vector(model.initial_point())
+    x = step.state_vector(model.initial_point())
     for u in range(len(step.units)):
         np.testing.assert_array_equal(
             step.unit_transitions(u, x)[1], clone.unit_transitions(u, x)[1]
@@ -221,7 +221,7 @@ def test_factor_local_and_model_logp_give_the_same_kernel():
     rng = np.random.default_rng(1)
     cards = local._site_cards()
     for _ in range(5):
-        x = local._state_vector(model.initial_point())
+        x = local.state_vector(model.initial_point())
         x = np.where(rng.random(x.size) < 0.5, rng.integers(0, cards), x)
         if not np.isfinite(local.target.logp(x)):
             continue

@@ -51,7 +51,7 @@ def starts(step, model, n, seed):
     """``n`` feasible states of the step's sites (the initial point, then random ones)."""
     rng = np.random.default_rng(seed)
     cards = step._site_cards()
-    x0 = step._state_vector(model.initial_point())
+    x0 = step.state_vector(model.initial_point())
     out = [x0]
     while len(out) < n:
         x = np.where(rng.random(x0.size) < 0.5, rng.integers(0, cards), x0)
@@ -169,13 +169,13 @@ def test_draws_run_the_compiled_scan_from_the_first_draw():
             model.free_RVs, blocks=BLOCKS, proposal=random_proposal(MOTIF, seed=4, epsilon=0.05)
         )
     point = model.initial_point()
-    x = step._state_vector(point)
+    x = step.state_vector(point)
     logp = step.target.logp(x)
     noise = np.random.default_rng(7).random((step.steps_per_draw, step.scan_width))
     step.set_rng(np.random.default_rng(7))
     point, _ = step.step(point)
     assert step._random_scan is not None
-    np.testing.assert_array_equal(step._state_vector(point), numpy_scan(step, x, logp, noise)[0])
+    np.testing.assert_array_equal(step.state_vector(point), numpy_scan(step, x, logp, noise)[0])
 
 
 @pytest.mark.parametrize("backend", OTHER_BACKENDS)
@@ -197,7 +197,7 @@ def test_compiled_scan_under_other_backends(backend, compiled_steps):
         else:
             with model:
                 step = NeuralBlock([model["x"]], compile_kwargs={"mode": mode}, **kw)
-        x = step._state_vector(model.initial_point())
+        x = step.state_vector(model.initial_point())
         step._refresh_outside()
         logp = step.target.logp(x)
         noise = np.random.default_rng(3).random((60, step.scan_width))

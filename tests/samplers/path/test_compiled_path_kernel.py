@@ -91,7 +91,7 @@ def test_compiled_path_step_makes_the_reference_move(build, differences, scale, 
     model, step = path_steps[key]
     kernel = step.path_kernel
     rng = np.random.default_rng(7)
-    x = step._state_vector(model.initial_point())
+    x = step.state_vector(model.initial_point())
     logp, deltas = step.differences(x)
     moved = 0
     for _ in range(STEPS):
@@ -170,7 +170,7 @@ def test_large_block_kernel_makes_the_reference_moves():
         step = PathAuxiliaryLBP([model["x"]])
     kernel = step.path_kernel
     rng = np.random.default_rng(17)
-    x = step._state_vector(model.initial_point())
+    x = step.state_vector(model.initial_point())
     logp, deltas = step.differences(x)
     for scale in (1.0, 2.4, 40.0, 1500.0):
         for _ in range(10):
@@ -221,7 +221,7 @@ def test_compiled_tuning_steps_make_the_reference_moves_and_updates(build):
         step = PathAuxiliaryLBP([model["x"]], differences="exact")
     kernel = step.path_kernel
     rng = np.random.default_rng(3)
-    x0 = step._state_vector(model.initial_point())
+    x0 = step.state_vector(model.initial_point())
     logp0, deltas0 = step.differences(x0)
     start = AdaptState(0.0, 0.0, 0, True)
     for _ in range(4):  # draws: the state goes from one call to the next
