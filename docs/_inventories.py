@@ -19,7 +19,7 @@ TARGETS: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
         {
             "numpy.ndarray": ("py:class", "reference/generated/numpy.ndarray.html"),
             "numpy.random.Generator": (
-                "class",
+                "py:class",
                 "reference/random/generator.html#numpy.random.Generator",
             ),
             "numpy.dtype": ("py:class", "reference/generated/numpy.dtype.html"),
