@@ -15,9 +15,8 @@ flag_value_graph
 jax_steps, jax_flag_value
     The random scan, the chain sweep and the pair updates in JAX, for ``pymc_lbp.sample``.
 mdn, neural_proposal
-    The mixture density network and the proposal files (``library/`` holds the shipped ones).
-    ``mdn`` is put together from ``mdn_functions`` (its module-level functions and constants),
-    ``mdn_graph`` (the pytensor graph, a mixin) and ``mdn_training`` (``fit``, a mixin).
+    The mixture density network (numpy forward pass, pytensor graph, training) and the
+    proposal files (``library/`` holds the shipped ones).
 motifs
     The blocks proposed jointly and how they are found.
 

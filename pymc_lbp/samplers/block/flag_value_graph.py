@@ -9,7 +9,7 @@ bottom, with ``u = (u_component, u_flag, z, u_accept)`` (``z`` a standard normal
    the step's batched graph, made canonical
    (:func:`~pymc_lbp.samplers.block.motifs.flag_value.canonical_flag_value_params`);
 2. the network's mixture at those parameters
-   (:meth:`~pymc_lbp.samplers.block.mdn_graph.MixtureDensityGraph.full_mixture_graph_from_preactivation`):
+   (:meth:`~pymc_lbp.samplers.block.mdn.MixtureDensityNetwork.full_mixture_graph_from_preactivation`):
    a component by inverse CDF from ``u[0]``, its flag from ``u[1]``, ``t' = mean + sd z``,
    ``v' = loc_k + scale_k t'``;
 3. ``log q`` of the proposal and of the current pair under the same mixture, the model logp at

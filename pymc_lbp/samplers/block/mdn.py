@@ -33,42 +33,168 @@ Training maximises the mixture log-likelihood itself (not a per-variable surroga
 are stored as float32 (so a saved and reloaded network is bit-identical); the numpy forward pass
 (:meth:`MixtureDensityNetwork.mixture`, used on the sampler's hot path) computes in float64 and
 agrees with the pytensor graph (:meth:`MixtureDensityNetwork.log_mixture_graph`) to rounding.
-
-The module-level functions are in :mod:`pymc_lbp.samplers.block.mdn_functions`; the class is put
-together from mixins: :mod:`pymc_lbp.samplers.block.mdn_graph` (the pytensor graph) and
-:mod:`pymc_lbp.samplers.block.mdn_training` (``fit``, :class:`TrainingReport`). Every name this
-module had stays importable from here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from pymc.variational.updates import adam
 
-from pymc_lbp.samplers.block.mdn_functions import (
-    _PAD_LOGIT,
-    LAYER_NAMES,  # noqa: F401 (re-exported: neural_proposal imports it from here)
-    _elu_np,
-    _log_softmax_np,
-    _positive_int,
-    _softplus_np,
-    gaussian_log_density,
-    mixture_log_prob,
-)
-from pymc_lbp.samplers.block.mdn_graph import MixtureDensityGraph
-from pymc_lbp.samplers.block.mdn_training import (
-    _ACTIVATION_COPIES,
-    _BYTES_PER_WEIGHT,
-    MAX_TRAINING_BYTES,
-    MixtureDensityTraining,
-    TrainingReport,
-)
+from pymc_lbp.logp.graphs import dim
 
-__all__ = ["MixtureDensityNetwork", "TrainingReport", "gaussian_log_density", "mixture_log_prob"]
+__all__ = [
+    "LAYER_NAMES",
+    "MAX_TRAINING_BYTES",
+    "MixtureDensityNetwork",
+    "TrainingReport",
+    "gaussian_log_density",
+    "mixture_log_prob",
+]
 
 
-class MixtureDensityNetwork(MixtureDensityGraph, MixtureDensityTraining):
+LAYER_NAMES = ("W0", "b0", "W1", "b1", "W2", "b2")
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return int(value)
+
+
+_PAD_LOGIT = -1e4  # logit of a category a variable does not have (exp underflows to 0)
+
+
+def _elu_np(z: np.ndarray) -> np.ndarray:
+    return np.where(z > 0, z, np.expm1(np.minimum(z, 0.0)))
+
+
+def _elu_graph(z):
+    return pt.switch(z > 0, z, pt.expm1(pt.minimum(z, 0.0)))
+
+
+def _log_softmax_np(z: np.ndarray, axis: int = -1) -> np.ndarray:
+    top = np.max(z, axis=axis, keepdims=True)
+    shifted = z - top
+    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+
+
+def _softplus_np(z: np.ndarray) -> np.ndarray:
+    return np.logaddexp(0.0, z)
+
+
+def gaussian_log_density(v: np.ndarray, means: np.ndarray, sds: np.ndarray) -> np.ndarray:
+    """``sum_j log N(v_j; m_{k,j}, s_{k,j}^2)`` per component: ``v`` (n, C), ``means`` and
+    ``sds`` (n, K, C); shape (n, K)."""
+    z = (np.asarray(v, dtype=np.float64)[:, None, :] - means) / sds
+    return np.sum(-0.5 * z**2 - np.log(sds) - 0.5 * np.log(2 * np.pi), axis=-1)
+
+
+def mixture_log_prob(
+    log_w: np.ndarray,
+    log_tables: np.ndarray,
+    y: np.ndarray,
+    gaussians: tuple[np.ndarray, np.ndarray] | None = None,
+    v: np.ndarray | None = None,
+) -> np.ndarray:
+    """Log-probability of block values under mixtures of products of categoricals.
+
+    Parameters
+    ----------
+    log_w : ndarray, shape (n, K)
+        Normalised log mixture weights.
+    log_tables : ndarray, shape (n, K, D, C)
+        ``log q_{k,i}(c)``; categories a variable does not have are ``-inf``.
+    y : ndarray of int, shape (n, D)
+        Block values.
+    gaussians : (means, sds), each of shape (n, K, C), optional
+        The components' Gaussians of the continuous entries.
+    v : ndarray, shape (n, C), optional
+        Values of the continuous entries (with ``gaussians``).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        ``log sum_k w_k prod_i q_{k,i}(y_i) prod_j N(v_j; m_{k,j}, s_{k,j}^2)``.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    n, K, D, _ = log_tables.shape
+    picked = np.take_along_axis(
+        log_tables, np.broadcast_to(y[:, None, :, None], (n, K, D, 1)), axis=-1
+    )[..., 0]
+    comp = log_w + picked.sum(axis=-1)
+    if gaussians is not None:
+        comp = comp + gaussian_log_density(v, *gaussians)
+    top = np.max(comp, axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return (top + np.log(np.sum(np.exp(comp - top), axis=-1, keepdims=True)))[:, 0]
+
+
+def _log_softmax_graph(z):
+    """Log-softmax over the last axis, max-shifted: the arithmetic of ``_log_softmax_np``.
+    Written out rather than ``pt.special.log_softmax``: PyTensor's numba backend compiles its
+    LogSoftmax op on each first use (a network under ``compile_kwargs={"mode": "NUMBA"}``) far
+    more slowly than these elementwise ops and reductions (docs/test_suite.md)."""
+    shifted = z - pt.max(z, axis=-1, keepdims=True)
+    return shifted - pt.log(pt.sum(pt.exp(shifted), axis=-1, keepdims=True))
+
+
+MAX_TRAINING_BYTES = 2**31
+"""Largest memory estimate (2 GiB) accepted for a network's training (see
+:meth:`MixtureDensityNetwork.training_memory_bytes`): sizes above it are refused at construction
+(weights) or when ``fit`` is called (minibatch)."""
+
+_BYTES_PER_WEIGHT = 32
+"""Training holds every weight four times in float64: value, gradient and Adam's two moments."""
+
+_ACTIVATION_COPIES = 6
+"""float64 copies of each minibatch activation in the training graph (forward values, ELU
+intermediates and their gradients)."""
+
+
+@dataclass
+class TrainingReport:
+    """What a training run did.
+
+    Attributes
+    ----------
+    losses : ndarray
+        Mean negative log-likelihood (nats per sample) of every minibatch.
+    seconds : float
+        Wall time of the optimisation loop (compilation included).
+    steps, batch_size : int
+    learning_rate : float
+    seed : int
+    """
+
+    losses: np.ndarray
+    seconds: float
+    steps: int
+    batch_size: int
+    learning_rate: float
+    seed: int
+
+    def as_dict(self) -> dict:
+        """JSON-friendly summary (no per-step losses)."""
+        tail = self.losses[-max(1, len(self.losses) // 20) :]
+        return {
+            "steps": self.steps,
+            "batch_size": self.batch_size,
+            "learning_rate": self.learning_rate,
+            "seed": self.seed,
+            "seconds": round(self.seconds, 1),
+            "final_loss": float(np.mean(tail)) if len(tail) else None,
+        }
+
+
+class MixtureDensityNetwork:
     """MLP (two ELU hidden layers) to a mixture of products of categoricals.
 
     Parameters
@@ -302,3 +428,207 @@ class MixtureDensityNetwork(MixtureDensityGraph, MixtureDensityTraining):
             return mixture_log_prob(*self.mixture_from_preactivation(a0), y)
         log_w, log_tables, means, sds = self.full_mixture_from_preactivation(a0)
         return mixture_log_prob(log_w, log_tables, y[:, :D], (means, sds), y[:, D:])
+
+    # ---------------------------------------------------------------- pytensor graph
+    def _outputs_graph(self, a0, layers: dict):
+        """The network's outputs from the first layer's pre-activation (graph)."""
+        h = _elu_graph(a0)
+        h = _elu_graph(pt.dot(h, layers["W1"]) + layers["b1"])
+        return pt.dot(h, layers["W2"]) + layers["b2"]
+
+    def _tables_graph(self, out):
+        """``(log_w, log_tables)`` from the outputs (graph); a category a variable does not have
+        keeps its floor value here (the training graph multiplies by one-hot values)."""
+        K = self.n_components
+        log_w = _log_softmax_graph(out[:, :K])
+        n = dim(out, 0)
+        logits = out[:, K : self._n_table_outputs].reshape((n, K, -1))
+        zeros = pt.zeros((n, K, 1))
+        full = pt.concatenate([zeros, logits, zeros + _PAD_LOGIT], axis=-1)[:, :, self._index]
+        log_sm = _log_softmax_graph(full)
+        return log_w, pt.logaddexp(np.log1p(-self.epsilon) + log_sm, self._log_floor)
+
+    def mixture_graph_from_preactivation(self, a0, layers: dict):
+        """:meth:`mixture_from_preactivation` as a graph (the same arithmetic): ``(log_w (n, K),
+        log_tables (n, K, D, C))`` from the first layer's pre-activation ``a0 (n, hidden)`` and
+        tensors of the other layers (``W1, b1, W2, b2``)."""
+        log_w, log_tables = self._tables_graph(self._outputs_graph(a0, layers))
+        return log_w, pt.switch(self._valid, log_tables, -np.inf)
+
+    def _gaussians_graph(self, out):
+        """``(means, sds)``, each ``(n, K, n_continuous)``, from the outputs (graph)."""
+        K, C, start = self.n_components, self.n_continuous, self._n_table_outputs
+        n = dim(out, 0)
+        means = out[:, start : start + K * C].reshape((n, K, C))
+        sds = self.sd_floor + pt.softplus(out[:, start + K * C :].reshape((n, K, C)))
+        return means, sds
+
+    def full_mixture_graph_from_preactivation(self, a0, layers: dict):
+        """:meth:`full_mixture_from_preactivation` as a graph: ``(log_w, log_tables, means,
+        sds)`` from one forward pass (a network with continuous entries)."""
+        out = self._outputs_graph(a0, layers)
+        log_w, log_tables = self._tables_graph(out)
+        return log_w, pt.switch(self._valid, log_tables, -np.inf), *self._gaussians_graph(out)
+
+    def log_mixture_graph(self, params: dict, u, onehot_y, v=None):
+        """Mixture log-likelihood as a pytensor graph.
+
+        Parameters
+        ----------
+        params : dict of str to tensor
+            Layer tensors (``W0 .. b2``), e.g. shared variables.
+        u : tensor, shape (n, n_inputs)
+        onehot_y : tensor, shape (n, D, C)
+            One-hot block values.
+        v : tensor, shape (n, n_continuous), optional
+            Values of the continuous entries (required when the network has them).
+
+        Returns
+        -------
+        tensor, shape (n,)
+            ``log q(y | u)``.
+        """
+        out = self._outputs_graph(pt.dot(u, params["W0"]) + params["b0"], params)
+        log_w, log_tables = self._tables_graph(out)
+        picked = pt.sum(log_tables * onehot_y[:, None, :, :], axis=(-1, -2))  # (n, K)
+        if self.n_continuous:
+            means, sds = self._gaussians_graph(out)
+            z = (v[:, None, :] - means) / sds
+            picked = picked + pt.sum(-0.5 * z**2 - pt.log(sds) - 0.5 * np.log(2 * np.pi), axis=-1)
+        return pt.logsumexp(log_w + picked, axis=-1)
+
+    def onehot(self, y: np.ndarray) -> np.ndarray:
+        """One-hot encoding (n, D, C) of the discrete block values (the first D columns of
+        ``y``)."""
+        y = np.asarray(y)[..., : len(self.cards)].astype(np.int64)
+        C = max(self.cards)
+        return (y[..., None] == np.arange(C)).astype(np.float64)
+
+    def continuous(self, y: np.ndarray) -> np.ndarray:
+        """The continuous entries of block values ``y`` (its last ``n_continuous`` columns)."""
+        y = np.asarray(y, dtype=np.float64)
+        return y[..., len(self.cards) :].reshape(y.shape[0], self.n_continuous)
+
+    def compile_log_prob(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """``f(u, y) -> log q(y | u)`` compiled from the pytensor graph (for checks)."""
+        with pytensor.config.change_flags(floatX="float64"):
+            u = pt.matrix("u", dtype="float64")
+            oh = pt.tensor3("onehot_y", dtype="float64")
+            v = pt.matrix("v", dtype="float64")
+            params = {k: pt.as_tensor_variable(w) for k, w in self._w64.items()}
+            fn = pytensor.function(
+                [u, oh, v], self.log_mixture_graph(params, u, oh, v), on_unused_input="ignore"
+            )
+        return lambda uu, yy: fn(
+            np.asarray(uu, dtype=np.float64), self.onehot(yy), self.continuous(yy)
+        )
+
+    # ---------------------------------------------------------------- training
+    def fit(
+        self,
+        batches: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
+        | tuple[np.ndarray, np.ndarray],
+        *,
+        steps: int = 1000,
+        batch_size: int = 256,
+        learning_rate: float = 1e-3,
+        final_learning_rate: float | None = None,
+        seed: int = 0,
+        progressbar: bool = True,
+        report_every: int | None = None,
+    ) -> TrainingReport:
+        """Maximum-likelihood training with Adam (``pymc.variational.updates.adam``).
+
+        Parameters
+        ----------
+        batches : callable or (inputs, targets)
+            Either ``batches(rng, batch_size) -> (u, y)`` drawing a fresh minibatch (infinite
+            data, e.g. forward samples), or fixed arrays ``(u, y)`` from which minibatches are
+            drawn with replacement. ``y`` holds the discrete block values, then the continuous
+            ones (float rows when the network has continuous entries).
+        steps : int
+            Optimisation steps.
+        batch_size : int
+        learning_rate : float
+            Adam step size at the start.
+        final_learning_rate : float, optional
+            If given, the step size decays geometrically to this value at the last step.
+        seed : int
+            Seeds the minibatch draws (the initial weights are the network's current ones), so
+            the same seed and start give the same trained weights.
+        progressbar : bool
+            Show progress (steps done, running loss, elapsed time) on stderr.
+        report_every : int, optional
+            Progress update period in steps (default: about 100 updates per run).
+
+        Returns
+        -------
+        TrainingReport
+            The per-step losses; the network holds the trained weights (rounded to float32).
+        """
+        steps = _positive_int("steps", steps)
+        batch_size = _positive_int("batch_size", batch_size)
+        for name, value in (
+            ("learning_rate", learning_rate),
+            ("final_learning_rate", final_learning_rate),
+        ):
+            if value is not None and not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        need = self.training_memory_bytes(batch_size)
+        if need > MAX_TRAINING_BYTES:
+            raise ValueError(
+                f"batch_size={batch_size} is out of range for this network: training would need "
+                f"about {need / 2**30:.1f} GiB (limit {MAX_TRAINING_BYTES / 2**30:.0f} GiB, see "
+                "MixtureDensityNetwork.training_memory_bytes); use a smaller batch_size"
+            )
+        rng = np.random.default_rng(seed)
+        if callable(batches):
+            draw = batches
+        else:
+            u_all, y_all = (np.asarray(a) for a in batches)
+            if u_all.shape[0] != y_all.shape[0]:
+                raise ValueError("inputs and targets need the same number of rows")
+
+            def draw(r, n):
+                idx = r.integers(0, u_all.shape[0], size=n)
+                return u_all[idx], y_all[idx]
+
+        start = time.perf_counter()
+        # the training graph is float64 whatever pytensor.config.floatX is (PyMC's adam makes
+        # its step counter with floatX): the trained weights do not depend on the user's floatX
+        with pytensor.config.change_flags(floatX="float64"):
+            shared = {
+                k: pytensor.shared(v.astype(np.float64), name=k) for k, v in self.weights.items()
+            }
+            lr = pytensor.shared(np.float64(learning_rate), name="learning_rate")
+            u = pt.matrix("u", dtype="float64")
+            oh = pt.tensor3("onehot_y", dtype="float64")
+            v = pt.matrix("v", dtype="float64")
+            loss = -pt.mean(self.log_mixture_graph(shared, u, oh, v))
+            params = [shared[k] for k in LAYER_NAMES]
+            updates = adam(loss, params, learning_rate=lr)
+            train = pytensor.function([u, oh, v], loss, updates=updates, on_unused_input="ignore")
+        decay = 1.0
+        if final_learning_rate is not None and steps > 1:
+            decay = (final_learning_rate / learning_rate) ** (1.0 / (steps - 1))
+        losses = np.empty(int(steps))
+        tty = sys.stderr.isatty()
+        every = report_every or max(1, steps // (100 if tty else 10))
+        for t in range(int(steps)):
+            ub, yb = draw(rng, batch_size)
+            losses[t] = float(
+                train(np.asarray(ub, dtype=np.float64), self.onehot(yb), self.continuous(yb))
+            )
+            lr.set_value(np.float64(learning_rate * decay ** (t + 1)))
+            if progressbar and ((t + 1) % every == 0 or t + 1 == steps):
+                recent = losses[max(0, t + 1 - every) : t + 1].mean()
+                elapsed = time.perf_counter() - start
+                line = f"training: step {t + 1}/{steps}  loss {recent:.4f}  {elapsed:.0f}s"
+                sys.stderr.write("\r" + line if tty else line + "\n")
+                sys.stderr.flush()
+        if progressbar and tty:
+            sys.stderr.write("\n")
+        self.set_weights({k: s.get_value() for k, s in shared.items()})
+        return TrainingReport(
+            losses, time.perf_counter() - start, int(steps), int(batch_size), learning_rate, seed
+        )

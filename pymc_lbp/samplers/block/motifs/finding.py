@@ -97,7 +97,7 @@ def find_chains(
     Parameters
     ----------
     model : pymc.Model
-    target : pymc_lbp.samplers.block.step_units.ModelLogp
+    target : pymc_lbp.samplers.block.step.ModelLogp
         The step's target (its block vector ``_x`` and model replacements are used).
     specs : list of VarSpec
         The block's variables (:func:`pymc_lbp.logp.layout.describe_block`).
