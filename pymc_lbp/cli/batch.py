@@ -203,19 +203,16 @@ def run_network(
         code, error = int(exc.code or EXIT_USAGE), f"mar refused its options: {argv}"
     except Exception as exc:  # a crash is this network's row, not the batch's end
         code, error = EXIT_SAMPLING, f"crashed: {type(exc).__name__}: {exc}"
-    row: dict[str, Any] = dict.fromkeys(COLUMNS, "")
+    row = _row(network_name(network), code, error.replace("\n", " "))
     text = out.getvalue()
     method = re.search(r"^method: (\w+)", text, re.MULTILINE)
     sampled = re.search(r"sampled (\d+) chain\(s\) x (\d+) draws", text)
     row.update(
-        network=network_name(network),
         method=method.group(1) if method else "",
         seconds=round(time.perf_counter() - t0, 3),
         chains=int(sampled.group(1)) if sampled else "",
         draws=int(sampled.group(2)) if sampled else "",
         seed="" if seed is None else seed,
-        exit_code=code,
-        error=error.replace("\n", " "),
     )
     reference = Path(f"{network}.MAR")
     if code == EXIT_OK and reference.is_file():
@@ -351,8 +348,8 @@ def _check_files(networks: list[Path], names: list[str], out_dir: Path) -> None:
     check_distinct(outputs, inputs)
 
 
-def _failed_row(name: str, code: int, error: str) -> dict[str, Any]:
-    """The row of a network whose run gave no row of its own."""
+def _row(name: str, code: int, error: str) -> dict[str, Any]:
+    """A network's row with these cells, the others empty (as a run that gave no row has it)."""
     return dict.fromkeys(COLUMNS, "") | {
         "network": name,
         "exit_code": code,
@@ -479,7 +476,7 @@ def run_batch(args: argparse.Namespace, out: Any, err: Any) -> int:
                         rows[name] = future.result()
                         ran.add(name)
                     except Exception as exc:  # the worker died (KilledWorker) or the task was lost
-                        rows[name] = _failed_row(
+                        rows[name] = _row(
                             name, EXIT_SAMPLING, f"task failed: {type(exc).__name__}: {exc}"
                         )
         except (KeyboardInterrupt, Interrupted):
@@ -487,7 +484,7 @@ def run_batch(args: argparse.Namespace, out: Any, err: Any) -> int:
                 raise  # nothing finished: nothing new in DIR
             interrupted = True
         ordered = [
-            rows.get(name) or _failed_row(name, EXIT_INTERRUPTED, "interrupted before it finished")
+            rows.get(name) or _row(name, EXIT_INTERRUPTED, "interrupted before it finished")
             for name in names
         ]
         with deferred_interrupts():
