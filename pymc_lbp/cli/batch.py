@@ -1,28 +1,22 @@
 """The ``mar-batch`` command: ``mar`` on many UAI networks, one Dask task per network.
 
-Each task runs the ``mar`` command itself (:func:`pymc_lbp.cli.mar.run_mar` on ``["mar", NET, "-o",
-DIR/NET.MAR, ...]``, its stdout and stderr captured), so every ``mar`` option passes through
-unchanged: ``mar-batch`` shares ``mar``'s argparse actions (:func:`pymc_lbp.cli.parser.build_parser`
-lists them in ``args.forward_actions``) and turns the values parsed back into ``mar``'s argv
-(:func:`mar_argv`, checked to parse back to the same values). Per network it adds the evidence
-(``NET.uai.evid`` when it is beside the network), a seed (:func:`network_seeds`) and ``--quiet``
-(a task's output goes to ``DIR/NET.log``, not to a terminal).
+Each task runs the ``mar`` command itself (:func:`pymc_lbp.cli.mar.run_mar`, its stdout and
+stderr captured for ``DIR/NET.log``), so every ``mar`` option passes through unchanged
+(:func:`mar_argv`); per network it adds the evidence (``NET.uai.evid`` when it is beside the
+network), a seed (:func:`network_seeds`) and ``--quiet``.
 
-The cluster is a :class:`distributed.LocalCluster` of ``--workers`` processes with one thread
-each (:func:`start_local_cluster`: the workers get the parent's ``PYTENSOR_FLAGS`` and
-``OPENBLAS_NUM_THREADS``; two workers compiling at once share pytensor's compiledir, which
+The cluster is a local one of ``--workers`` processes with one thread each
+(:func:`start_local_cluster`; two workers compiling at once share pytensor's compiledir, which
 pytensor locks), or the cluster behind ``--scheduler ADDRESS``. A failing network (a malformed
 file, impossible evidence, a crash) is a row of the summary with its exit code and error, never
 the end of the batch; the batch exits with :data:`EXIT_BATCH_FAILED` when any row failed.
-
 Dask is imported only inside :func:`run_batch`, so ``--help`` stays instant; without it the
 command exits with :data:`EXIT_FILE` and names ``pip install 'pymc_lbp[dask]'``.
 
 The runs write their results into a folder of their own inside ``DIR``; they are moved into
 ``DIR`` with the logs and the summary once every run has finished, or, on Ctrl-C, the runs that
 finished (the others get a row that says so, and lose a previous batch's results); nothing
-is new when none had finished. The local cluster's dashboard is off unless ``--dashboard``;
-its HTTP server listens on 127.0.0.1 only, as the scheduler and the workers do.
+is new when none had finished.
 """
 
 from __future__ import annotations

@@ -618,8 +618,7 @@ def _sample(
         print(line, file=out)
     for line in _summary(idata, model, seconds):
         print(line, file=out)
-    estimator = "rao-blackwell" if rb else "counts"
-    print(f"marginals -> {output} (estimator: {estimator})", file=out)
+    print(f"marginals -> {output} (estimator: {args.estimator})", file=out)
     if mcse is not None:
         print(f"Monte Carlo standard errors (ArviZ mcse) -> {mcse}", file=out)
     disagree = chain_disagreement(idata, model)
