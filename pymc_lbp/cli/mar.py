@@ -1,13 +1,8 @@
 """The work of the ``mar`` command: the checks of its files and options before any work, the
-exact marginals (``--exact``), the sampling run and its summary, and the mapping of errors to
-exit codes (:data:`pymc_lbp.cli.parser.EXIT_CODES`).
-
-Used by :func:`pymc_lbp.cli.main`; :func:`check_output` is importable from :mod:`pymc_lbp.cli`
-too. A ``--time-limit`` run samples through :func:`pymc_lbp.cli.timed.sample_until`; the
-marginals are Rao-Blackwellised (``--estimator``, :mod:`pymc_lbp.models.uai.rao_blackwell`) and
-``--mcse`` writes their Monte Carlo standard errors beside the MAR file. Every result file is
-written whole or not at all (:func:`~pymc_lbp.files.write_text_atomically`), only after a run
-that was not cut short (:mod:`pymc_lbp.cli.interrupts`).
+exact marginals, the sampling run (``--time-limit``: :func:`pymc_lbp.cli.timed.sample_until`)
+and its summary, and the mapping of errors to exit codes (:data:`pymc_lbp.cli.parser.EXIT_CODES`).
+Every result file is written whole or not at all (:func:`~pymc_lbp.files.write_text_atomically`),
+only after a run that was not cut short (:mod:`pymc_lbp.cli.interrupts`).
 """
 
 from __future__ import annotations
