@@ -100,8 +100,6 @@ def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
 
     try:
         yield
-    except CLIError:
-        raise
     except UAIFormatError as err:
         raise CLIError(f"malformed file: {err}", EXIT_FORMAT) from err
     except ImpossibleEvidenceError as err:
