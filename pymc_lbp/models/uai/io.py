@@ -13,10 +13,9 @@ Every reader raises :class:`UAIFormatError` naming the file and the line and 1-b
 number of the offending field, and skips a leading UTF-8 byte-order mark; every writer writes
 its file whole or not at all (:func:`~pymc_lbp.files.write_text_atomically`).
 
-The token streams are in :mod:`pymc_lbp.models.uai.tokens`; evidence is read and written in
-:mod:`pymc_lbp.models.uai.evidence_io`, the ``.MAR``, ``.PR`` and ``.MAP`` files in
-:mod:`pymc_lbp.models.uai.results_io`. This module reads and writes networks, and every reader
-and writer of the family stays importable from here.
+This module reads and writes networks (evidence in :mod:`~pymc_lbp.models.uai.evidence_io`,
+the result files in :mod:`~pymc_lbp.models.uai.results_io`); every reader and writer of the
+family is importable from here.
 """
 
 from __future__ import annotations
