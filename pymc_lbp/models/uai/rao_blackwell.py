@@ -373,9 +373,7 @@ def marginal_mcse(
             data = az.convert_to_dataset(series[:, :, ~constant])
             found[~constant] = np.asarray(az.mcse(data, method="mean")["x"])
         errors[start:stop] = found.reshape(stop - start, plan.kmax)
-    out = _deltas(plan, network.cards)
-    for v in plan.fixed:
-        out[v][:] = 0.0
+    out = [np.zeros(int(k)) for k in network.cards]
     for i, v in enumerate(plan.free.tolist()):
         out[v] = errors[i, : plan.free_cards[i]]
     return out
