@@ -306,19 +306,6 @@ def _is_cpt_structured(network: UAINetwork) -> bool:
     return True
 
 
-def _weighted_forward_state(
-    network: UAINetwork, evidence: dict[int, int], rng: np.random.Generator, batch: int = 256
-) -> np.ndarray | None:
-    """One forward sample, drawn among a batch with probability proportional to its evidence
-    likelihood (sampling-importance-resampling); None if no sample of the batch is feasible."""
-    states, log_w = forward_sample(network, batch, evidence=evidence, rng=rng)
-    log_w = np.where(np.isfinite(network.log_factor_product(states)), log_w, -np.inf)
-    if not np.isfinite(log_w).any():
-        return None
-    w = np.exp(log_w - log_w.max())
-    return states[int(rng.choice(batch, p=w / w.sum()))]
-
-
 def random_feasible_states(
     network: UAINetwork,
     evidence: Mapping[int, int] | None = None,
@@ -408,11 +395,13 @@ def _random_feasible_state(
 ) -> tuple[np.ndarray, str]:
     """One feasible state by forward sampling (CPT-structured networks), greedy repair from a
     random state, or :func:`find_feasible_state`, and how it was found."""
-    if bayesian:
+    if bayesian:  # a batch's sample drawn in proportion to its likelihood weight (SIR)
         for _ in range(8):
-            state = _weighted_forward_state(network, evidence, rng)
-            if state is not None:
-                return state, "forward sampling"
+            states, log_w = forward_sample(network, 256, evidence=evidence, rng=rng)
+            log_w = np.where(np.isfinite(network.log_factor_product(states)), log_w, -np.inf)
+            if np.isfinite(log_w).any():
+                w = np.exp(log_w - log_w.max())
+                return states[int(rng.choice(256, p=w / w.sum()))], "forward sampling"
     state = greedy_repair(network, evidence, rng=rng)
     if state is not None:
         return state, "greedy repair"
