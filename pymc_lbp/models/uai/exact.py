@@ -15,9 +15,8 @@ Before any table is built, the largest cluster table of the order is computed; i
 ``max_table_size`` entries a :class:`TreewidthTooLargeError` (a ``MemoryError``) states the size
 and the induced width (``max_table_size=None``: no limit).
 
-The orders and the bucket tree are chosen in :mod:`pymc_lbp.factor_graph.elimination`, the tables
-are built and passed in :mod:`pymc_lbp.factor_graph.bucket_tree`; this module holds the public
-functions (their names, and those of ``elimination``, stay importable from here).
+The orders are chosen in :mod:`pymc_lbp.factor_graph.elimination` (its names are importable from
+here too), the tables built and passed in :mod:`pymc_lbp.factor_graph.bucket_tree`.
 """
 
 from __future__ import annotations
