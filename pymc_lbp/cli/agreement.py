@@ -79,9 +79,9 @@ def chain_disagreement(
         observed = np.unique(values)  # a value no draw takes is not compared (nothing varies)
         observed = observed[observed >= (1 if card == 2 else 0)]  # binary: its value 1 suffices
         # the values in groups whose indicators (chain x draw x value x member) fit _ENTRIES
-        per_value = max(1, values.size)
-        for lo in range(0, observed.size, max(1, _ENTRIES // per_value)):
-            ks = observed[lo : lo + max(1, _ENTRIES // per_value)]
+        group = max(1, _ENTRIES // max(1, values.size))
+        for lo in range(0, observed.size, group):
+            ks = observed[lo : lo + group]
             ind = (values[:, :, None, :] == ks[:, None]).astype(np.float64)
             ind = ind.reshape(*values.shape[:2], -1)  # value-major: (k0, m0), (k0, m1), ..
             freq = ind.mean(axis=1)  # (chain, value x member)

@@ -1,28 +1,22 @@
 """The ``mar-batch`` command: ``mar`` on many UAI networks, one Dask task per network.
 
-Each task runs the ``mar`` command itself (:func:`pymc_lbp.cli.mar.run_mar` on ``["mar", NET, "-o",
-DIR/NET.MAR, ...]``, its stdout and stderr captured), so every ``mar`` option passes through
-unchanged: ``mar-batch`` shares ``mar``'s argparse actions (:func:`pymc_lbp.cli.parser.build_parser`
-lists them in ``args.forward_actions``) and turns the values parsed back into ``mar``'s argv
-(:func:`mar_argv`, checked to parse back to the same values). Per network it adds the evidence
-(``NET.uai.evid`` when it is beside the network), a seed (:func:`network_seeds`) and ``--quiet``
-(a task's output goes to ``DIR/NET.log``, not to a terminal).
+Each task runs the ``mar`` command itself (:func:`pymc_lbp.cli.mar.run_mar`, its stdout and
+stderr captured for ``DIR/NET.log``), so every ``mar`` option passes through unchanged
+(:func:`mar_argv`); per network it adds the evidence (``NET.uai.evid`` when it is beside the
+network), a seed (:func:`network_seeds`) and ``--quiet``.
 
-The cluster is a :class:`distributed.LocalCluster` of ``--workers`` processes with one thread
-each (:func:`start_local_cluster`: the workers get the parent's ``PYTENSOR_FLAGS`` and
-``OPENBLAS_NUM_THREADS``; two workers compiling at once share pytensor's compiledir, which
+The cluster is a local one of ``--workers`` processes with one thread each
+(:func:`start_local_cluster`; two workers compiling at once share pytensor's compiledir, which
 pytensor locks), or the cluster behind ``--scheduler ADDRESS``. A failing network (a malformed
 file, impossible evidence, a crash) is a row of the summary with its exit code and error, never
 the end of the batch; the batch exits with :data:`EXIT_BATCH_FAILED` when any row failed.
-
 Dask is imported only inside :func:`run_batch`, so ``--help`` stays instant; without it the
 command exits with :data:`EXIT_FILE` and names ``pip install 'pymc_lbp[dask]'``.
 
 The runs write their results into a folder of their own inside ``DIR``; they are moved into
 ``DIR`` with the logs and the summary once every run has finished, or, on Ctrl-C, the runs that
 finished (the others get a row that says so, and lose a previous batch's results); nothing
-is new when none had finished. The local cluster's dashboard is off unless ``--dashboard``;
-its HTTP server listens on 127.0.0.1 only, as the scheduler and the workers do.
+is new when none had finished.
 """
 
 from __future__ import annotations
@@ -203,19 +197,16 @@ def run_network(
         code, error = int(exc.code or EXIT_USAGE), f"mar refused its options: {argv}"
     except Exception as exc:  # a crash is this network's row, not the batch's end
         code, error = EXIT_SAMPLING, f"crashed: {type(exc).__name__}: {exc}"
-    row: dict[str, Any] = dict.fromkeys(COLUMNS, "")
+    row = _row(network_name(network), code, error.replace("\n", " "))
     text = out.getvalue()
     method = re.search(r"^method: (\w+)", text, re.MULTILINE)
     sampled = re.search(r"sampled (\d+) chain\(s\) x (\d+) draws", text)
     row.update(
-        network=network_name(network),
         method=method.group(1) if method else "",
         seconds=round(time.perf_counter() - t0, 3),
         chains=int(sampled.group(1)) if sampled else "",
         draws=int(sampled.group(2)) if sampled else "",
         seed="" if seed is None else seed,
-        exit_code=code,
-        error=error.replace("\n", " "),
     )
     reference = Path(f"{network}.MAR")
     if code == EXIT_OK and reference.is_file():
@@ -351,8 +342,8 @@ def _check_files(networks: list[Path], names: list[str], out_dir: Path) -> None:
     check_distinct(outputs, inputs)
 
 
-def _failed_row(name: str, code: int, error: str) -> dict[str, Any]:
-    """The row of a network whose run gave no row of its own."""
+def _row(name: str, code: int, error: str) -> dict[str, Any]:
+    """A network's row with these cells, the others empty (as a run that gave no row has it)."""
     return dict.fromkeys(COLUMNS, "") | {
         "network": name,
         "exit_code": code,
@@ -479,7 +470,7 @@ def run_batch(args: argparse.Namespace, out: Any, err: Any) -> int:
                         rows[name] = future.result()
                         ran.add(name)
                     except Exception as exc:  # the worker died (KilledWorker) or the task was lost
-                        rows[name] = _failed_row(
+                        rows[name] = _row(
                             name, EXIT_SAMPLING, f"task failed: {type(exc).__name__}: {exc}"
                         )
         except (KeyboardInterrupt, Interrupted):
@@ -487,7 +478,7 @@ def run_batch(args: argparse.Namespace, out: Any, err: Any) -> int:
                 raise  # nothing finished: nothing new in DIR
             interrupted = True
         ordered = [
-            rows.get(name) or _failed_row(name, EXIT_INTERRUPTED, "interrupted before it finished")
+            rows.get(name) or _row(name, EXIT_INTERRUPTED, "interrupted before it finished")
             for name in names
         ]
         with deferred_interrupts():

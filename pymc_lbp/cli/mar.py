@@ -1,13 +1,8 @@
 """The work of the ``mar`` command: the checks of its files and options before any work, the
-exact marginals (``--exact``), the sampling run and its summary, and the mapping of errors to
-exit codes (:data:`pymc_lbp.cli.parser.EXIT_CODES`).
-
-Used by :func:`pymc_lbp.cli.main`; :func:`check_output` is importable from :mod:`pymc_lbp.cli`
-too. A ``--time-limit`` run samples through :func:`pymc_lbp.cli.timed.sample_until`; the
-marginals are Rao-Blackwellised (``--estimator``, :mod:`pymc_lbp.models.uai.rao_blackwell`) and
-``--mcse`` writes their Monte Carlo standard errors beside the MAR file. Every result file is
-written whole or not at all (:func:`~pymc_lbp.files.write_text_atomically`), only after a run
-that was not cut short (:mod:`pymc_lbp.cli.interrupts`).
+exact marginals, the sampling run (``--time-limit``: :func:`pymc_lbp.cli.timed.sample_until`)
+and its summary, and the mapping of errors to exit codes (:data:`pymc_lbp.cli.parser.EXIT_CODES`).
+Every result file is written whole or not at all (:func:`~pymc_lbp.files.write_text_atomically`),
+only after a run that was not cut short (:mod:`pymc_lbp.cli.interrupts`).
 """
 
 from __future__ import annotations
@@ -105,8 +100,6 @@ def _errors_to_exit_codes(args: argparse.Namespace) -> Iterator[None]:
 
     try:
         yield
-    except CLIError:
-        raise
     except UAIFormatError as err:
         raise CLIError(f"malformed file: {err}", EXIT_FORMAT) from err
     except ImpossibleEvidenceError as err:
@@ -199,10 +192,26 @@ def check_output(path: str) -> Path:
     CLIError
         With :data:`EXIT_FILE` and the reason.
     """
+    separators = tuple(sep for sep in (os.sep, os.altsep, "/") if sep)
+    if path.endswith(separators):
+        raise CLIError(
+            f"output {path}: ends with a path separator (a directory, not a file name)", EXIT_FILE
+        )
     p = Path(path)
-    try:
-        _probe_output(p, path)
-    except OSError as exc:  # e.g. a name too long for the file system, even to stat it
+    try:  # stat and open may refuse too, e.g. a name too long for the file system
+        if p.is_dir():
+            raise CLIError(f"output {path}: is a directory", EXIT_FILE)
+        if not p.parent.exists():
+            raise CLIError(f"output {path}: directory {p.parent} does not exist", EXIT_FILE)
+        if not p.parent.is_dir():
+            raise CLIError(f"output {path}: {p.parent} is not a directory", EXIT_FILE)
+        existed = p.exists()
+        with open(p, "a"):
+            pass
+        if not existed:
+            with contextlib.suppress(OSError):
+                p.unlink()
+    except OSError as exc:
         reason = exc.strerror or str(exc)
         raise CLIError(f"output {path}: cannot be written: {reason}", EXIT_FILE) from exc
     return p
@@ -251,36 +260,6 @@ def _file_keys(path: str | Path) -> list[object]:
         stat = resolved.stat()
         keys.append((stat.st_dev, stat.st_ino))
     return keys
-
-
-def _probe_output(p: Path, path: str) -> None:
-    separators = tuple(sep for sep in (os.sep, os.altsep, "/") if sep)
-    if path.endswith(separators):
-        raise CLIError(
-            f"output {path}: ends with a path separator (a directory, not a file name)", EXIT_FILE
-        )
-    if p.is_dir():
-        raise CLIError(f"output {path}: is a directory", EXIT_FILE)
-    parent = p.parent
-    if not parent.exists():
-        raise CLIError(f"output {path}: directory {parent} does not exist", EXIT_FILE)
-    if not parent.is_dir():
-        raise CLIError(f"output {path}: {parent} is not a directory", EXIT_FILE)
-    existed = p.exists()
-    with open(p, "a"):
-        pass
-    if not existed:
-        with contextlib.suppress(OSError):
-            p.unlink()
-
-
-def _effective_network(network: Any, kind: str | None) -> Any:
-    """The network the target is computed from: with the BAYES layout (asked for, or declared
-    by the file with ``--kind file``) its CPTs are checked and rescaled exactly as
-    :func:`~pymc_lbp.models.uai.read_uai` does, so ``--exact`` and sampling agree."""
-    if (kind or network.kind) != "BAYES":
-        return network
-    return network.normalised_cpts()
 
 
 @contextlib.contextmanager
@@ -355,19 +334,14 @@ def _note_unused_evidence(network_path: Path, network: Any, err: Any) -> None:
 def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
     from pymc_lbp.models.uai import ImpossibleEvidenceError, read_evidence, read_network
 
-    started = getattr(args, "started", None) or time.perf_counter()  # --time-limit's start
     # every check before any work: files, output, layout, sampler
     network_path = _check_readable(args.network, "network file")
     evidence_path = _check_readable(args.evidence, "evidence file") if args.evidence else None
-    outputs = [("-o", args.output)]
-    if getattr(args, "mcse", None):
-        outputs.append(("--mcse", args.mcse))
-    inputs = [("the network file", args.network)]
-    if evidence_path is not None:
-        inputs.append(("the evidence file", args.evidence))
-    check_distinct(outputs, inputs)
+    outputs = [("-o", args.output), ("--mcse", args.mcse)]
+    inputs = [("the network file", args.network), ("the evidence file", args.evidence)]
+    check_distinct([o for o in outputs if o[1]], [i for i in inputs if i[1]])
     output = check_output(args.output)
-    mcse = check_output(args.mcse) if getattr(args, "mcse", None) else None
+    mcse = check_output(args.mcse) if args.mcse else None
     _check_time_limit(args)
     free = available_memory()
     network = read_network(
@@ -375,8 +349,9 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
     )
     evidence = read_evidence(evidence_path, network)
     kind = None if args.kind == "file" else args.kind
-    try:
-        target = _effective_network(network, kind)
+    try:  # BAYES (asked for, or the file's): CPTs checked and rescaled as read_uai does them,
+        # so the exact and the sampled marginals have one target
+        target = network.normalised_cpts() if (kind or network.kind) == "BAYES" else network
     except ValueError as exc:  # not CPT-structured, or CPT rows that do not sum to 1
         raise CLIError(f"--kind {args.kind}: {exc}", EXIT_USAGE) from exc
     if args.exact and args.method == "sample":
@@ -395,7 +370,7 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
         chosen, why = _choose_method(method, args, target, evidence)
         print(f"method: {chosen} ({why})", file=out)
         if chosen == "exact":
-            if getattr(args, "time_limit", None) is not None:
+            if args.time_limit is not None:
                 print("--time-limit not used: the exact marginals need no sampling", file=out)
             code = _exact(args, target, evidence, (output, mcse), out)
             if mcse is not None:
@@ -403,8 +378,7 @@ def _run_mar(args: argparse.Namespace, out: Any, err: Any) -> int:
         else:
             if args.strict and args.chains < 2:
                 raise CLIError("--strict compares chains: it needs --chains 2 or more", EXIT_USAGE)
-            files = (output, mcse)
-            code = _sample(args, network, target, kind, evidence, files, out, err, started)
+            code = _sample(args, network, target, kind, evidence, (output, mcse), out, err)
         if method == "auto" and not args.quiet:  # what auto chose, beside the log line
             print(f"pymc_lbp mar: {chosen} marginals ({why})", file=err)
         return code
@@ -424,10 +398,8 @@ def _impossible_evidence(
     if evidence:
         shown = ", ".join(f"x{v}={x}" for v, x in list(evidence.items())[:8])
         more = f" and {len(evidence) - 8} more" if len(evidence) > 8 else ""
-        what, fix = (
-            f"the evidence {shown}{more}",
-            "check the evidence for a value the others rule out",
-        )
+        what = f"the evidence {shown}{more}"
+        fix = "check the evidence for a value the others rule out"
     else:
         what, fix = "the network", "check the zeros of the factors"
     return CLIError(
@@ -442,7 +414,7 @@ def _impossible_evidence(
 
 def _check_time_limit(args: argparse.Namespace) -> None:
     """``--time-limit`` needs sampling, and parallel chains that all run at once."""
-    if getattr(args, "time_limit", None) is None:
+    if args.time_limit is None:
         return
     if args.exact or args.method == "exact":
         raise CLIError("--time-limit budgets sampling: not with --method exact", EXIT_USAGE)
@@ -543,7 +515,6 @@ def _sample(
     files: tuple[Path, Path | None],
     out: Any,
     err: Any,
-    started: float,
 ) -> int:
     import numpy as np
     import pymc as pm
@@ -559,8 +530,8 @@ def _sample(
     )
 
     output, mcse = files
-    rb = getattr(args, "estimator", "rao-blackwell") == "rao-blackwell"
-    time_limit = getattr(args, "time_limit", None)
+    rb = args.estimator == "rao-blackwell"
+    started, time_limit = args.started, args.time_limit
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**31)
     # one random feasible start per chain (the target's own CPTs with --kind BAYES)
     starts, sources = random_feasible_states(target, evidence, args.chains, rng=seed)
@@ -640,8 +611,7 @@ def _sample(
         print(line, file=out)
     for line in _summary(idata, model, seconds):
         print(line, file=out)
-    estimator = "rao-blackwell" if rb else "counts"
-    print(f"marginals -> {output} (estimator: {estimator})", file=out)
+    print(f"marginals -> {output} (estimator: {args.estimator})", file=out)
     if mcse is not None:
         print(f"Monte Carlo standard errors (ArviZ mcse) -> {mcse}", file=out)
     disagree = chain_disagreement(idata, model)

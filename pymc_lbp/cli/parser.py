@@ -11,11 +11,7 @@ import argparse
 import math
 import textwrap
 
-from pymc_lbp.cli.samplers import (
-    DEFAULT_SAMPLER,
-    SAMPLER_HELP,
-    SAMPLERS,
-)
+from pymc_lbp.cli.samplers import DEFAULT_SAMPLER, SAMPLER_HELP, SAMPLERS
 
 EXIT_OK = 0
 EXIT_SAMPLING = 1
@@ -123,8 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Write the per-variable marginals of a UAI network in the UAI MAR format: exact "
             "(variable elimination) where its tables fit, else sampled with pm.sample "
-            "(--method). "
-            "Evidence variables are fixed and written as 0/1 deltas."
+            "(--method). Evidence variables are fixed and written as 0/1 deltas."
         ),
         epilog=_sampler_epilog() + "\n\n" + _exit_code_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -206,11 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
         "largest table fits --max-table-size, sampling otherwise; exact: elimination or exit "
         "code 6; sample: always sample. The run says which it used and why",
     )
-    mar.add_argument(
-        "--exact",
-        action="store_true",
-        help="the same as --method exact",
-    )
+    mar.add_argument("--exact", action="store_true", help="the same as --method exact")
     mar.add_argument(
         "--max-table-size",
         type=_positive_int,

@@ -9,6 +9,7 @@ NumPy and SciPy are imported inside the functions).
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,41 +47,18 @@ BLOCK_GIBBS_MAX_STATES = 2**16
 SamplerFactory = Callable[[list, "int | None"], Any]
 
 
-def _gibbs_with_gradients(vars: list, steps_per_draw: int | None) -> Any:
-    from pymc_lbp.samplers.single_site.step import GibbsWithGradients
+def _explicit_steps(path: str, **options: Any) -> SamplerFactory:
+    """The factory of the step class ``path`` (``module.Class``, imported when it is called)
+    with ``options`` and an explicit ``steps_per_draw``."""
 
-    return GibbsWithGradients(vars, steps_per_draw=_explicit(steps_per_draw))
+    def factory(vars: list, steps_per_draw: int | None) -> Any:
+        if steps_per_draw is None:
+            raise ValueError("this sampler needs an explicit steps_per_draw")
+        module, name = path.rsplit(".", 1)
+        step = getattr(importlib.import_module(module), name)
+        return step(vars, steps_per_draw=steps_per_draw, **options)
 
-
-def _locally_balanced(vars: list, steps_per_draw: int | None) -> Any:
-    from pymc_lbp.samplers.single_site.step import LocallyBalanced
-
-    return LocallyBalanced(
-        vars, balancing="sqrt", differences="exact", steps_per_draw=_explicit(steps_per_draw)
-    )
-
-
-def _path_auxiliary(vars: list, steps_per_draw: int | None) -> Any:
-    """PathAuxiliaryLBP with gradient differences (the PAS paper's sampler; exact on the
-    multilinear binary UAI models) and the path length tuned to 0.574 acceptance."""
-    from pymc_lbp.samplers.path.step import PathAuxiliaryLBP
-
-    return PathAuxiliaryLBP(
-        vars, balancing="sqrt", differences="gradient", steps_per_draw=_explicit(steps_per_draw)
-    )
-
-
-def _self_balancing(vars: list, steps_per_draw: int | None) -> Any:
-    """SelfBalancing (LSB1: learned mixture of balancing functions) with exact differences,
-    learning during tuning only."""
-    from pymc_lbp.samplers.self_balancing.step import SelfBalancing
-
-    return SelfBalancing(
-        vars,
-        family="lsb1",
-        differences="exact",
-        steps_per_draw=_explicit(steps_per_draw),
-    )
+    return factory
 
 
 def _neural_block(vars: list, steps_per_draw: int | None) -> Any:
@@ -153,12 +131,6 @@ def _pymc_gibbs(vars: list, steps_per_draw: int | None) -> list:
     return steps
 
 
-def _explicit(steps_per_draw: int | None) -> int:
-    if steps_per_draw is None:
-        raise ValueError("this sampler needs an explicit steps_per_draw")
-    return steps_per_draw
-
-
 def _is_bernoulli(var: Any) -> bool:
     """Whether a random variable (or its value variable) is a Bernoulli."""
     import pymc as pm
@@ -196,10 +168,21 @@ def grid_blocks(network: Any) -> Any:
 #: Adding one is one line here and one in :data:`SAMPLER_HELP`.
 SAMPLERS: dict[str, SamplerFactory] = {
     "block_gibbs": _block_gibbs,
-    "gibbs_with_gradients": _gibbs_with_gradients,
-    "locally_balanced": _locally_balanced,
-    "path_auxiliary_lbp": _path_auxiliary,
-    "self_balancing": _self_balancing,
+    "gibbs_with_gradients": _explicit_steps(
+        "pymc_lbp.samplers.single_site.step.GibbsWithGradients"
+    ),
+    "locally_balanced": _explicit_steps(
+        "pymc_lbp.samplers.single_site.step.LocallyBalanced", balancing="sqrt", differences="exact"
+    ),
+    # gradient differences: the PAS paper's sampler, exact on the multilinear binary UAI models;
+    # the path length is tuned to 0.574 acceptance
+    "path_auxiliary_lbp": _explicit_steps(
+        "pymc_lbp.samplers.path.step.PathAuxiliaryLBP", balancing="sqrt", differences="gradient"
+    ),
+    # LSB1: a learned mixture of balancing functions, learning during tuning only
+    "self_balancing": _explicit_steps(
+        "pymc_lbp.samplers.self_balancing.step.SelfBalancing", family="lsb1", differences="exact"
+    ),
     "neural_block": _neural_block,
     "pymc_gibbs": _pymc_gibbs,
 }
@@ -425,9 +408,7 @@ def default_steps_per_draw(n_sites: int) -> int:
 
 def make_steps(name: str, vars: list, steps_per_draw: int | None) -> list:
     """The steps of sampler ``name`` for ``vars`` (inside the model context), as a list."""
-    try:
-        factory = SAMPLERS[name]
-    except KeyError:
-        raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}") from None
-    steps = factory(vars, steps_per_draw)
+    if name not in SAMPLERS:
+        raise ValueError(f"unknown sampler {name!r}; choose from {sorted(SAMPLERS)}")
+    steps = SAMPLERS[name](vars, steps_per_draw)
     return list(steps) if isinstance(steps, list | tuple) else [steps]

@@ -148,7 +148,6 @@ class BudgetRecorder:
         self.slots = [(name, info.members[name]) for name in info.free_names]
         self.estimate = (np.zeros((self.plan.kmax, self.plan.free.size)), 0)  # (sum, draws)
         self.pending: list[np.ndarray] = []
-        self.stopped_at: float | None = None
         self.in_callback = False
 
     # ------------------------------------------------------------------ the callback
@@ -185,7 +184,6 @@ class BudgetRecorder:
             if len(self.pending) >= _BATCH:
                 self._add_pending()
         if time.perf_counter() + 1.5 * chain.slowest >= chain.deadline:
-            self.stopped_at = time.perf_counter()
             raise KeyboardInterrupt
 
     def _add_pending(self) -> None:
@@ -296,9 +294,8 @@ class _Watchdog:
 
 @dataclass
 class TimedRun:
-    """A finished ``--time-limit`` run: its recorder and its times; after
-    :meth:`inference_data`, the diagnostics' ``InferenceData`` (chains cut to one length,
-    :meth:`BudgetRecorder.inference_data`) as ``idata`` and that length as ``length``."""
+    """A finished ``--time-limit`` run: its recorder and its times; ``length`` is the chains'
+    length in :meth:`inference_data` (cut to one, :meth:`BudgetRecorder.inference_data`)."""
 
     recorder: BudgetRecorder
     seconds: float
@@ -308,13 +305,12 @@ class TimedRun:
     sampling_end: float
     margin: float
     tune: int
-    idata: Any = None
     length: int = 0
 
     def inference_data(self) -> Any:
         """The diagnostics' ``InferenceData`` (built after the MAR file is written)."""
-        self.idata, self.length = self.recorder.inference_data()
-        return self.idata
+        idata, self.length = self.recorder.inference_data()
+        return idata
 
     def report(self, written: float) -> list[str]:
         """The lines that say what the budget bought: for stdout, then one for stderr."""

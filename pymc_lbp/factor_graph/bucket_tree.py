@@ -2,10 +2,7 @@
 
 :class:`_BucketTree` distributes the evidence-conditioned log factors of a UAI network over the
 steps of an :class:`~pymc_lbp.factor_graph.elimination.EliminationPlan` and runs the upward pass
-(log Z), the downward pass (every marginal) and backward sampling; ``_sum_tables`` and ``_lse``
-build and reduce the cluster tables with plain numpy broadcasting. Used by
-:mod:`pymc_lbp.models.uai.exact` (:func:`~pymc_lbp.models.uai.exact.exact_inference`,
-:func:`~pymc_lbp.models.uai.exact.sample_exact`).
+(log Z), the downward pass (every marginal) and backward sampling, with plain numpy broadcasting.
 """
 
 from __future__ import annotations

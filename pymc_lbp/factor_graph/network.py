@@ -158,9 +158,9 @@ class UAINetwork:
             or the parent graph has a cycle.
         """
         where = f"{self.name}: not a Bayesian network"
-        if any(len(s) == 0 for s in self.scopes):
-            f = next(i for i, s in enumerate(self.scopes) if len(s) == 0)
-            raise ValueError(f"{where}: factor {f} has an empty scope (no child)")
+        empty = [f for f, s in enumerate(self.scopes) if not s]
+        if empty:
+            raise ValueError(f"{where}: factor {empty[0]} has an empty scope (no child)")
         children = np.array([s[-1] for s in self.scopes], dtype=np.int64)
         counts = np.bincount(children, minlength=self.n_vars)
         if np.any(counts != 1):

@@ -59,15 +59,15 @@ def _neighbour_sum(s, shape: tuple[int, ...], periodic: bool, pair=operator.mul)
     for axis, n in enumerate(shape):
         if n < 2:
             continue
-        lo = [slice(None)] * len(shape)
-        hi = [slice(None)] * len(shape)
-        lo[axis], hi[axis] = slice(0, n - 1), slice(1, n)
-        total = total + pt.sum(pair(s[tuple(lo)], s[tuple(hi)]))
+
+        def part(start: int, stop: int, axis: int = axis):
+            index = [slice(None)] * len(shape)
+            index[axis] = slice(start, stop)
+            return s[tuple(index)]
+
+        total = total + pt.sum(pair(part(0, n - 1), part(1, n)))
         if periodic and n > 2:
-            first = [slice(None)] * len(shape)
-            last = [slice(None)] * len(shape)
-            first[axis], last[axis] = slice(0, 1), slice(n - 1, n)
-            total = total + pt.sum(pair(s[tuple(first)], s[tuple(last)]))
+            total = total + pt.sum(pair(part(0, 1), part(n - 1, n)))
     return total
 
 
@@ -209,9 +209,9 @@ def segmentation_model(
         With the Bernoulli variable ``"x"`` (pixel = 1 for foreground) and the observation
         ``alpha`` stored as ``model.alpha`` (a numpy array).
     """
-    base = LSB_CASES.get(case, (None, None, None)) if case is not None else (None, None, None)
     if case is not None and case not in LSB_CASES:
         raise ValueError(f"case must be one of {sorted(LSB_CASES)} or None, got {case!r}")
+    base = (None, None, None) if case is None else LSB_CASES[case]
     lam = base[0] if lam is None else lam
     mu = base[1] if mu is None else mu
     sigma = base[2] if sigma is None else sigma

@@ -1,27 +1,13 @@
-"""Reading and writing UAI evidence (``.evid`` files or ``{variable: value}`` mappings).
-
-``.evid`` evidence: ``N v1 x1 .. vN xN``; or, in other competition years, a leading sample count
-``1 N v1 x1 ..`` (the two forms differ in the parity of the token count). ``0`` = no evidence.
-:func:`read_evidence` checks the evidence against a network; it is used by everything that
-conditions on evidence (:mod:`pymc_lbp.models.uai.exact`, :mod:`pymc_lbp.models.uai.model`,
-:mod:`pymc_lbp.factor_graph.clusters`, ...) and importable from :mod:`pymc_lbp.models.uai.io`.
-"""
+"""Reading and writing UAI evidence (``.evid`` files or ``{variable: value}`` mappings; the
+format is in :mod:`pymc_lbp.models.uai.io`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
-
-import numpy as np
 
 from pymc_lbp.factor_graph.network import UAINetwork, check_evidence
 from pymc_lbp.files import write_text_atomically
-from pymc_lbp.models.uai.tokens import (
-    PathLike,
-    _Cursor,
-    _read_text,
-    _Tokens,
-)
+from pymc_lbp.models.uai.tokens import PathLike, _Cursor, _Tokens
 
 __all__ = ["read_evidence", "write_evidence"]
 
@@ -57,16 +43,12 @@ def read_evidence(
         return {}
     if isinstance(source, Mapping):
         return check_evidence(source, network)
-    path = Path(source)
-    toks = _Tokens(_read_text(path), str(path))
+    toks = _Tokens.from_file(source)
     if len(toks) == 0:
         return {}
     cur = _Cursor(toks, 0)
-    bad = np.isnan(cur.values)
-    if bad.any():  # before the form is guessed from the count of tokens
-        i = int(np.argmax(bad))
-        what = "NaN" if toks.is_numeric(i) else "non-numeric token"
-        raise toks.error(i, f"{what} in the evidence: expected integers")
+    # before the form is guessed from the count of tokens
+    toks.check_numbers(cur.values, 0, "the evidence: expected integers")
     if len(toks) % 2 == 0 and cur.values[0] == 1:  # other years: sample count 1, then N v x ..
         cur.pos = 1
     count_pos = cur.pos

@@ -15,9 +15,8 @@ Before any table is built, the largest cluster table of the order is computed; i
 ``max_table_size`` entries a :class:`TreewidthTooLargeError` (a ``MemoryError``) states the size
 and the induced width (``max_table_size=None``: no limit).
 
-The orders and the bucket tree are chosen in :mod:`pymc_lbp.factor_graph.elimination`, the tables
-are built and passed in :mod:`pymc_lbp.factor_graph.bucket_tree`; this module holds the public
-functions (their names, and those of ``elimination``, stay importable from here).
+The orders are chosen in :mod:`pymc_lbp.factor_graph.elimination` (its names are importable from
+here too), the tables built and passed in :mod:`pymc_lbp.factor_graph.bucket_tree`.
 """
 
 from __future__ import annotations
@@ -82,7 +81,20 @@ class ExactResult:
         return self.log_z / math.log(10.0)
 
 
-# --------------------------------------------------------------------------- public API
+def _zero_factor_detail(
+    network: UAINetwork, evidence: Mapping[int, int]
+) -> tuple[str, bool] | None:
+    """Why one factor alone rules the evidence out, and whether evidence values take part in
+    it; None when no factor does."""
+    found = zero_factor(network, evidence)
+    if found is None:
+        return None
+    f, fixed = found
+    values = ", ".join(f"x{v}={evidence[v]}" for v in fixed)
+    where = f"at {values} for every value of its other variables" if fixed else "everywhere"
+    return f"factor {f} on {network.scopes[f]} is zero {where}", bool(fixed)
+
+
 def _impossible(
     network: UAINetwork, evidence: Mapping[int, int], source: EvidenceLike = None
 ) -> ImpossibleEvidenceError:
@@ -91,18 +103,8 @@ def _impossible(
     where = network.name
     if isinstance(source, str | os.PathLike):
         where = f"{os.fspath(source)} (evidence for {network.name})"
-    local = zero_factor(network, evidence)
-    if local is None:
-        detail = None
-    elif local[1]:
-        f, fixed = local
-        values = ", ".join(f"x{v}={evidence[v]}" for v in fixed)
-        detail = (
-            f"factor {f} on {network.scopes[f]} is zero at {values} for every value of its "
-            "other variables"
-        )
-    else:
-        detail = f"factor {local[0]} on {network.scopes[local[0]]} is zero everywhere"
+    local = _zero_factor_detail(network, evidence)
+    detail = local[0] if local else None
     if evidence:
         detail = detail or (
             f"every state that agrees with the {len(evidence)} evidence values has a zero factor"
@@ -112,6 +114,20 @@ def _impossible(
         )
     detail = detail or "every state has a zero factor"
     return ImpossibleEvidenceError(f"{where}: the partition function is 0: {detail}")
+
+
+def _forward(
+    network: UAINetwork, evidence: EvidenceLike, max_table_size: int | None, heuristic: str
+) -> tuple[dict[int, int], EliminationPlan, _BucketTree, float]:
+    """The evidence read, the plan (checked against ``max_table_size``), the tree after its
+    upward pass, and log Z."""
+    max_table_size = check_max_table_size(max_table_size)
+    evidence = read_evidence(evidence, network)
+    plan = elimination_plan(network, evidence, heuristic=heuristic)
+    plan.check_size(max_table_size, network.name)
+    tree = _BucketTree(network, evidence, plan)
+    log_z = tree.forward() if np.isfinite(tree.log_constant) else -np.inf
+    return evidence, plan, tree, log_z
 
 
 def exact_inference(
@@ -150,25 +166,17 @@ def exact_inference(
     ImpossibleEvidenceError
         ``marginals=True`` and the evidence has probability zero (or Z = 0).
     """
-    max_table_size = check_max_table_size(max_table_size)
-    source, evidence = evidence, read_evidence(evidence, network)
-    plan = elimination_plan(network, evidence, heuristic=heuristic)
-    plan.check_size(max_table_size, network.name)
-    tree = _BucketTree(network, evidence, plan)
-    log_z = tree.forward() if np.isfinite(tree.log_constant) else -np.inf
+    source = evidence
+    evidence, plan, tree, log_z = _forward(network, evidence, max_table_size, heuristic)
     if not marginals:
         return ExactResult(log_z, None, plan)
     if log_z == -np.inf:
         raise _impossible(network, evidence, source)
     free = tree.backward()
-    out = []
-    for v in range(network.n_vars):
-        if v in evidence:
-            delta = np.zeros(int(network.cards[v]))
-            delta[evidence[v]] = 1.0
-            out.append(delta)
-        else:
-            out.append(free[v])
+    out = [
+        np.eye(int(network.cards[v]))[evidence[v]] if v in evidence else free[v]
+        for v in range(network.n_vars)
+    ]
     return ExactResult(log_z, out, plan)
 
 
@@ -254,13 +262,9 @@ def sample_exact(
     ImpossibleEvidenceError
         P(evidence) = 0.
     """
-    max_table_size = check_max_table_size(max_table_size)
+    source = evidence
+    evidence, _, tree, log_z = _forward(network, evidence, max_table_size, "auto")
     rng = np.random.default_rng(rng)
-    source, evidence = evidence, read_evidence(evidence, network)
-    plan = elimination_plan(network, evidence)
-    plan.check_size(max_table_size, network.name)
-    tree = _BucketTree(network, evidence, plan)
-    log_z = tree.forward() if np.isfinite(tree.log_constant) else -np.inf
     if log_z == -np.inf:
         raise _impossible(network, evidence, source)
     states = np.zeros((size, network.n_vars), dtype=np.int64)

@@ -13,10 +13,9 @@ Every reader raises :class:`UAIFormatError` naming the file and the line and 1-b
 number of the offending field, and skips a leading UTF-8 byte-order mark; every writer writes
 its file whole or not at all (:func:`~pymc_lbp.files.write_text_atomically`).
 
-The token streams are in :mod:`pymc_lbp.models.uai.tokens`; evidence is read and written in
-:mod:`pymc_lbp.models.uai.evidence_io`, the ``.MAR``, ``.PR`` and ``.MAP`` files in
-:mod:`pymc_lbp.models.uai.results_io`. This module reads and writes networks, and every reader
-and writer of the family stays importable from here.
+This module reads and writes networks (evidence in :mod:`~pymc_lbp.models.uai.evidence_io`,
+the result files in :mod:`~pymc_lbp.models.uai.results_io`); every reader and writer of the
+family is importable from here.
 """
 
 from __future__ import annotations
@@ -135,33 +134,26 @@ def parse_network(
     return network
 
 
-def _declared_cards(text: str) -> np.ndarray | None:
-    """The cardinalities a network's header declares, from its first tokens alone (the rest of
-    the text is not split); None where the header is malformed (the full parse reports it)."""
+def _check_states(text: str, source: str, max_states: int) -> None:
+    """Raise :class:`NetworkTooLargeError` when the header declares more than ``max_states``
+    states (the sum of the cardinalities), read from its first tokens alone (the rest of the
+    text is not split); a malformed header is left to the full parse to report."""
     head = text.split(None, 2)
     try:
         n = float(head[1])
     except (IndexError, ValueError):
-        return None
+        return
     if not (1 <= n <= _MAX_INT and n == int(n)):
-        return None
+        return
     try:
         cards = np.array(text.split(None, int(n) + 2)[2 : int(n) + 2], dtype=np.float64)
     except ValueError:
-        return None
+        return
     if cards.size != n or not np.all(
         (cards >= 1) & (cards <= _MAX_INT) & (cards == np.round(cards))
     ):
-        return None
-    return cards.astype(np.int64)
-
-
-def _check_states(text: str, source: str, max_states: int) -> None:
-    """Raise :class:`NetworkTooLargeError` when the header declares more than ``max_states``
-    states (the sum of the cardinalities)."""
-    cards = _declared_cards(text)
-    if cards is None:
         return
+    cards = cards.astype(np.int64)
     states = int(cards.sum(dtype=object))
     if states <= max_states:
         return

@@ -74,24 +74,13 @@ __all__ = [
 
 # --------------------------------------------------------------------------- from model samples
 def states_from_values(
-    values: Mapping[str, np.ndarray], info: UAIModelInfo, batch: tuple[int, ...]
+    data: Mapping[str, Any], info: UAIModelInfo, empty_batch: tuple[int, ...] = ()
 ) -> np.ndarray:
-    """Full network states ``(*batch, n)`` from the free model variables' values.
-
-    Parameters
-    ----------
-    values : mapping of str to numpy.ndarray
-        Per free model variable of ``info``, its values with the leading axes ``batch``.
-    info : UAIModelInfo
-        The model's map (:func:`~pymc_lbp.models.uai.uai_variable_map`).
-    batch : tuple of int
-        The leading axes.
-
-    Returns
-    -------
-    numpy.ndarray of int
-        Fixed variables at their values.
-    """
+    """Full network states ``(*batch, n)`` from the free model variables' values in ``data``
+    (leading axes ``batch``; ``empty_batch`` when nothing is free), fixed variables at their
+    values."""
+    values = {name: np.asarray(data[name]) for name in info.free_names}
+    batch = next(iter(values.values())).shape[:-1] if values else empty_batch
     state = np.broadcast_to(np.maximum(info.fixed_values, 0), (*batch, info.network.n_vars))
     state = state.copy()
     for name, vals in values.items():
@@ -102,51 +91,19 @@ def states_from_values(
 def model_target(
     info: UAIModelInfo, samples: Any, group: str = "posterior"
 ) -> tuple[UAINetwork, dict[int, int], np.ndarray]:
-    """The network a model samples, its fixed values, and the samples as network states.
-
-    Parameters
-    ----------
-    info : UAIModelInfo
-    samples : arviz.InferenceData, xarray.Dataset or mapping
-        For ``InferenceData`` its ``group``; every free model variable with dimensions
-        ``(..., members)``.
-    group : str
-
-    Returns
-    -------
-    network, fixed
-        As :func:`target_network`.
-    states : numpy.ndarray of int, shape (..., n)
-        The samples' leading axes (one state of the fixed values when nothing is free).
-
-    Raises
-    ------
-    KeyError
-        A free model variable is missing from the samples.
-    """
+    """:func:`target_network` and the samples (``InferenceData``'s ``group``, a dataset or a
+    mapping) as network states ``(..., n)``: one state of the fixed values when nothing is free;
+    a ``KeyError`` when a free model variable is missing."""
     data = getattr(samples, group) if hasattr(samples, group) else samples
     for name in info.free_names:
         if name not in data:
             raise KeyError(f"the samples have no variable {name!r}")
-    values = {name: np.asarray(data[name]) for name in info.free_names}
-    batch = next(iter(values.values())).shape[:-1] if values else (1,)
-    return (*target_network(info), states_from_values(values, info, batch))
+    return (*target_network(info), states_from_values(data, info, (1,)))
 
 
 def target_network(info: UAIModelInfo) -> tuple[UAINetwork, dict[int, int]]:
-    """The network a model samples and its fixed values.
-
-    Parameters
-    ----------
-    info : UAIModelInfo
-
-    Returns
-    -------
-    network : UAINetwork
-        ``info.network``, with its CPT rows rescaled for a BAYES model as the model does.
-    fixed : dict of int to int
-        Every fixed variable (evidence, cardinality 1) and its value.
-    """
+    """The network a model samples (``info.network``, its CPT rows rescaled for a BAYES model
+    as the model does) and every fixed variable (evidence, cardinality 1) with its value."""
     network = info.network.normalised_cpts() if info.kind == "BAYES" else info.network
     fixed = {int(v): int(info.fixed_values[v]) for v in np.flatnonzero(info.fixed_values >= 0)}
     return network, fixed
@@ -155,6 +112,13 @@ def target_network(info: UAIModelInfo) -> tuple[UAINetwork, dict[int, int]]:
 # --------------------------------------------------------------------------- helpers
 def _const(array: np.ndarray) -> pt.TensorVariable:
     return pt.as_tensor_variable(np.ascontiguousarray(array))
+
+
+def _gather(table: np.ndarray, columns: list[tuple[pt.TensorVariable, list[int]]]):
+    """``table[g, x_1[i_1[g]], x_2[i_2[g]], ..]`` for every ``g`` of a constant stacked table's
+    first axis, with ``columns`` the pairs (value vector ``x_j``, indices ``i_j``)."""
+    gathers = [rv[np.array(idx, dtype=np.int64)] for rv, idx in columns]
+    return _const(table)[(np.arange(table.shape[0]), *gathers)]
 
 
 def _resolve_start(
@@ -220,13 +184,9 @@ def _build_markov(
     for scope, table in factors:
         stacks[tuple(int(cards[v]) for v in scope)].append((scope, table))
     for sig, items in sorted(stacks.items()):
-        table = _const(np.stack([t for _, t in items]))
-        gathers = [
-            rvs[k][np.array([position[s[j]] for s, _ in items], dtype=np.int64)]
-            for j, k in enumerate(sig)
-        ]
-        name = "factors_" + "x".join(map(str, sig))
-        pm.Potential(name, table[(np.arange(len(items)), *gathers)].sum())
+        columns = [(rvs[k], [position[s[j]] for s, _ in items]) for j, k in enumerate(sig)]
+        table = _gather(np.stack([t for _, t in items]), columns)
+        pm.Potential("factors_" + "x".join(map(str, sig)), table.sum())
     offset = -float(np.log(cards[free].astype(np.float64)).sum()) - log_constant
     return members, offset
 
@@ -268,14 +228,10 @@ def _build_bayes(
             table = np.stack([t for _, t, _ in items])
             if card == 2:
                 table = table[..., 1]
-            if sources:
-                gathers = [
-                    rvs[src][np.array([rv_of[ps[j]][1] for _, _, ps in items], dtype=np.int64)]
-                    for j, src in enumerate(sources)
-                ]
-                probs.append(_const(table)[(np.arange(len(items)), *gathers)])
-            else:
-                probs.append(_const(table))
+            columns = [
+                (rvs[src], [rv_of[ps[j]][1] for _, _, ps in items]) for j, src in enumerate(sources)
+            ]
+            probs.append(_gather(table, columns) if sources else _const(table))
             order += [v for v, _, _ in items]
         p = probs[0] if len(probs) == 1 else pt.concatenate(probs, axis=0)
         idx = np.array(order, dtype=np.int64)
@@ -362,9 +318,9 @@ def read_uai(
     names = [""] * network.n_vars
     positions = np.full(network.n_vars, -1, dtype=np.int64)
     for name, idx in members.items():
-        for i, v in enumerate(idx.tolist()):
+        positions[idx] = np.arange(idx.size)
+        for v in idx.tolist():
             names[v] = name
-            positions[v] = i
     fixed_values = np.full(network.n_vars, -1, dtype=np.int64)
     for v, x in {**fixed, **evidence}.items():
         fixed_values[v] = x
@@ -413,10 +369,7 @@ def uai_state_from_point(point: Mapping[str, Any], model: pm.Model | None = None
     numpy.ndarray of int, shape (..., n)
         Fixed variables at their values.
     """
-    info = uai_variable_map(model)
-    values = {name: np.asarray(point[name]) for name in info.free_names}
-    batch = next(iter(values.values())).shape[:-1] if values else ()
-    return states_from_values(values, info, batch)
+    return states_from_values(point, uai_variable_map(model))
 
 
 def uai_point_from_state(state: np.ndarray, model: pm.Model | None = None) -> dict[str, np.ndarray]:
@@ -441,6 +394,16 @@ def uai_point_from_state(state: np.ndarray, model: pm.Model | None = None) -> di
                 f"the state disagrees with the fixed value {info.fixed_values[v]} of variable {v}"
             )
     return {name: state[..., info.members[name]] for name in info.free_names}
+
+
+def _estimator_inputs(
+    idata: Any, model: pm.Model | None, group: str, rao_blackwellize: bool | None
+) -> tuple[UAIModelInfo, bool, UAINetwork, dict[int, int], np.ndarray]:
+    """The model's map, whether to Rao-Blackwellise (default: for the posterior group only),
+    and :func:`model_target`."""
+    info = uai_variable_map(model)
+    rb = group == "posterior" if rao_blackwellize is None else bool(rao_blackwellize)
+    return info, rb, *model_target(info, idata, group)
 
 
 def uai_marginals(
@@ -472,9 +435,8 @@ def uai_marginals(
     list of numpy.ndarray
         ``marginals[i][k]`` estimates ``P(x_i = k | evidence)``; fixed variables are deltas.
     """
-    info = uai_variable_map(model)
-    network, fixed, states = model_target(info, idata, group)
-    if (group == "posterior" if rao_blackwellize is None else rao_blackwellize) and info.free_names:
+    info, rb, network, fixed, states = _estimator_inputs(idata, model, group, rao_blackwellize)
+    if rb and info.free_names:
         return rao_blackwell_marginals(network, fixed, states)
     return count_marginals(network, fixed, states)
 
@@ -502,7 +464,5 @@ def uai_marginal_mcse(
     list of numpy.ndarray
         In the marginals' layout (:func:`~pymc_lbp.models.uai.rao_blackwell.marginal_mcse`).
     """
-    info = uai_variable_map(model)
-    network, fixed, states = model_target(info, idata, group)
-    rb = group == "posterior" if rao_blackwellize is None else bool(rao_blackwellize)
+    _, rb, network, fixed, states = _estimator_inputs(idata, model, group, rao_blackwellize)
     return marginal_mcse(network, fixed, states, rao_blackwellize=rb)

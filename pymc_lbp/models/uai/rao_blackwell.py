@@ -10,11 +10,9 @@ marginal under the posterior (``E[p_i(k | x_-i)] = P(x_i = k)``), so the average
 chain that targets the posterior converges to the same marginals; the conditionals are never
 further from it than the counts and make use of every state a draw is next to.
 
-:class:`FullConditionals` holds, for a network and its evidence, the factor tables conditioned
-on the evidence (:func:`~pymc_lbp.factor_graph.network.reduce_factors`) in one flat array and,
-for every (factor, free variable) incidence, where the variable's entries lie in it: a draw's
-conditionals are then one fancy-indexing gather of ``draws x incidences x K`` table entries and
-one ``np.add.reduceat`` per variable, in chunks of draws; no Python loop runs over draws.
+:class:`FullConditionals` evaluates a draw's conditionals as one fancy-indexing gather of
+``draws x incidences x K`` table entries and one ``np.add.reduceat`` per variable, in chunks of
+draws; no Python loop runs over draws.
 
 * :func:`rao_blackwell_marginals`: the averaged conditionals (all variables, fixed ones deltas).
 * :func:`count_marginals`: the frequencies, from the same states.
@@ -373,9 +371,7 @@ def marginal_mcse(
             data = az.convert_to_dataset(series[:, :, ~constant])
             found[~constant] = np.asarray(az.mcse(data, method="mean")["x"])
         errors[start:stop] = found.reshape(stop - start, plan.kmax)
-    out = _deltas(plan, network.cards)
-    for v in plan.fixed:
-        out[v][:] = 0.0
+    out = [np.zeros(int(k)) for k in network.cards]
     for i, v in enumerate(plan.free.tolist()):
         out[v] = errors[i, : plan.free_cards[i]]
     return out

@@ -1,37 +1,25 @@
-"""Readers and writers of the UAI result files: ``.MAR``, ``.PR`` and ``.MAP``.
-
-* ``.MAR`` marginals: ``MAR`` then ``N card_1 p .. card_2 p ..``.
-* ``.PR``: ``PR`` then log10 of Z (or of P(evidence)).
-* ``.MAP``: ``MAP`` then ``N x_0 .. x_{N-1}``.
-
-Used by the command line (``python -m pymc_lbp mar``), the tests and the benchmarks that compare
-with reference solutions; every name is importable from :mod:`pymc_lbp.models.uai.io` and
-:mod:`pymc_lbp.models.uai`.
-"""
+"""Readers and writers of the UAI result files ``.MAR``, ``.PR`` and ``.MAP`` (the formats are
+in :mod:`pymc_lbp.models.uai.io`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
 from pymc_lbp.factor_graph.network import UAINetwork
 from pymc_lbp.files import write_text_atomically
-from pymc_lbp.models.uai.tokens import (
-    PathLike,
-    _Cursor,
-    _fmt,
-    _read_text,
-    _Tokens,
-)
+from pymc_lbp.models.uai.tokens import PathLike, _Cursor, _fmt, _Tokens
 
 __all__ = ["read_map", "read_mar", "read_pr", "write_map", "write_mar", "write_pr"]
 
 
-def _expect_header(toks: _Tokens, header: str) -> None:
+def _open(path: PathLike, header: str) -> tuple[_Tokens, _Cursor]:
+    """The file's tokens, checked to start with ``header``, and a cursor after it."""
+    toks = _Tokens.from_file(path)
     if len(toks) == 0 or toks.tokens[0].upper() != header:
         raise toks.error(0, f"expected the header {header!r}")
+    return toks, _Cursor(toks, 1)
 
 
 def read_mar(path: PathLike) -> list[np.ndarray]:
@@ -46,10 +34,7 @@ def read_mar(path: PathLike) -> list[np.ndarray]:
     list of numpy.ndarray
         ``marginals[i]`` is the probability vector of variable ``i``.
     """
-    path = Path(path)
-    toks = _Tokens(_read_text(path), str(path))
-    _expect_header(toks, "MAR")
-    cur = _Cursor(toks, 1)
+    _, cur = _open(path, "MAR")
     n = cur.int("number of variables", low=0)
     marginals = []
     for i in range(n):
@@ -82,10 +67,7 @@ def write_mar(path: PathLike, marginals: Sequence[np.ndarray], *, digits: int = 
 
 def read_pr(path: PathLike) -> float:
     """Read a ``.PR`` file: log10 of the partition function (or of P(evidence))."""
-    path = Path(path)
-    toks = _Tokens(_read_text(path), str(path))
-    _expect_header(toks, "PR")
-    cur = _Cursor(toks, 1)
+    _, cur = _open(path, "PR")
     value = float(cur.reals(1, "log10 partition function", nonnegative=False)[0])
     cur.at_end("the value")
     return value
@@ -109,10 +91,7 @@ def read_map(path: PathLike, network: UAINetwork | None = None) -> np.ndarray:
     -------
     numpy.ndarray of int, shape (N,)
     """
-    path = Path(path)
-    toks = _Tokens(_read_text(path), str(path))
-    _expect_header(toks, "MAP")
-    cur = _Cursor(toks, 1)
+    toks, cur = _open(path, "MAP")
     n_pos = cur.pos
     n = cur.int("number of variables", low=0)
     if network is not None and n != network.n_vars:

@@ -13,10 +13,7 @@ impossible. :func:`find_feasible_state` tries, in this order:
 
 :func:`random_feasible_states` draws one distinct feasible state per chain at random, so that
 chains start in different regions of a network whose zero factors split its states into regions
-a sampler may never leave: exact posterior samples when the induced width allows, otherwise, per
-chain from its own random stream, a likelihood-weighted forward sample (CPT-structured networks)
-or greedy repair from a uniformly random state, and :func:`find_feasible_state` as the last
-resort.
+a sampler may never leave.
 """
 
 from __future__ import annotations
@@ -26,9 +23,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_lbp.factor_graph.network import UAINetwork, zero_factor
+from pymc_lbp.factor_graph.network import UAINetwork
 from pymc_lbp.models.uai.errors import ImpossibleEvidenceError, UAIFormatError
-from pymc_lbp.models.uai.exact import elimination_plan, exact_inference, sample_exact
+from pymc_lbp.models.uai.exact import (
+    _zero_factor_detail,
+    elimination_plan,
+    exact_inference,
+    sample_exact,
+)
 from pymc_lbp.models.uai.io import read_map
 
 __all__ = [
@@ -208,20 +210,11 @@ def check_evidence_locally(network: UAINetwork, evidence: Mapping[int, int]) -> 
     value of its remaining free variables. The message names the factor, its scope and the
     evidence values it meets.
     """
-    found = zero_factor(network, evidence)
-    if found is None:
-        return
-    f, fixed = found
-    scope = network.scopes[f]
-    if fixed:
-        values = ", ".join(f"x{v}={evidence[v]}" for v in fixed)
-        raise ImpossibleEvidenceError(
-            f"{network.name}: the evidence is impossible: factor {f} on {scope} is zero at "
-            f"{values} for every value of its other variables"
-        )
-    raise ImpossibleEvidenceError(
-        f"{network.name}: the network has Z = 0: factor {f} on {scope} is zero everywhere"
-    )
+    found = _zero_factor_detail(network, evidence)
+    if found is not None:
+        detail, fixed = found
+        what = "the evidence is impossible" if fixed else "the network has Z = 0"
+        raise ImpossibleEvidenceError(f"{network.name}: {what}: {detail}")
 
 
 def find_feasible_state(
@@ -277,19 +270,12 @@ def find_feasible_state(
                 state[v] = x
             if np.isfinite(network.log_factor_product(state)):
                 return state, f"map file {map_path}"
-    if forward:
-        try:
-            network.cpt_children()
-            is_bn = True
-        except ValueError:
-            is_bn = False
-        if is_bn:
-            for _ in range(8):
-                states, log_w = forward_sample(network, 256, evidence=evidence, rng=rng)
-                ok = np.flatnonzero(np.isfinite(log_w))
-                for i in ok[:4]:
-                    if np.isfinite(network.log_factor_product(states[i])):
-                        return states[i], "forward sampling"
+    if forward and _is_cpt_structured(network):
+        for _ in range(8):
+            states, log_w = forward_sample(network, 256, evidence=evidence, rng=rng)
+            for i in np.flatnonzero(np.isfinite(log_w))[:4]:
+                if np.isfinite(network.log_factor_product(states[i])):
+                    return states[i], "forward sampling"
     state = greedy_repair(network, evidence, rng=rng)
     if state is not None:
         return state, "greedy repair"
@@ -318,19 +304,6 @@ def _is_cpt_structured(network: UAINetwork) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _weighted_forward_state(
-    network: UAINetwork, evidence: dict[int, int], rng: np.random.Generator, batch: int = 256
-) -> np.ndarray | None:
-    """One forward sample, drawn among a batch with probability proportional to its evidence
-    likelihood (sampling-importance-resampling); None if no sample of the batch is feasible."""
-    states, log_w = forward_sample(network, batch, evidence=evidence, rng=rng)
-    log_w = np.where(np.isfinite(network.log_factor_product(states)), log_w, -np.inf)
-    if not np.isfinite(log_w).any():
-        return None
-    w = np.exp(log_w - log_w.max())
-    return states[int(rng.choice(batch, p=w / w.sum()))]
 
 
 def random_feasible_states(
@@ -422,11 +395,13 @@ def _random_feasible_state(
 ) -> tuple[np.ndarray, str]:
     """One feasible state by forward sampling (CPT-structured networks), greedy repair from a
     random state, or :func:`find_feasible_state`, and how it was found."""
-    if bayesian:
+    if bayesian:  # a batch's sample drawn in proportion to its likelihood weight (SIR)
         for _ in range(8):
-            state = _weighted_forward_state(network, evidence, rng)
-            if state is not None:
-                return state, "forward sampling"
+            states, log_w = forward_sample(network, 256, evidence=evidence, rng=rng)
+            log_w = np.where(np.isfinite(network.log_factor_product(states)), log_w, -np.inf)
+            if np.isfinite(log_w).any():
+                w = np.exp(log_w - log_w.max())
+                return states[int(rng.choice(256, p=w / w.sum()))], "forward sampling"
     state = greedy_repair(network, evidence, rng=rng)
     if state is not None:
         return state, "greedy repair"

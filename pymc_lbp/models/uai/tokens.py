@@ -1,17 +1,15 @@
 """Token streams of the UAI file family, with positioned errors, for its readers and writers.
 
-:class:`_Tokens` splits a file into whitespace-separated tokens and locates any of them (line,
-1-based token number) for a :class:`~pymc_lbp.models.uai.errors.UAIFormatError`; :class:`_Cursor`
-walks them as numbers, checking counts, integrality and ranges; ``_fmt`` writes the numbers (the
-files are written by :func:`pymc_lbp.files.write_text_atomically`). Used by
-:mod:`pymc_lbp.models.uai.io` (networks), :mod:`pymc_lbp.models.uai.evidence_io` (evidence) and
-:mod:`pymc_lbp.models.uai.results_io` (``.MAR``, ``.PR``, ``.MAP``).
+:class:`_Tokens` locates any token (line, 1-based token number) for a
+:class:`~pymc_lbp.models.uai.errors.UAIFormatError`; :class:`_Cursor` walks them as numbers,
+checking counts, integrality and ranges.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -32,6 +30,10 @@ class _Tokens:
         self.source = source
         self.tokens = text.split()
         self._lines: np.ndarray | None = None  # 1-based line of every token
+
+    @classmethod
+    def from_file(cls, path: PathLike) -> _Tokens:
+        return cls(_read_text(path), str(Path(path)))
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -62,13 +64,18 @@ class _Tokens:
         except ValueError:
             return np.array([_to_float(tok) for tok in part], dtype=np.float64)
 
-    def is_numeric(self, index: int) -> bool:
-        """Whether token ``index`` parses as a number."""
-        try:
-            float(self.tokens[index])
-        except ValueError:
-            return False
-        return True
+    def check_numbers(self, values: np.ndarray, start: int, field: str) -> None:
+        """Raise at the first NaN of ``values`` (the tokens from ``start`` as :meth:`floats`
+        gives them): a NaN token or a non-numeric one."""
+        bad = np.isnan(values)
+        if bad.any():
+            i = start + int(np.argmax(bad))
+            try:
+                float(self.tokens[i])
+                what = "NaN"
+            except ValueError:
+                what = "non-numeric token"
+            raise self.error(i, f"{what} in {field}")
 
 
 def _to_float(token: str) -> float:
@@ -96,11 +103,7 @@ class _Cursor:
                 f"file ends inside {field}: expected {count} "
                 f"{'number' if count == 1 else 'numbers'}, found {vals.size}",
             )
-        bad = np.isnan(vals)
-        if bad.any():
-            i = self.pos + int(np.argmax(bad))
-            what = "NaN" if self.toks.is_numeric(i) else "non-numeric token"
-            raise self.toks.error(i, f"{what} in {field}")
+        self.toks.check_numbers(vals, self.pos, field)
         return vals
 
     def ints(self, count: int, field: str, *, low: int | None = None, high: int | None = None):
