@@ -45,25 +45,10 @@ NUTS_STAT_DTYPES = {
 STAT_DTYPES = {
     name: STATS[name].dtype
     for name in (
-        "accept",
-        "n_accepted",
-        "mh_steps",
-        "sites_changed",
-        "logp_evals",
-        "grad_evals",
-        "integer_accept",
-        "integer_jump_size",
-        "exact_differences",
-        "mean_path_length",
-        "sites_moved_per_step",
-        "path_scale",
-        "lsb_loss",
-        "learning_steps",
-        "block",
-        "flags_on",
-        "pair_accept",
-        "pairs_switched",
-    )
+        "accept n_accepted mh_steps sites_changed logp_evals grad_evals integer_accept "
+        "integer_jump_size exact_differences mean_path_length sites_moved_per_step path_scale "
+        "lsb_loss learning_steps block flags_on pair_accept pairs_switched"
+    ).split()
 }
 """The discrete stats a draw of the program records, in its order, with their dtypes from the
 one registry (:data:`pymc_lbp.step_methods.stats.STATS`). A step's others are recorded apart:
