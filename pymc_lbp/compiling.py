@@ -116,14 +116,9 @@ def _constant_key(c: Constant) -> tuple:
 
 
 def _option_key(name: str, value: Any, keep: list) -> tuple:
-    try:
-        hash(value)
-    except TypeError:
-        keep.append(value)  # alive as long as the entry, so its id is not reused
-        return (name, "id", id(value))
     if isinstance(value, str | int | float | bool | type(None)):
         return (name, value)
-    keep.append(value)
+    keep.append(value)  # alive as long as the entry, so its id is not reused
     return (name, "id", id(value))
 
 

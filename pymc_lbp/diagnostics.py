@@ -15,11 +15,8 @@ import xarray as xr
 
 def block_draws(idata, names: list[str]) -> np.ndarray:
     """Posterior draws of the named variables as one ``(chain, draw, n_sites)`` int array."""
-    parts = []
-    for name in names:
-        v = np.asarray(idata.posterior[name].values)
-        parts.append(v.reshape(v.shape[0], v.shape[1], -1))
-    return np.concatenate(parts, axis=-1).astype(np.int64)
+    parts = [np.asarray(idata.posterior[name].values) for name in names]
+    return np.concatenate([v.reshape(*v.shape[:2], -1) for v in parts], axis=-1).astype(np.int64)
 
 
 def reference_state(n_sites: int, n_categories: int | np.ndarray = 2, seed: int = 0) -> np.ndarray:

@@ -51,10 +51,7 @@ def _text(value: Any) -> str:
         return _op_text(value)
     if isinstance(value, tuple | list):
         return f"{type(value).__name__}({','.join(_text(v) for v in value)})"
-    if isinstance(value, dict):
-        items = (f"{_text(k)}:{_text(v)}" for k, v in value.items())
-        return f"dict({','.join(items)})"
-    if isinstance(value, Mapping):  # PyTensor's frozendict
+    if isinstance(value, Mapping):  # a dict, PyTensor's frozendict
         items = (f"{_text(k)}:{_text(v)}" for k, v in value.items())
         return f"{type(value).__name__}({','.join(items)})"
     if isinstance(value, type) or inspect.isfunction(value) or inspect.isbuiltin(value):
@@ -110,12 +107,6 @@ def _op_text(op: Any) -> str:
     return f"{name}({','.join(_text(getattr(op, p)) for p in props)}){inner}"
 
 
-def _constant_text(c: Constant) -> str:
-    if c.data is None:
-        return f"c[{c.type}:None]"
-    return f"c[{c.type}:{_text(np.asarray(c.data))}]"
-
-
 def config_key() -> tuple:
     """The global settings a compilation without an explicit mode depends on (part of
     :func:`pymc_lbp.compiling.pm_compile`'s key and of :func:`graph_fingerprint`)."""
@@ -129,12 +120,6 @@ def config_key() -> tuple:
         c.floatX,
         c.cxx,
     )
-
-
-def _settings_text() -> str:
-    """PyTensor's version, the settings :func:`pymc_lbp.compiling.pm_compile` keys on, and the
-    compiler's flags (C modules are compiled per flags)."""
-    return _text((pytensor.__version__, *config_key(), pytensor.config.gcc__cxxflags))
 
 
 def graph_fingerprint(
@@ -159,7 +144,8 @@ def graph_fingerprint(
         known = refs.get(v)
         if known is None:
             if isinstance(v, Constant):
-                known = _constant_text(v)
+                data = "None" if v.data is None else _text(np.asarray(v.data))
+                known = f"c[{v.type}:{data}]"
             elif isinstance(v, SharedVariable):
                 if shared is None:
                     raise Unfingerprintable(f"shared variable {v.name}: its value may change")
@@ -170,7 +156,10 @@ def graph_fingerprint(
             refs[v] = known
         return known
 
-    h = hashlib.sha256(_settings_text().encode())
+    # PyTensor's version, the settings pm_compile keys on, the compiler's flags (C modules are
+    # compiled per flags)
+    settings = (pytensor.__version__, *config_key(), pytensor.config.gcc__cxxflags)
+    h = hashlib.sha256(_text(settings).encode())
     h.update(_text(sorted((k, _text(v)) for k, v in (options or {}).items())).encode())
     for n, node in enumerate(io_toposort(list(inputs), outs)):
         h.update(f"{_op_text(node.op)}({','.join(ref(i) for i in node.inputs)})\n".encode())

@@ -79,24 +79,14 @@ def store_folder(name: str = STORE_FOLDER) -> Path:
     return Path(pytensor.config.compiledir) / name
 
 
-def _options_text(options: dict[str, Any]) -> dict[str, str] | None:
-    out = {}
-    for name, value in options.items():
-        if isinstance(value, _PLAIN):
-            out[name] = repr(value)
-        else:  # a Mode object or another option the fingerprint cannot print
-            return None
-    return out
-
-
 def fingerprint(
     inputs: list, outputs: list, options: dict[str, Any]
 ) -> tuple[str, list[SharedVariable]] | None:
     """The function's key in the store and the graph's shared variables in the order the key
     counts them; None for a function the store does not hold (see the module docstring)."""
-    text = _options_text(options)
-    if text is None:
-        return None
+    if not all(isinstance(value, _PLAIN) for value in options.values()):
+        return None  # a Mode object or another option the fingerprint cannot print
+    text = {name: repr(value) for name, value in options.items()}
     text["store_format"] = str(STORE_FORMAT)
     text["input_names"] = repr([getattr(v, "name", None) for v in inputs])  # fn(name=value)
     text["blas"] = repr(pytensor.config.blas__ldflags)  # BLAS ops are rewritten in where it links

@@ -33,18 +33,15 @@ def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]
         from pymc_lbp.samplers.single_site.step import LocallyBalanced
 
         step_class = LocallyBalanced
-    explicit_only = isinstance(step_class, type) and not getattr(step_class, "auto_assignable", 1)
-    if not explicit_only and not (
-        isinstance(step_class, type) and issubclass(step_class, DiscreteStep)
-    ):
-        raise TypeError(f"register() takes a pymc_lbp step class, got {step_class!r}")
-    if explicit_only:
+    if isinstance(step_class, type) and not getattr(step_class, "auto_assignable", True):
         raise ValueError(
             f"{step_class.__name__} cannot be registered: pm.sample() builds auto-assigned steps "
             f"from the variables alone, and {step_class.__name__} also needs "
             f"{step_class.auto_assign_needs}. Pass it explicitly: "
             f"pm.sample(step=[{step_class.__name__}(vars, ...)])."
         )
+    if not _ours(step_class):
+        raise TypeError(f"register() takes a pymc_lbp step class, got {step_class!r}")
     unregister()
     pm.STEP_METHODS.insert(0, step_class)
     step_class._registered = True
@@ -53,16 +50,16 @@ def register(step_class: type[DiscreteStep] | None = None) -> type[DiscreteStep]
 
 def unregister() -> None:
     """Undo :func:`register`: PyMC's own step assignment is restored."""
-    for method in list(pm.STEP_METHODS):
-        if isinstance(method, type) and issubclass(method, DiscreteStep):
-            pm.STEP_METHODS.remove(method)
-            if "_registered" in vars(method):
-                del method._registered
+    for method in list(filter(_ours, pm.STEP_METHODS)):
+        pm.STEP_METHODS.remove(method)
+        if "_registered" in vars(method):
+            del method._registered
 
 
 def registered() -> type[DiscreteStep] | None:
     """The currently registered class, or ``None``."""
-    for method in pm.STEP_METHODS:
-        if isinstance(method, type) and issubclass(method, DiscreteStep):
-            return method
-    return None
+    return next(filter(_ours, pm.STEP_METHODS), None)
+
+
+def _ours(method) -> bool:
+    return isinstance(method, type) and issubclass(method, DiscreteStep)

@@ -42,7 +42,7 @@ from pymc_lbp.logp.layout import (
     integer_support,
     truncated_support,
 )
-from pymc_lbp.step_methods.stats import dtypes_shapes
+from pymc_lbp.step_methods.stats import dtypes_shapes, fill_placeholder
 from pymc_lbp.step_methods.step_results import (
     DrawResult,
     StepResult,
@@ -168,13 +168,10 @@ class DiscreteStep(ArrayStepShared):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        doc = cls.__dict__.get("__doc__")
-        for line in (doc or "").splitlines():  # the entry of PyMC's arguments, written once
-            if line.strip() == PYMC_ARGUMENTS:
-                indent = line[: len(line) - len(line.lstrip())]
-                entry = "\n".join(indent + part for part in PYMC_ARGUMENTS_DOC.splitlines())
-                cls.__doc__ = doc.replace(line, entry, 1)
-                break
+        doc = cls.__dict__.get("__doc__") or ""  # the entry of PyMC's arguments, written once
+        doc = fill_placeholder(doc, PYMC_ARGUMENTS, PYMC_ARGUMENTS_DOC)
+        if doc is not None:
+            cls.__doc__ = doc
 
     def __new__(cls, *args, **kwargs):
         # PyMC's BlockedStep.__new__ inspects vars first; give our errors before its own

@@ -287,9 +287,7 @@ class TuningRecheck:
 
     def due(self, tune_draws: int, tuning: bool) -> bool:
         """Whether to probe before this draw (``tune_draws`` tuning draws made so far)."""
-        if not self.measured:
-            return True
-        return tuning and recheck_due(tune_draws)
+        return not self.measured or (tuning and recheck_due(tune_draws))
 
     def check(self, x: np.ndarray, draw: int, where: str | None = None) -> DifferencesChoice:
         """Probe from ``x`` (the other variables at their current values) and apply

@@ -109,7 +109,13 @@ class NeighbourStep(DiscreteStep):
             self.independent_sites, pieces = sites_are_independent(
                 model, specs, layout, shared, self._x0, initial_point
             )
-        if (self.independent_sites or self._draws_are_jumps_only()) and differences == "auto":
+        # a default draw of integer sites only is their jumps: no single-site steps (sweep_steps)
+        jumps_only = (
+            self.integer_jumps
+            and self._steps_per_draw is None
+            and bool(np.all(layout.site_kind == INTEGER))
+        )
+        if (self.independent_sites or jumps_only) and differences == "auto":
             self.differences_choice = DifferencesChoice(
                 "exact",
                 "the block's sites share no term of the logp (conditionally independent): each "
@@ -135,10 +141,16 @@ class NeighbourStep(DiscreteStep):
         if self.independent_sites:  # every site is drawn from its full conditional, all at once
             sites = np.arange(layout.n_sites)
         if sites.size:
+            # the jumps evaluate exact differences' batched logp at one-site changes
+            jump_differences = target
+            if not isinstance(target, ExactDifferences):
+                jump_differences = ExactDifferences(
+                    model, specs, layout, shared, compile_kwargs, method="batched"
+                )
             self.integer_moves = IntegerMoves(
                 layout,
                 sites,
-                self._jump_differences(target, model, specs, shared, compile_kwargs),
+                jump_differences,
                 model=model,
                 point=initial_point,
                 x0=self._x0,
@@ -156,16 +168,6 @@ class NeighbourStep(DiscreteStep):
             self.differences_reason,
         )
         return target
-
-    def _draws_are_jumps_only(self) -> bool:
-        """Whether a default draw is the integer sites' jumps and nothing else: every site is an
-        integer site with a jump of its own and ``steps_per_draw`` is left to the sweep rule,
-        which then makes no single-site steps (:meth:`sweep_steps`)."""
-        return (
-            self.integer_jumps
-            and self._steps_per_draw is None
-            and bool(np.all(self.layout.site_kind == INTEGER))
-        )
 
     def _before_draw(self, x: np.ndarray) -> None:
         if self._recheck is not None and self._recheck.due(self._tune_draws, self.tune):
@@ -235,13 +237,6 @@ class NeighbourStep(DiscreteStep):
             self._exact_args = (model, specs, layout, shared, compile_kwargs, bal)
             return grad
         return self._exact_differences(model, specs, layout, shared, compile_kwargs, bal)
-
-    def _jump_differences(self, target, model, specs, shared, compile_kwargs) -> ExactDifferences:
-        """The exact differences whose batched logp at one-site changes the integer jumps
-        evaluate (the step's own, ``target``, when they are exact)."""
-        if isinstance(target, ExactDifferences):
-            return target
-        return ExactDifferences(model, specs, self.layout, shared, compile_kwargs, method="batched")
 
     def _exact_differences(self, model, specs, layout, shared, compile_kwargs, bal):
         exact = ExactDifferences(model, specs, layout, shared, compile_kwargs, bal)

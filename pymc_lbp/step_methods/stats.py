@@ -127,24 +127,9 @@ STATS: dict[str, Stat] = {
 
 
 def dtypes_shapes(*names: str) -> dict[str, tuple[type, list]]:
-    """The ``stats_dtypes_shapes`` entries PyMC reads for the stats ``names``, from :data:`STATS`.
-
-    Parameters
-    ----------
-    *names : str
-        Stat names, each with an entry in :data:`STATS`.
-
-    Returns
-    -------
-    dict
-        ``{name: (dtype, [])}`` in the order of ``names``: each stat's registered dtype and PyMC's
-        shape of a scalar stat, ``[]``.
-
-    Raises
-    ------
-    KeyError
-        For a name without an entry in :data:`STATS`.
-    """
+    """The ``stats_dtypes_shapes`` entries PyMC reads for the stats ``names``, in their order:
+    ``{name: (registered dtype, [])}`` (``[]``: a scalar stat); a ``KeyError`` for a name
+    without an entry in :data:`STATS`."""
     return {name: (STATS[name].dtype, []) for name in names}
 
 
@@ -176,18 +161,26 @@ def stats_table(names: Iterable[str], indent: str = "", width: int = 66) -> str:
         lines.append(f"{name:<{w0}} {dtype:<{w1}} {wrapped[0]}")
         lines += [f"{'':<{w0}} {'':<{w1}} {more}" for more in wrapped[1:]]
     lines.append(rule)
-    return "\n".join(indent + line if line.strip() else line for line in lines)
+    return textwrap.indent("\n".join(lines), indent)
+
+
+def fill_placeholder(doc: str, placeholder: str, text: str) -> str | None:
+    """``doc`` with its line ``placeholder`` replaced by ``text``, indented as that line was;
+    None where ``doc`` has no such line."""
+    for line in doc.splitlines():
+        if line.strip() == placeholder:
+            indent = line[: len(line) - len(line.lstrip())]
+            return doc.replace(line, textwrap.indent(text, indent), 1)
+    return None
 
 
 def document_stats(cls):
     """Class decorator: put the table of ``cls``'s stats (:func:`stat_names`) where its
     docstring has the line :data:`PLACEHOLDER`. Returns ``cls``."""
-    doc = cls.__doc__
-    if not doc:  # python -OO strips docstrings
+    if not cls.__doc__:  # python -OO strips docstrings
         return cls
-    for line in doc.splitlines():
-        if line.strip() == PLACEHOLDER:
-            indent = line[: len(line) - len(line.lstrip())]
-            cls.__doc__ = doc.replace(line, stats_table(stat_names(cls), indent), 1)
-            return cls
-    raise ValueError(f"{cls.__name__}'s docstring has no {PLACEHOLDER} line")
+    doc = fill_placeholder(cls.__doc__, PLACEHOLDER, stats_table(stat_names(cls)))
+    if doc is None:
+        raise ValueError(f"{cls.__name__}'s docstring has no {PLACEHOLDER} line")
+    cls.__doc__ = doc
+    return cls

@@ -7,30 +7,8 @@ the step class gives as ``step.program_steps(model, to_jax)``
 (:class:`~pymc_lbp.samplers.jax_driver.ProgramSteps`, from its room's ``jax_steps.py``, built
 from the pytensor graphs its compiled kernels are made of, converted by
 :func:`pymc_lbp.whole_model.jaxify.jax_function`), with uniforms from ``key`` instead of the
-step's ``rng``:
-
-* LocallyBalanced, GibbsWithGradients: ``steps_per_draw`` single-site steps
-  (:mod:`pymc_lbp.samplers.single_site.jax_steps`) from the differences the step chose (exact,
-  first order, or a pairwise block's: there the kernel runs on the exact differences the
-  couplings are read from, the same transition as the numba kernel's);
-* PathAuxiliaryLBP: its path steps (:mod:`pymc_lbp.samplers.path.jax_steps`), the path length
-  tuned toward its target acceptance during warmup (each chain its own, carried in ``state``),
-  then frozen at its averaged value; with ``steps_per_draw=None`` the number of steps per draw
-  follows the scale (one sweep), as in ``pm.sample``;
-* SelfBalancing: its chain's single-site steps with the current learned ``g`` and, while
-  warming up, its learning steps (:mod:`pymc_lbp.samplers.self_balancing.jax_steps`: every
-  particle's transition, one Adam update of the LSB objective each), the particles and the
-  learned parameters carried per chain in ``state``, frozen after warmup;
-* NeuralBlock, BlockGibbs: ``steps_per_draw`` random-scan steps
-  (:mod:`pymc_lbp.samplers.block.jax_steps`: exact blocks and uncovered sites from their exact
-  conditionals, motif blocks by the network's proposal and the MH rule), or, where ``pm.sample``
-  sweeps colour classes of chain blocks, the same sweeps; elimination blocks, and chain blocks
-  without colour classes, are refused by name;
-* NeuralMixedBlock: ``steps_per_draw`` pair updates (:mod:`pymc_lbp.samplers.block.jax_flag_value`)
-  on its flags and values, the values NUTS's as well;
-* then, for the others, one move per integer site
-  (:mod:`pymc_lbp.samplers.integer.jax_steps`: informed jumps, full-conditional draws over small
-  supports, conditionally independent sites all at once).
+step's ``rng``, then one move per integer site (:mod:`pymc_lbp.samplers.integer.jax_steps`).
+What each step class runs in the program, and what is refused, is in docs/whole_model.md.
 
 The jumps' offset exponent ``J`` is the one the step starts the chains with (the largest over
 their starts); ``pm.sample`` may grow it during tuning, the compiled program keeps it (a jump

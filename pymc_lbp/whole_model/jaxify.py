@@ -60,12 +60,12 @@ def model_value_replacements(model, steps: Sequence) -> dict:
     """``{shared variable: value variable}`` for the shared copies the steps hold of the model's
     values."""
     by_name = {v.name: v for v in model.value_vars}
-    out = {}
-    for step in steps:
-        for name, shared in getattr(step, "shared", {}).items():
-            if name in by_name:
-                out[shared] = by_name[name]
-    return out
+    return {
+        shared: by_name[name]
+        for step in steps
+        for name, shared in getattr(step, "shared", {}).items()
+        if name in by_name
+    }
 
 
 def jax_function(
@@ -149,17 +149,14 @@ def data_variables(model) -> list:
 
 
 def _is_data(v) -> bool:
-    from pytensor.tensor.type import TensorType
+    from pytensor.tensor.type import TensorType, integer_dtypes
 
     if not isinstance(v, SharedVariable) or not isinstance(v.type, TensorType):
         return False
     if v.default_update is not None:
         return False
     # an integer scalar may be a length (a dimension's): JAX needs shapes concrete
-    return not (v.type.ndim == 0 and v.type.dtype in _INTEGER_DTYPES)
-
-
-_INTEGER_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    return not (v.type.ndim == 0 and v.type.dtype in integer_dtypes)
 
 
 def _with_data(fn: Callable, data: list) -> Callable[..., list]:
@@ -189,7 +186,11 @@ def jaxified_graph(inputs: Sequence, outputs: Sequence) -> Callable[..., list]:
     from pytensor.graph.fg import FunctionGraph
     from pytensor.link.jax.dispatch import jax_funcify
 
-    graph = _shared_as_constants(list(outputs))
+    # every shared variable a constant of its value, as get_jaxified_graph does
+    graph = list(outputs)
+    shared = [v for v in graph_inputs(graph) if isinstance(v, SharedVariable)]
+    if shared:
+        graph = clone_replace(graph, replace=_as_constants(shared))
     versions = {"pymc": pymc.__version__, "jax": jax.__version__, "backend": "jax"}
     try:
         path = store_folder() / graph_fingerprint(inputs, graph, versions)
@@ -237,13 +238,6 @@ def _rewritten(fgraph):
     return fgraph
 
 
-def _shared_as_constants(outputs: list) -> list:
-    """The graph with every shared variable replaced by a constant of its value (the graph
-    itself where there is none), as :func:`~pymc.sampling.jax.get_jaxified_graph` does."""
-    shared = [v for v in graph_inputs(outputs) if isinstance(v, SharedVariable)]
-    return clone_replace(outputs, replace=_as_constants(shared)) if shared else list(outputs)
-
-
 def _as_constants(shared: list) -> dict:
     """``{shared variable: constant of its value}``, as PyMC's JAX conversion replaces them
     (refusing what it refuses)."""
@@ -264,8 +258,6 @@ def _as_constants(shared: list) -> dict:
 def _read(path: Path, n_inputs: int, n_outputs: int):
     """The stored rewritten graph at ``path``, or None (absent, unreadable, or not a graph of
     this many inputs and outputs)."""
-    from pytensor.graph.fg import FunctionGraph
-
     data = read(path)
     if data is None:
         return None
@@ -273,7 +265,7 @@ def _read(path: Path, n_inputs: int, n_outputs: int):
         inputs, outputs = pickle.loads(data)
         if len(inputs) != n_inputs or len(outputs) != n_outputs:
             raise ValueError("a stored graph of another signature")
-        return FunctionGraph(inputs, outputs, clone=False)
+        return _fresh_function_graph(inputs, outputs)
     except Exception as err:  # a damaged or foreign file: rewrite again, replace it
         _log.debug("Ignoring the stored JAX graph %s: %s", path, err)
         return None

@@ -95,14 +95,12 @@ def _candidates(model, default_steps: list) -> tuple[list[str], str]:
             "variables (no exact draw recovers them)"
         )
     layout = step.layout
-    states = np.where(
-        layout.site_kind == BINARY,
-        2,
-        np.where(
-            layout.site_kind == CATEGORICAL, layout.site_ncat, layout.upper - layout.lower + 1
-        ),
-    ).max()
-    states = float(states)
+    states = np.select(
+        [layout.site_kind == BINARY, layout.site_kind == CATEGORICAL],
+        [2, layout.site_ncat],
+        layout.upper - layout.lower + 1,
+    )
+    states = float(states.max())
     if states > MAX_STATES:
         return [], f"a site of {names} has {states:g} states (summing is for at most {MAX_STATES})"
     return names, "conditionally independent sites, summed out by pymc-extras"

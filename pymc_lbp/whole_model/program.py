@@ -45,25 +45,10 @@ NUTS_STAT_DTYPES = {
 STAT_DTYPES = {
     name: STATS[name].dtype
     for name in (
-        "accept",
-        "n_accepted",
-        "mh_steps",
-        "sites_changed",
-        "logp_evals",
-        "grad_evals",
-        "integer_accept",
-        "integer_jump_size",
-        "exact_differences",
-        "mean_path_length",
-        "sites_moved_per_step",
-        "path_scale",
-        "lsb_loss",
-        "learning_steps",
-        "block",
-        "flags_on",
-        "pair_accept",
-        "pairs_switched",
-    )
+        "accept n_accepted mh_steps sites_changed logp_evals grad_evals integer_accept "
+        "integer_jump_size exact_differences mean_path_length sites_moved_per_step path_scale "
+        "lsb_loss learning_steps block flags_on pair_accept pairs_switched"
+    ).split()
 }
 """The discrete stats a draw of the program records, in its order, with their dtypes from the
 one registry (:data:`pymc_lbp.step_methods.stats.STATS`). A step's others are recorded apart:
@@ -313,11 +298,11 @@ class Program:
         def split_keys(key, n):  # (n, [chains,] key): the scan's xs, a chain's keys as alone
             return draws_first(per_chain(lambda k: jax.random.split(k, n))(key))
 
-        def every_chain(step_size, imm):  # the one adaptation's kernel, for each chain
+        def every_chain(tree):  # the same arrays in every chain (the one adaptation's kernel)
             if chains is None:
-                return step_size, imm
+                return tree
             return jax.tree_util.tree_map(
-                lambda a: jnp.broadcast_to(a, (chains, *jnp.shape(a))), (step_size, imm)
+                lambda a: jnp.broadcast_to(a, (chains, *jnp.shape(a))), tree
             )
 
         if cont:  # one adaptation for all the chains (pymc_lbp.whole_model.warmup)
@@ -330,7 +315,9 @@ class Program:
             values, states, adapt_state = carry
             key, stage, i = xs
             if cont:
-                step_size, imm = every_chain(adapt_state.step_size, adapt_state.inverse_mass_matrix)
+                step_size, imm = every_chain(
+                    (adapt_state.step_size, adapt_state.inverse_mass_matrix)
+                )
             else:
                 step_size = imm = None
             values, states, stats, acceptance_rate = warm_transition(
@@ -346,11 +333,7 @@ class Program:
 
         halves = per_chain(jax.random.split)(key)
         k_warm, k_draw = halves[..., 0, :], halves[..., 1, :]
-        states = tuple(block.init() for block in self.blocks)
-        if chains is not None:  # the same start state in every chain
-            states = jax.tree_util.tree_map(
-                lambda a: jnp.broadcast_to(a, (chains, *jnp.shape(a))), states
-            )
+        states = every_chain(tuple(block.init() for block in self.blocks))
         if tune:
             stages = jnp.asarray(schedule(tune))
             (values, states, adapt_state), (w_values, w_stats) = jax.lax.scan(
@@ -367,9 +350,11 @@ class Program:
         )
         if cont:
             if tune:
-                step_size, imm = every_chain(*adapt_final(adapt_state))
+                step_size, imm = every_chain(adapt_final(adapt_state))
             else:
-                step_size, imm = every_chain(adapt_state.step_size, adapt_state.inverse_mass_matrix)
+                step_size, imm = every_chain(
+                    (adapt_state.step_size, adapt_state.inverse_mass_matrix)
+                )
         else:
             step_size = imm = None
 

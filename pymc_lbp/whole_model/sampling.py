@@ -89,10 +89,7 @@ def _steps_list(step) -> list:
     if isinstance(step, pm.step_methods.CompoundStep):
         return list(step.methods)
     if isinstance(step, list | tuple):
-        out = []
-        for s in step:
-            out.extend(_steps_list(s))
-        return out
+        return [s for part in step for s in _steps_list(part)]
     return [step]
 
 
@@ -285,15 +282,12 @@ def _starts(model, points: list[tuple], steps) -> list[tuple]:
 def _recheck_at_starts(model, steps, starts: list[tuple]) -> None:
     """Measure a ``differences="auto"`` first-order choice again at every chain's start.
 
-    ``pm.sample`` measures it again during tuning, where the chain is
-    (:class:`~pymc_lbp.step_methods.differences_choice.TuningRecheck`); the compiled program
-    cannot switch a kernel between draws, so the check runs here, on the host, before anything
-    is compiled: from each chain's start, with the other variables at their (jittered) start
-    values, as the step's first tuning draws would see them. Where the rule says exact for any
-    chain the step switches to exact differences for good, in every chain.
+    ``pm.sample`` measures it again while tuning, where the chain is; the program cannot switch
+    a kernel between draws, so it is measured here, before anything is compiled. Exact for any
+    chain means exact in every chain.
     """
     for s in steps:
-        if isinstance(s, NeighbourStep):  # the steps with neighbour differences
+        if isinstance(s, NeighbourStep):
             for c, values in enumerate(starts):
                 s.recheck_at(_point(model, values), where=f"at chain {c}'s start")
 
@@ -546,10 +540,7 @@ def sample(
         f"{draws * chains:_d}",
         t_sampled - t_built,
     )
-    if unbatched:
-        result = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *results)
-    else:
-        result = results[0]
+    result = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *results) if unbatched else results[0]
     from pymc_lbp.whole_model.inference_data import to_inference_data
 
     idata = to_inference_data(
