@@ -28,11 +28,13 @@ from pymc_lbp.samplers.traces import clear_traces
 Kernel = Callable[[pt.TensorVariable, State], tuple[State, Info]]
 
 
-def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
-    """Graphs of ``[x, logp, deltas, sum_accept, n_accepted, n_evaluated]`` after one kernel step
-    per row of ``uniforms`` (the prepared weights stay inside the loop)."""
-    last, info = scan_kernel(kernel, state, uniforms)
-    return [last.x, last.logp, last.deltas, *info]
+def _block_inputs(n_sites, n_slots) -> tuple:
+    """Symbolic ``(x, logp, deltas)`` of the block, with these static sizes (None: any)."""
+    return (
+        pt.tensor("x", dtype="int64", shape=(n_sites,)),
+        pt.scalar("logp", dtype="float64"),
+        pt.tensor("deltas", dtype="float64", shape=(n_slots,)),
+    )
 
 
 class CompiledSteps:
@@ -79,11 +81,11 @@ class CompiledSteps:
         loops :meth:`step_graph`, this scan's body, instead)."""
         kernel, prepare, _ = self._parts
         n_sites, n_slots, n_steps = shapes if shapes is not None else (None, None, None)
-        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-        logp = pt.scalar("logp", dtype="float64")
-        deltas = pt.tensor("deltas", dtype="float64", shape=(n_slots,))
+        x, logp, deltas = _block_inputs(n_sites, n_slots)
         uniforms = pt.tensor("uniforms", dtype="float64", shape=(n_steps, self.n_uniforms))
-        outs = steps_graph(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
+        # the prepared weights stay inside the loop
+        last, info = scan_kernel(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
+        outs = [last.x, last.logp, last.deltas, *info]
         clear_traces(outs)
         return [x, logp, deltas, uniforms], outs
 
@@ -96,9 +98,7 @@ class CompiledSteps:
         of :meth:`graph`'s ``scan``."""
         kernel, _, _ = self._parts
         u = pt.tensor("u", dtype="float64", shape=(self.n_uniforms,))
-        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-        logp = pt.scalar("logp", dtype="float64")
-        deltas = pt.tensor("deltas", dtype="float64", shape=(n_slots,))
+        x, logp, deltas = _block_inputs(n_sites, n_slots)
         log_w = pt.tensor("log_w", dtype="float64", shape=(n_slots,))
         cdf = pt.tensor("cdf", dtype="float64", shape=(n_slots,))
         log_z = pt.scalar("log_z", dtype="float64")
@@ -145,17 +145,6 @@ class CompiledSteps:
         )
 
 
-def compile_steps(
-    kernel: Kernel,
-    n_uniforms: int,
-    prepare: Callable,
-    compile_kwargs: dict | None = None,
-    compile_now: bool = True,
-) -> CompiledSteps:
-    """Compile ``kernel`` to run many steps per call (see :class:`CompiledSteps`)."""
-    return CompiledSteps(kernel, n_uniforms, prepare, compile_kwargs, compile_now)
-
-
 def compile_single_site_steps(
     differences,
     layout,
@@ -173,4 +162,4 @@ def compile_single_site_steps(
         moves=SingleSiteMoves(layout),
     )
     prepare = partial(balanced_weights, log_g=log_g)
-    return compile_steps(kernel, 2, prepare, compile_kwargs, compile_now)
+    return CompiledSteps(kernel, 2, prepare, compile_kwargs, compile_now)

@@ -102,7 +102,7 @@ class LocallyBalanced(NeighbourStep):
 
     @property
     def kernel(self):
-        """The compiled transition (:func:`pymc_lbp.samplers.single_site.loop.compile_steps`),
+        """The compiled transition (:class:`pymc_lbp.samplers.single_site.loop.CompiledSteps`),
         compiled on first use: a step built and never sampled (checked, inspected, replaced) costs
         no kernel compilation, and ``pm.sample(cores>1)`` ships the step without it."""
         if self._kernel is None:
