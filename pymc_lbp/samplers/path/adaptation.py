@@ -64,10 +64,15 @@ from pytensor.graph.basic import Variable
 from pymc_lbp.samplers.common import register_jitable
 
 
+def is_number(value) -> bool:
+    """Whether ``value`` is a real number (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+
+
 def check_fraction(name: str, value: float, why: str) -> float:
     """The option ``name``, checked: a number strictly between 0 and 1 (``why``: what the
     bounds mean, appended to the error)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+    if not is_number(value):
         raise ValueError(f"{name} must be a float in (0, 1), got {value!r}")
     if not 0.0 < float(value) < 1.0:
         raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}{why}")
@@ -150,10 +155,6 @@ class PathLengthAdaptation:
     kappa: float = 0.6
     avg_kappa: float = 0.75
 
-    def gain(self, count: int) -> float:
-        """``gamma_t`` for the ``count``-th update (``count`` starts at 0)."""
-        return self.gamma0 * (count + 1 + self.t0) ** (-self.kappa)
-
     def update(
         self, log_u: float, log_u_bar: float, count: int, accept: float, doubling: bool = False
     ) -> AdaptState:
@@ -221,5 +222,6 @@ __all__ = [
     "adapt_update",
     "check_fraction",
     "check_target_accept",
+    "is_number",
     "tuning_inputs",
 ]
