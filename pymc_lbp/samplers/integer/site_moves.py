@@ -7,8 +7,7 @@ the reverse offset), :func:`support_gibbs` that of
 without ``int64`` overflow. Graph builders, pure; the types of the model callbacks they take
 (:data:`SiteLogpGraph`, :data:`BoundsGraph`, :data:`ClassRowsGraph`) and :class:`JumpInfo` are
 here too. Used by :mod:`pymc_lbp.samplers.integer.graph` (:class:`CompiledJumps`, which unrolls
-or scans them over a block's sites) and :mod:`pymc_lbp.samplers.integer.class_moves`; every name
-is importable from :mod:`pymc_lbp.samplers.integer.graph`.
+or scans them over a block's sites) and :mod:`pymc_lbp.samplers.integer.class_moves`.
 """
 
 from __future__ import annotations
@@ -37,11 +36,12 @@ SiteLogpGraph = Callable[[Variable, Variable, Variable], tuple[Variable, Variabl
 """``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] = values[r] for every r)``."""
 
 BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
+"""``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
+
 ClassRowsGraph = Callable[[Variable, np.ndarray, Variable], Variable]
 """``(x, sites, values (m, n)) -> change of the logp from x when sites[i] alone is set to
 values[i, k]``, shape (m, n), for sites that share no term
 (:meth:`pymc_lbp.logp.site_pieces.SitePieces.class_rows`)."""
-"""``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
 
 
 class JumpInfo(NamedTuple):
