@@ -55,15 +55,8 @@ _INT64 = np.iinfo(np.int64)
 
 
 def shifted(value: Variable, d: Variable) -> tuple[Variable, Variable]:
-    """``value + d`` without ``int64`` overflow, as a graph (broadcasting).
-
-    Returns
-    -------
-    values : int64 tensor
-        ``value + d`` where it is an ``int64``, ``value`` elsewhere.
-    representable : bool tensor
-        Where ``value + d`` is an ``int64``; elsewhere the offset leaves every support.
-    """
+    """``(value + d, representable)`` without ``int64`` overflow, as a graph (broadcasting):
+    :func:`pymc_lbp.samplers.integer.reference.shifted`."""
     up, down = pt.maximum(d, 0), pt.minimum(d, 0)  # each side tested without overflowing itself
     representable = pt.le(value, _INT64.max - up) & pt.ge(value, _INT64.min - down)
     return value + pt.switch(representable, d, 0), representable

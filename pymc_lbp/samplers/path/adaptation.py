@@ -158,24 +158,9 @@ class PathLengthAdaptation:
     def update(
         self, log_u: float, log_u_bar: float, count: int, accept: float, doubling: bool = False
     ) -> AdaptState:
-        """One update from the acceptance probability ``accept`` of a step.
-
-        Parameters
-        ----------
-        log_u, log_u_bar : float
-            The current iterate and averaged iterate.
-        count : int
-            Robbins-Monro updates made so far (0 during the doubling phase).
-        accept : float
-            ``min(1, MH ratio)`` of the step.
-        doubling : bool
-            Whether the doubling phase is on.
-
-        Returns
-        -------
-        AdaptState
-            The new state.
-        """
+        """The new state after a step of acceptance probability ``accept`` (``min(1, MH
+        ratio)``); ``count`` is the number of Robbins-Monro updates made so far (0 while
+        ``doubling``)."""
         return AdaptState(*adapt_update(
             log_u, log_u_bar, count, accept, doubling, self.target, self.max_length,
             self.gamma0, self.t0, self.kappa, self.avg_kappa,

@@ -86,9 +86,8 @@ class PathAuxiliaryLBP(NeighbourStep):
         the optimal rate of random-walk Metropolis.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
         The balancing function ``g`` (see :mod:`pymc_lbp.samplers.balancing`); a callable maps
-        log-ratios
-        ``d`` to ``log g(e^d)``, must be balanced, and must also work on pytensor tensors (the
-        compiled kernel applies it).
+        log-ratios ``d`` to ``log g(e^d)``, must be balanced, and must also work on pytensor
+        tensors (the compiled kernel applies it).
     differences : {"auto", "gradient", "exact"}, default "auto"
         Neighbour differences: first-order from the relaxed logp's gradient (one evaluation per
         step; exact on logps multilinear in the block), exact (one logp evaluation per

@@ -192,11 +192,9 @@ class SelfBalancing(SelfBalancingLearned, NeighbourStep):
         if family not in PARAMETRIZATIONS:
             make_parametrization(family)  # raises the explanatory ValueError
         self.n_particles = _check_positive_int("n_particles", n_particles)
-        self._learning_steps = (
-            None
-            if learning_steps is None
-            else _check_positive_int("learning_steps", learning_steps)
-        )
+        if learning_steps is not None:
+            learning_steps = _check_positive_int("learning_steps", learning_steps)
+        self._learning_steps = learning_steps
         hidden = _check_positive_int("hidden", hidden)
         learned_hidden = hidden if family != "lsb1" else 0
         # the particle count and the network's size need no model: refuse before compiling

@@ -39,9 +39,8 @@ class LocallyBalanced(NeighbourStep):
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
         The balancing function ``g`` (see :mod:`pymc_lbp.samplers.balancing`); a callable maps
-        log-ratios
-        ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor tensors
-        (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
+        log-ratios ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor
+        tensors (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
     differences : {"auto", "exact", "gradient"}, default "auto"
         Exact neighbour differences (one logp evaluation per neighbour, batched, or local
         terms), first-order ones from the relaxed logp (one logp and one gradient evaluation per
