@@ -140,11 +140,6 @@ def race(lin: np.ndarray, noise: np.ndarray, size: int) -> np.ndarray:
     return top[np.lexsort((top, keys[top]))]
 
 
-def draw_sites(lin: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """:func:`race` with the exponentials drawn from ``rng``."""
-    return race(lin, rng.standard_exponential(lin.shape[0]), size)
-
-
 def draw_slots(
     sites: np.ndarray, within: np.ndarray | None, layout: BlockLayout, noise: np.ndarray
 ) -> np.ndarray:
@@ -383,7 +378,6 @@ __all__ = [
     "PathWeights",
     "check_single_site_share",
     "draw_path_length",
-    "draw_sites",
     "draw_slots",
     "linear_weights",
     "log_prob_order",
