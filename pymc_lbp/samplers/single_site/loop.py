@@ -1,4 +1,4 @@
-"""Run a kernel for many steps inside one compiled call (the one pytensor driver,
+"""Run the single-site kernel for many steps inside one compiled call (the one pytensor driver,
 :func:`pymc_lbp.samplers.graph_driver.scan_kernel`).
 
 The compiled function maps ``(x, logp, deltas, U)`` to the state after ``U.shape[0]`` steps and
@@ -17,15 +17,12 @@ import pytensor.tensor as pt
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.samplers.graph_driver import CompiledRuns, StepsResult, scan_kernel
 from pymc_lbp.samplers.single_site.graph import (
-    Info,
     SingleSiteMoves,
     State,
     balanced_weights,
     single_site_kernel,
 )
 from pymc_lbp.samplers.traces import clear_traces
-
-Kernel = Callable[[pt.TensorVariable, State], tuple[State, Info]]
 
 
 def _block_inputs(n_sites, n_slots) -> tuple:
@@ -38,7 +35,9 @@ def _block_inputs(n_sites, n_slots) -> tuple:
 
 
 class CompiledSteps:
-    """A kernel compiled to run ``n`` steps per call.
+    """:func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel` on a step's differences
+    and block layout, compiled to run ``n`` steps per call (LocallyBalanced, GibbsWithGradients,
+    SelfBalancing); each step consumes :attr:`n_uniforms` uniforms.
 
     With the JAX backend, which needs shapes known when it traces, the function is compiled on
     first use for the shapes of its arguments, once per number of steps (a step method's
@@ -47,14 +46,11 @@ class CompiledSteps:
 
     Parameters
     ----------
-    kernel : callable
-        ``(u, State) -> (State, Info)`` graph builder; ``u`` a row of ``n_uniforms`` uniforms.
-    n_uniforms : int
-        Uniforms one step consumes.
-    prepare : callable
-        ``deltas -> (log_w, cdf, log_z)`` graphs, the prepared weights of the starting state
-        (e.g. :func:`~pymc_lbp.samplers.single_site.graph.balanced_weights` with the balancing
-        bound).
+    differences : Differences
+        The step's differences (their ``graph`` is the kernel's target).
+    layout : BlockLayout
+    log_g : callable
+        The balancing function, a graph builder.
     compile_kwargs : dict, optional
         Passed to :func:`pymc.pytensorf.compile` (e.g. ``{"mode": "NUMBA"}``).
     compile_now : bool
@@ -62,15 +58,19 @@ class CompiledSteps:
         :meth:`step_graph` and :meth:`prepare_graph`).
     """
 
+    n_uniforms = 2
+
     def __init__(
         self,
-        kernel: Kernel,
-        n_uniforms: int,
-        prepare: Callable,
+        differences,
+        layout,
+        log_g: Callable,
         compile_kwargs: dict | None = None,
         compile_now: bool = True,
     ):
-        self.n_uniforms = int(n_uniforms)
+        moves = SingleSiteMoves(layout)
+        kernel = partial(single_site_kernel, target=differences.graph, log_g=log_g, moves=moves)
+        prepare = partial(balanced_weights, log_g=log_g)
         self._parts = (kernel, prepare, dict(compile_kwargs or {}))
         self.runs = CompiledRuns(self._compile, compile_kwargs, compile_now)
 
@@ -143,23 +143,3 @@ class CompiledSteps:
             int(n_acc),
             int(n_eval),
         )
-
-
-def compile_single_site_steps(
-    differences,
-    layout,
-    log_g: Callable,
-    compile_kwargs: dict | None = None,
-    compile_now: bool = True,
-) -> CompiledSteps:
-    """:func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel` on a step's differences and
-    block layout with the balancing function ``log_g`` (a graph builder), compiled to run many steps
-    per call (LocallyBalanced, GibbsWithGradients, SelfBalancing)."""
-    kernel = partial(
-        single_site_kernel,
-        target=differences.graph,
-        log_g=log_g,
-        moves=SingleSiteMoves(layout),
-    )
-    prepare = partial(balanced_weights, log_g=log_g)
-    return CompiledSteps(kernel, 2, prepare, compile_kwargs, compile_now)

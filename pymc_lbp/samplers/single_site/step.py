@@ -10,7 +10,7 @@ from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights, reso
 from pymc_lbp.samplers.common import prepare_weights
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 from pymc_lbp.samplers.single_site.graph import graph_balancing
-from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
+from pymc_lbp.samplers.single_site.loop import CompiledSteps
 from pymc_lbp.samplers.single_site.reference import Prepared
 from pymc_lbp.step_methods.base import DrawResult
 from pymc_lbp.step_methods.neighbour_step import NeighbourStep
@@ -105,7 +105,7 @@ class LocallyBalanced(NeighbourStep):
         compiled on first use: a step built and never sampled (checked, inspected, replaced) costs
         no kernel compilation, and ``pm.sample(cores>1)`` ships the step without it."""
         if self._kernel is None:
-            self._kernel = compile_single_site_steps(
+            self._kernel = CompiledSteps(
                 self.differences,
                 self.layout,
                 graph_balancing(self.balancing, self.log_g),
