@@ -147,13 +147,8 @@ class PairwiseDifferences(Differences):
         for c, members in enumerate(self._classes):
             colour[members] = c
         self._entry_colour = colour[self._indices]  # W_ij is read from the flip of j's colour
-        order = sp.csr_matrix(
-            (np.arange(1, self._indices.size + 1, dtype=np.float64), self._indices, self._indptr),
-            shape=adjacency.shape,
-        )
-        order = sp.csr_matrix(order.T)
-        order.sort_indices()
-        self._transpose = order.data.astype(np.int64) - 1  # entry (i, j) -> entry (j, i)
+        # entry (i, j) -> entry (j, i): the entries sorted by (column, row), the pattern symmetric
+        self._transpose = np.lexsort((self._rows, self._indices))
         self._inputs = [
             v for v in graph_inputs([exact._logp_graph]) if isinstance(v, SharedVariable)
         ]
