@@ -129,17 +129,13 @@ def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
         res = run_steps(key, x, values, state, scale, jnp.bool_(tunes), n_steps)
         state = res.adapt if tunes else state
         per = jnp.maximum(n_steps, 1)
-        evals = 1 + res.n_evaluated
-        return (
-            res.x,
-            state,
-            {
-                **steps_stats(d, res.sum_accept, res.n_accepted, n_steps, evals, per),
-                "mean_path_length": (res.sum_length / per).astype(jnp.float64),
-                "sites_moved_per_step": (res.sum_moved / per).astype(jnp.float64),
-                "path_scale": scale.astype(jnp.float64),
-            },
-        )
+        stats = {
+            **steps_stats(d, res.sum_accept, res.n_accepted, n_steps, 1 + res.n_evaluated, per),
+            "mean_path_length": (res.sum_length / per).astype(jnp.float64),
+            "sites_moved_per_step": (res.sum_moved / per).astype(jnp.float64),
+            "path_scale": scale.astype(jnp.float64),
+        }
+        return res.x, state, stats
 
     def init():
         dtypes = (jnp.float64, jnp.float64, jnp.int64, jnp.bool_)

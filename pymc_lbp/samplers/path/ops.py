@@ -36,9 +36,11 @@ def _as_inputs(*args):
     return [pt.as_tensor_variable(a) for a in args]
 
 
-def _top(site_w: np.ndarray) -> float:
+def _linear(site_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(log_lin, lin)``: ``site_w - top`` and its exp, ``top = max site_w`` (0 if not finite)."""
     top = float(np.max(site_w)) if site_w.size else -np.inf
-    return top if np.isfinite(top) else 0.0
+    log_lin = site_w - (top if np.isfinite(top) else 0.0)
+    return log_lin, np.exp(log_lin)
 
 
 def order_terms(log_lin: np.ndarray, lin: np.ndarray, rest: float) -> float:
@@ -134,9 +136,7 @@ class PathRace(COp):
         site_w, exps, length = inputs
         n = site_w.shape[0]
         size = min(max(int(length), 0), n)
-        top = _top(site_w)
-        log_lin = site_w - top
-        lin = np.exp(log_lin)
+        log_lin, lin = _linear(site_w)
         with np.errstate(divide="ignore", invalid="ignore"):
             keys = exps / lin
         order = np.argsort(keys, kind="stable").astype(np.int64)
@@ -251,9 +251,7 @@ class ReversePathLogProb(COp):
     def perform(self, node, inputs, output_storage):
         site_w, path, picked, length = inputs
         size = min(max(int(length), 0), site_w.shape[0])
-        top = _top(site_w)
-        log_lin = site_w - top
-        lin = np.exp(log_lin)
+        log_lin, lin = _linear(site_w)
         back = path[:size][::-1]
         log_q = order_terms(log_lin[back], lin[back], float(np.sum(lin[~picked])))
         output_storage[0][0] = np.asarray(log_q, dtype=np.float64)

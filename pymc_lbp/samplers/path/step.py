@@ -288,32 +288,28 @@ class PathAuxiliaryLBP(NeighbourStep):
         (``tests/samplers/path/test_compiled_path_kernel.py``). On a pairwise binary block every
         draw, tuning included, runs :mod:`pymc_lbp.samplers.pairwise.kernel` (no model evaluation
         per step)."""
-        if self.pairwise_ready():
-            return self._run_pairwise(x, logp, n_steps)
-        kernel = self.path_kernel
         tuning = self.adaptive and self.tune
+        if self.pairwise_ready():
+            draw, res = self.run_pairwise(
+                x,
+                logp,
+                n_steps,
+                share=self.single_site_share,
+                scale=self.path_scale,
+                adaptation=self.adaptation if tuning else None,
+                adapt_state=self.adapt_state(),
+            )
+            if tuning:
+                self.set_adapt_state((res.log_u, res.log_u_bar, res.adapt_count, res.doubling))
+            draw.extras.update(_path_extras(res, n_steps))
+            return draw
+        kernel = self.path_kernel
         adapt = AdaptState(*self.adapt_state()) if tuning else None
         noise = kernel.draw_noise(self.rng, n_steps)
         res = kernel(x, logp, deltas, noise, self.path_scale, adapt)
         if tuning:
             self.set_adapt_state(res.adapt_state)
         return self.draw_from_kernel(res, _path_extras(res, n_steps))
-
-    def _run_pairwise(self, x: np.ndarray, logp: float, n_steps: int) -> DrawResult:
-        tuning = self.adaptive and self.tune
-        draw, res = self.run_pairwise(
-            x,
-            logp,
-            n_steps,
-            share=self.single_site_share,
-            scale=self.path_scale,
-            adaptation=self.adaptation if tuning else None,
-            adapt_state=self.adapt_state(),
-        )
-        if tuning:
-            self.set_adapt_state((res.log_u, res.log_u_bar, res.adapt_count, res.doubling))
-        draw.extras.update(_path_extras(res, n_steps))
-        return draw
 
     # -- the adaptation's state ----------------------------------------------------------------
     def adapt_state(self) -> tuple[float, float, int, bool]:
