@@ -113,10 +113,20 @@ static npy_intp pas_length(PyArrayObject* length, npy_intp n) {
 """
 
 
-class PathRace(COp):
-    """``(site_w, exps, length) -> (path, picked, log_q, can_move)``: see the module docs."""
+class _PathOp(COp):
+    """What the two Ops share: no props, the C support code and its cache version."""
 
     __props__ = ()
+
+    def c_support_code(self, **kwargs):
+        return _SUPPORT
+
+    def c_code_cache_version(self):
+        return (4,)
+
+
+class PathRace(_PathOp):
+    """``(site_w, exps, length) -> (path, picked, log_q, can_move)``: see the module docs."""
 
     def make_node(self, site_w, exps, length):
         site_w, exps, length = _as_inputs(site_w, exps, length)
@@ -153,14 +163,8 @@ class PathRace(COp):
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[0], input_shapes[0], (), ()]
 
-    def c_support_code(self, **kwargs):
-        return _SUPPORT
-
     def c_headers(self, **kwargs):
         return ["<math.h>", "<stdlib.h>", "<string.h>"]
-
-    def c_code_cache_version(self):
-        return (4,)
 
     def c_code(self, node, name, inputs, outputs, sub):
         w, e, length = inputs
@@ -234,11 +238,9 @@ class PathRace(COp):
 """
 
 
-class ReversePathLogProb(COp):
+class ReversePathLogProb(_PathOp):
     """``(site_w, path, picked, length) -> log_q``: the log-probability under ``site_w`` of
     picking ``path[:length]`` in the reversed order (``picked`` its mask); see the module docs."""
-
-    __props__ = ()
 
     def make_node(self, site_w, path, picked, length):
         site_w, path, picked, length = _as_inputs(site_w, path, picked, length)
@@ -259,14 +261,8 @@ class ReversePathLogProb(COp):
     def infer_shape(self, fgraph, node, input_shapes):
         return [()]
 
-    def c_support_code(self, **kwargs):
-        return _SUPPORT
-
     def c_headers(self, **kwargs):
         return ["<math.h>", "<stdlib.h>"]
-
-    def c_code_cache_version(self):
-        return (4,)
 
     def c_code(self, node, name, inputs, outputs, sub):
         w, path, picked, length = inputs
