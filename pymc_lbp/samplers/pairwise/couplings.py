@@ -177,14 +177,6 @@ class PairwiseDifferences(Differences):
         """``h = b + W x`` at ``x``."""
         return self.b + self._product(x)
 
-    def _inputs_changed(self) -> bool:
-        if self._snapshot is None:
-            return True
-        return not all(
-            np.array_equal(old, v.get_value(borrow=True))
-            for old, v in zip(self._snapshot, self._inputs, strict=True)
-        )
-
     def extract(self, x: np.ndarray) -> bool:
         """Extract ``b`` and ``W`` at the current values of the other variables, around ``x``
         (a state of finite logp); returns :attr:`usable`."""
@@ -246,7 +238,10 @@ class PairwiseDifferences(Differences):
         """Extract the couplings again if the other variables or the data changed; returns
         :attr:`usable`."""
         self._last_evals = 1
-        if self._inputs_changed():
+        if self._snapshot is None or not all(
+            np.array_equal(old, v.get_value(borrow=True))
+            for old, v in zip(self._snapshot, self._inputs, strict=True)
+        ):
             self.extract(x)
         return self.usable
 
