@@ -155,6 +155,10 @@ class PathLengthAdaptation:
     kappa: float = 0.6
     avg_kappa: float = 0.75
 
+    def gain(self, count: int) -> float:
+        """``gamma_t`` for the ``count``-th update (``count`` starts at 0)."""
+        return self.gamma0 * (count + 1 + self.t0) ** (-self.kappa)
+
     def update(
         self, log_u: float, log_u_bar: float, count: int, accept: float, doubling: bool = False
     ) -> AdaptState:
