@@ -21,7 +21,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import logsumexp
 
 try:  # numba ships with pytensor
     from numba.extending import register_jitable
@@ -184,7 +183,6 @@ __all__ = [
     "draw_slot_rows",
     "inverse_cdf",
     "log_normalize",
-    "logsumexp",
     "mh_accept",
     "mh_accept_probs",
     "mh_log_ratio",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pymc_lbp.samplers.integer.graph import move_order
+from pymc_lbp.samplers.integer.moves import site_supports
 from pymc_lbp.samplers.integer.reference import JumpsResult, block_jumps
 
 
@@ -19,7 +20,7 @@ def reference_jumps(step) -> tuple[np.ndarray, Callable[[np.ndarray, np.ndarray]
     fixed supports."""
     it = step.integer_moves
     order = move_order(it.jump_sites, it.gibbs_sites, it.jump_classes, it.gibbs_classes)
-    lower, upper = it.supports(it.gibbs_sites)
+    lower, upper = site_supports(it.layout, it.gibbs_sites)
     gibbs = {
         int(s): (float(lo), float(hi))
         for s, lo, hi in zip(it.gibbs_sites, lower, upper, strict=True)

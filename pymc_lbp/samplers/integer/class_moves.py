@@ -7,8 +7,7 @@ N-mixture) move independently given the rest, so :func:`integer_jumps_at_once` a
 :func:`~pymc_lbp.samplers.integer.site_moves.support_gibbs` run site after site with the same
 uniforms, from one or two batched evaluations for the whole class (:func:`draw_slots`: the
 inverse-CDF draw row by row). Graph builders, pure; used by
-:class:`pymc_lbp.samplers.integer.graph.CompiledJumps` and importable from
-:mod:`pymc_lbp.samplers.integer.graph`.
+:class:`pymc_lbp.samplers.integer.graph.CompiledJumps`.
 """
 
 from __future__ import annotations

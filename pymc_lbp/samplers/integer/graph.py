@@ -1,43 +1,29 @@
 """The informed multiscale integer jump as a pytensor graph, all integer sites in one call.
 
-The move is :func:`pymc_lbp.samplers.integer.reference.jump` (the numpy reference; see that module
-for the proposal and its exactness): from ``x``, integer site ``i`` proposes ``y = x + d e_i`` over
-the symmetric offsets ``D = {-2^J, ..., -1, +1, ..., +2^J}`` with probability proportional to
-``g(pi(y) / pi(x))``, values outside the site's support weighted 0, and the MH correction with
-the reverse offset ``-d``.
+The moves are those of :mod:`pymc_lbp.samplers.integer.reference` (see there for the proposal
+and its exactness), given the same two uniforms per site (offset by inverse CDF, then the MH
+coin): :func:`~pymc_lbp.samplers.integer.site_moves.integer_jump` and
+:func:`~pymc_lbp.samplers.integer.site_moves.support_gibbs` for one site,
+:mod:`pymc_lbp.samplers.integer.class_moves` for a colour class of sites at once.
 
 Here ``J`` is one exponent for the whole block (the largest any integer site needs, up to
 :data:`~pymc_lbp.samplers.integer.reference.LARGEST_SCALE_EXPONENT`; on unbounded supports the step
 grows it while tuning and compiles the jumps again), not the site's own: an offset larger than
 ``2^J_site >= width`` always leaves the site's support, so its weight is 0 from every state and
-the proposal is the reference's, offset for offset. Given the same two uniforms per site (offset
-by inverse CDF, then the MH coin), the graph makes the reference's decisions. The support comes
-from the model's bounds at the current state (they may depend on other sites of the block, never
-on the site itself); an offset whose sum would overflow ``int64`` is outside it
-(:func:`shifted`, as the reference's :func:`pymc_lbp.samplers.integer.reference.shifted`).
-
-:func:`support_gibbs` is the graph of :func:`pymc_lbp.samplers.integer.reference.support_gibbs`: a
-site with a small fixed support drawn from its full conditional over the support (one uniform, the
-reference's inverse-CDF draw).
+the proposal is the reference's, offset for offset. The support comes from the model's bounds at
+the current state (they may depend on other sites of the block, never on the site itself).
 
 :class:`CompiledJumps` runs one jump per jumping site, in the block's order, then one full
 conditional draw per support-Gibbs site, inside one compiled call (each group unrolled in the
 graph for up to :data:`UNROLL_SITES` sites, a ``scan`` over sites beyond): two batched logp
 evaluations of ``|D| + 1`` rows per jumping site, one of the support's size per support-Gibbs
 site, and no Python between sites. Given colour classes of sites that share no term of the logp
-(Poisson counts given their rate, the abundances of an N-mixture), each class moves at once
-(:func:`integer_jumps_at_once`, :func:`support_gibbs_at_once`): given the rest the sites'
-moves are independent, so the decisions are those of the site-after-site moves with the same
-uniforms, from one or two batched evaluations for the whole class.
-
-A step runs its integer moves with :class:`CompiledJumps` only, compiled at the first draw that
-moves an integer site (and again when tuning grows ``J``); the numpy reference of a call is
-:func:`pymc_lbp.samplers.integer.reference.block_jumps`, which the tests compare it with move for
-move.
-
-The one-site moves are built in :mod:`pymc_lbp.samplers.integer.site_moves`, the moves of a
-colour class at once in :mod:`pymc_lbp.samplers.integer.class_moves`; this module puts them
-together in :class:`CompiledJumps`, and their names stay importable from here.
+(Poisson counts given their rate, the abundances of an N-mixture), each class moves at once:
+given the rest the sites' moves are independent, so the decisions are those of the
+site-after-site moves with the same uniforms, from one or two batched evaluations for the whole
+class. It is compiled at the first draw that moves an integer site (and again when tuning grows
+``J``); its numpy reference is :func:`pymc_lbp.samplers.integer.reference.block_jumps`, which the
+tests compare it with move for move.
 """
 
 from __future__ import annotations
@@ -47,19 +33,13 @@ import pytensor.tensor as pt
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.samplers.graph_driver import scan_kernel
-from pymc_lbp.samplers.integer.class_moves import (
-    draw_slots,  # noqa: F401 (re-exported)
-    integer_jumps_at_once,
-    support_gibbs_at_once,
-)
+from pymc_lbp.samplers.integer.class_moves import integer_jumps_at_once, support_gibbs_at_once
 from pymc_lbp.samplers.integer.reference import JumpsResult, offsets
 from pymc_lbp.samplers.integer.site_moves import (
     BoundsGraph,
     ClassRowsGraph,
-    JumpInfo,
     SiteLogpGraph,
     integer_jump,
-    shifted,
     support_gibbs,
 )
 from pymc_lbp.samplers.single_site.graph import GraphBalancing
@@ -207,15 +187,14 @@ class CompiledJumps:
             consts = tuple(pt.constant(v[i], dtype="int64") for v in columns)
             return add(carry, *step((*consts, u), carry[:2]))
 
+        jump_kw = {"d": d, "site_logp": site_logp, "bounds": bounds, "log_g": log_g}
+        gibbs_kw = {"n_values": self.n_values, "site_logp": site_logp}
+
         def jump_move(u, x, logp, site, lo, hi):
-            return integer_jump(
-                u, x, logp, site, d=d, site_logp=site_logp, bounds=bounds, log_g=log_g
-            )
+            return integer_jump(u, x, logp, site, **jump_kw)
 
         def gibbs_move(u, x, logp, site, lo, hi):
-            return support_gibbs(
-                u, x, logp, site, lo, hi, n_values=self.n_values, site_logp=site_logp
-            )
+            return support_gibbs(u, x, logp, site, lo, hi, **gibbs_kw)
 
         carry = (
             x0,
@@ -226,42 +205,17 @@ class CompiledJumps:
         )
 
         def jumps_at_once(u, x, logp, group, lo, hi):
-            return integer_jumps_at_once(
-                u,
-                x,
-                logp,
-                group,
-                d=d,
-                site_logp=site_logp,
-                bounds=bounds,
-                log_g=log_g,
-                class_rows=class_rows,
-            )
+            return integer_jumps_at_once(u, x, logp, group, **jump_kw, class_rows=class_rows)
 
         def gibbs_at_once(u, x, logp, group, lo, hi):
             return support_gibbs_at_once(
-                u,
-                x,
-                logp,
-                group,
-                lo,
-                hi,
-                n_values=self.n_values,
-                site_logp=site_logp,
-                class_rows=class_rows,
+                u, x, logp, group, lo, hi, **gibbs_kw, class_rows=class_rows
             )
 
-        no_bounds = np.zeros(self.sites.size, dtype=np.int64)
+        none = np.zeros(self.sites.size, dtype=np.int64)  # jumps read their bounds from x
         groups = [
-            (kernel(jump_move), jumps_at_once, self.sites, no_bounds, no_bounds, self.jump_classes),
-            (
-                kernel(gibbs_move),
-                gibbs_at_once,
-                self.gibbs_sites,
-                lower,
-                upper,
-                self.gibbs_classes,
-            ),
+            (kernel(jump_move), jumps_at_once, self.sites, none, none, self.jump_classes),
+            (kernel(gibbs_move), gibbs_at_once, self.gibbs_sites, lower, upper, self.gibbs_classes),
         ]
         row = 0
         for step, at_once, group, lo, hi, classes in groups:
@@ -305,12 +259,4 @@ class CompiledJumps:
         return JumpsResult(np.array(x_out), float(logp), float(acc), int(dist), int(n_acc))
 
 
-__all__ = [
-    "CompiledJumps",
-    "JumpInfo",
-    "JumpsResult",
-    "integer_jump",
-    "move_order",
-    "shifted",
-    "support_gibbs",
-]
+__all__ = ["CompiledJumps", "move_order"]

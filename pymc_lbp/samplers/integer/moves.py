@@ -263,10 +263,6 @@ class IntegerMoves:
         reference's input, for tests; compiled on first use)."""
         return self.target.site_logp_function()
 
-    def supports(self, sites: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(lower, upper)`` of ``sites`` (:func:`site_supports`)."""
-        return site_supports(self.layout, sites)
-
     @property
     def log_g(self):
         """The balancing function the jumps are weighted with, ``d -> log g(e^d)`` (numpy; sqrt
@@ -280,7 +276,7 @@ class IntegerMoves:
         graphs (:mod:`pymc_lbp.whole_model` compiles them to JAX)."""
         name, fn = self.balancing
         log_g = graph_balancing(name, fn) if callable(fn) else graph_balancing("sqrt", log_sqrt)
-        lower, upper = self.supports(self.gibbs_sites)
+        lower, upper = site_supports(self.layout, self.gibbs_sites)
         return CompiledJumps(
             self.jump_sites,
             self.exponent,
@@ -349,20 +345,15 @@ class IntegerMoves:
             default=MAX_SCALE_EXPONENT,
         )
 
-    def set_exponent(self, exponent: int) -> None:
-        """Make ``exponent`` the jumps' ``J``; their compiled call follows lazily
-        (:attr:`jumps`, reused when this ``J`` was compiled before)."""
-        self.exponent = int(exponent)
-
     def start_chains(self, starts) -> None:
         """``J`` for chains started at each of ``starts`` (the compiled program's, which keeps
         it): the largest :meth:`exponent_at` over them, where the supports do not fix it."""
         if self.exponent_grows and len(starts):
-            self.set_exponent(max(self.exponent_at(x) for x in starts))
+            self.exponent = max(self.exponent_at(x) for x in starts)
 
     def reset(self) -> None:
         """Restore the untuned ``J`` (the step's ``reset_tuning``)."""
-        self.set_exponent(self.start_exponent)
+        self.exponent = self.start_exponent
 
     def restart(self, x: np.ndarray) -> None:
         """Start tuning ``J`` afresh from the chain's start ``x`` (its first tuning draw): every
@@ -376,7 +367,7 @@ class IntegerMoves:
                 exponent,
                 exponent,
             )
-            self.set_exponent(exponent)
+            self.exponent = exponent
 
     def grow(self, x: np.ndarray, y: np.ndarray) -> None:
         """Grow ``J`` after a tuning draw ``x -> y`` in which a jumping site's accepted jump used
@@ -406,4 +397,4 @@ class IntegerMoves:
             exponent,
             grown,
         )
-        self.set_exponent(grown)
+        self.exponent = grown

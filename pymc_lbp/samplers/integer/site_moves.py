@@ -7,8 +7,7 @@ the reverse offset), :func:`support_gibbs` that of
 without ``int64`` overflow. Graph builders, pure; the types of the model callbacks they take
 (:data:`SiteLogpGraph`, :data:`BoundsGraph`, :data:`ClassRowsGraph`) and :class:`JumpInfo` are
 here too. Used by :mod:`pymc_lbp.samplers.integer.graph` (:class:`CompiledJumps`, which unrolls
-or scans them over a block's sites) and :mod:`pymc_lbp.samplers.integer.class_moves`; every name
-is importable from :mod:`pymc_lbp.samplers.integer.graph`.
+or scans them over a block's sites) and :mod:`pymc_lbp.samplers.integer.class_moves`.
 """
 
 from __future__ import annotations
@@ -37,11 +36,12 @@ SiteLogpGraph = Callable[[Variable, Variable, Variable], tuple[Variable, Variabl
 """``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] = values[r] for every r)``."""
 
 BoundsGraph = Callable[[Variable], tuple[Variable, Variable]]
+"""``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
+
 ClassRowsGraph = Callable[[Variable, np.ndarray, Variable], Variable]
 """``(x, sites, values (m, n)) -> change of the logp from x when sites[i] alone is set to
 values[i, k]``, shape (m, n), for sites that share no term
 (:meth:`pymc_lbp.logp.site_pieces.SitePieces.class_rows`)."""
-"""``x -> (lower, upper)`` supports of every site of the block (float, may be infinite)."""
 
 
 class JumpInfo(NamedTuple):
@@ -55,15 +55,8 @@ _INT64 = np.iinfo(np.int64)
 
 
 def shifted(value: Variable, d: Variable) -> tuple[Variable, Variable]:
-    """``value + d`` without ``int64`` overflow, as a graph (broadcasting).
-
-    Returns
-    -------
-    values : int64 tensor
-        ``value + d`` where it is an ``int64``, ``value`` elsewhere.
-    representable : bool tensor
-        Where ``value + d`` is an ``int64``; elsewhere the offset leaves every support.
-    """
+    """``(value + d, representable)`` without ``int64`` overflow, as a graph (broadcasting):
+    :func:`pymc_lbp.samplers.integer.reference.shifted`."""
     up, down = pt.maximum(d, 0), pt.minimum(d, 0)  # each side tested without overflowing itself
     representable = pt.le(value, _INT64.max - up) & pt.ge(value, _INT64.min - down)
     return value + pt.switch(representable, d, 0), representable

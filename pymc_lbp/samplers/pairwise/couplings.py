@@ -147,13 +147,8 @@ class PairwiseDifferences(Differences):
         for c, members in enumerate(self._classes):
             colour[members] = c
         self._entry_colour = colour[self._indices]  # W_ij is read from the flip of j's colour
-        order = sp.csr_matrix(
-            (np.arange(1, self._indices.size + 1, dtype=np.float64), self._indices, self._indptr),
-            shape=adjacency.shape,
-        )
-        order = sp.csr_matrix(order.T)
-        order.sort_indices()
-        self._transpose = order.data.astype(np.int64) - 1  # entry (i, j) -> entry (j, i)
+        # entry (i, j) -> entry (j, i): the entries sorted by (column, row), the pattern symmetric
+        self._transpose = np.lexsort((self._rows, self._indices))
         self._inputs = [
             v for v in graph_inputs([exact._logp_graph]) if isinstance(v, SharedVariable)
         ]
@@ -181,14 +176,6 @@ class PairwiseDifferences(Differences):
     def field(self, x: np.ndarray) -> np.ndarray:
         """``h = b + W x`` at ``x``."""
         return self.b + self._product(x)
-
-    def _inputs_changed(self) -> bool:
-        if self._snapshot is None:
-            return True
-        return not all(
-            np.array_equal(old, v.get_value(borrow=True))
-            for old, v in zip(self._snapshot, self._inputs, strict=True)
-        )
 
     def extract(self, x: np.ndarray) -> bool:
         """Extract ``b`` and ``W`` at the current values of the other variables, around ``x``
@@ -251,7 +238,10 @@ class PairwiseDifferences(Differences):
         """Extract the couplings again if the other variables or the data changed; returns
         :attr:`usable`."""
         self._last_evals = 1
-        if self._inputs_changed():
+        if self._snapshot is None or not all(
+            np.array_equal(old, v.get_value(borrow=True))
+            for old, v in zip(self._snapshot, self._inputs, strict=True)
+        ):
             self.extract(x)
         return self.usable
 

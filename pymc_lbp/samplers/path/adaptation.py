@@ -64,10 +64,15 @@ from pytensor.graph.basic import Variable
 from pymc_lbp.samplers.common import register_jitable
 
 
+def is_number(value) -> bool:
+    """Whether ``value`` is a real number (not a bool)."""
+    return not isinstance(value, bool) and isinstance(value, int | float | np.integer | np.floating)
+
+
 def check_fraction(name: str, value: float, why: str) -> float:
     """The option ``name``, checked: a number strictly between 0 and 1 (``why``: what the
     bounds mean, appended to the error)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+    if not is_number(value):
         raise ValueError(f"{name} must be a float in (0, 1), got {value!r}")
     if not 0.0 < float(value) < 1.0:
         raise ValueError(f"{name} must lie strictly between 0 and 1, got {value!r}{why}")
@@ -157,24 +162,9 @@ class PathLengthAdaptation:
     def update(
         self, log_u: float, log_u_bar: float, count: int, accept: float, doubling: bool = False
     ) -> AdaptState:
-        """One update from the acceptance probability ``accept`` of a step.
-
-        Parameters
-        ----------
-        log_u, log_u_bar : float
-            The current iterate and averaged iterate.
-        count : int
-            Robbins-Monro updates made so far (0 during the doubling phase).
-        accept : float
-            ``min(1, MH ratio)`` of the step.
-        doubling : bool
-            Whether the doubling phase is on.
-
-        Returns
-        -------
-        AdaptState
-            The new state.
-        """
+        """The new state after a step of acceptance probability ``accept`` (``min(1, MH
+        ratio)``); ``count`` is the number of Robbins-Monro updates made so far (0 while
+        ``doubling``)."""
         return AdaptState(*adapt_update(
             log_u, log_u_bar, count, accept, doubling, self.target, self.max_length,
             self.gamma0, self.t0, self.kappa, self.avg_kappa,
@@ -221,5 +211,6 @@ __all__ = [
     "adapt_update",
     "check_fraction",
     "check_target_accept",
+    "is_number",
     "tuning_inputs",
 ]

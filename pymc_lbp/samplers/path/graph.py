@@ -1,25 +1,14 @@
 """The path auxiliary kernel (PathAuxiliaryLBP) as a pytensor graph, and its compiled loop.
 
-One transition, read top to bottom (the math is that of :mod:`pymc_lbp.samplers.path.reference`,
-whose numpy functions are the tested reference):
+One transition (:func:`path_kernel`) is the five steps of
+:func:`pymc_lbp.samplers.path.reference.path_step`, the tested numpy reference, from the same row
+of noise (:func:`~pymc_lbp.samplers.path.reference.noise_width`), drawn by the step from
+``self.rng``. The race and the path's order log-probabilities are two Ops of
+:mod:`pymc_lbp.samplers.path.ops` (C, NUMBA and JAX implementations), one or two passes over the
+sites each: they write the remaining mass as (mass off the path) + (suffix sums of the path), a
+sum of positive terms, with no cancellation however much mass the path holds. On all-binary
+blocks the state carries the site weights only (sites are slots; no within-site probabilities).
 
-1. the path length: a single-site step (``R = 1``) with probability ``share``, else
-   ``R`` = the stochastic rounding of the scale ``U`` (one uniform each), within ``[1, n]``;
-2. site weights ``W_i = logsumexp_{s in i} log g(e^{Delta_s})``; ``R`` distinct sites by the
-   exponential race (the ``R`` smallest ``E_i / e^{W_i}``, one standard exponential per site);
-3. each picked site's slot by Gumbel-max over the within-site softmax (one exponential per slot);
-4. the target at ``y`` (logp and differences), the reverse path (same sites, reversed order, each
-   back to its old value) scored with the weights at ``y``;
-5. the one MH accept (:func:`pymc_lbp.samplers.mh_graph.mh_accept`).
-
-The race and the path's order log-probabilities are two Ops of :mod:`pymc_lbp.samplers.path.ops`
-(C, NUMBA and JAX implementations), one or two passes over the sites each: they write the
-remaining mass as (mass off the path) + (suffix sums of the path), a sum of positive terms, with
-no cancellation however much mass the path holds. On all-binary blocks the state carries the site
-weights only (sites are slots; no within-site probabilities).
-
-A row of noise feeds one step: ``[u_share, u_round, u_mh, E_1..E_n, (E'_1..E'_slots)]`` (the
-slot exponentials only for blocks that are not all binary), drawn by the step from ``self.rng``.
 The scale ``U`` is an input of the compiled function: it is frozen after tuning, and changing it
 needs no recompilation. While tuning, the loop carries the adaptation's state instead
 (``log U``, its average, the update count and the doubling flag): each step's scale is
@@ -43,7 +32,7 @@ from pymc_lbp.samplers.graph_driver import CompiledRuns, scan_kernel
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 from pymc_lbp.samplers.path.adaptation import AdaptState, PathLengthAdaptation
 from pymc_lbp.samplers.path.ops import PathRace, ReversePathLogProb, register_backend
-from pymc_lbp.samplers.path.reference import PathSteps
+from pymc_lbp.samplers.path.reference import PathSteps, noise_width
 from pymc_lbp.samplers.single_site.graph import GraphBalancing, SingleSiteMoves, Target
 from pymc_lbp.samplers.traces import clear_traces
 
@@ -101,11 +90,6 @@ class PathMoves(SingleSiteMoves):
             has = counts > k
             table[has, k] = layout.site_offset[has] + k
         self.table = pt.as_tensor_variable(table)
-
-    @property
-    def noise_width(self) -> int:
-        """Noise values one step consumes."""
-        return 3 + self.n_sites + (0 if self.all_binary else self.n_slots)
 
 
 def path_weights(log_w: Variable, moves: PathMoves) -> tuple[Variable, Variable | None]:
@@ -216,7 +200,7 @@ class CompiledPathSteps:
     """:func:`path_kernel` run once per row of a noise matrix inside one compiled ``scan``.
 
     Called as ``(x, logp, deltas, noise, scale, adapt=None)``; ``noise`` has
-    :attr:`PathMoves.noise_width` columns (see the module docs). With ``adapt`` (an
+    :func:`~pymc_lbp.samplers.path.reference.noise_width` columns. With ``adapt`` (an
     :class:`AdaptState`) the steps tune: their scale is ``exp(log U)`` of the carried state,
     updated by ``adaptation`` after every path step, and ``scale`` is unused; the result holds
     the final state. With the JAX backend (which traces shapes as values) the function is
@@ -238,12 +222,8 @@ class CompiledPathSteps:
         if backend is not None:
             register_backend(backend)
         moves = PathMoves(layout)
-        self.noise_width = moves.noise_width
-        self.n_sites, self.n_slots, self.all_binary = (
-            layout.n_sites,
-            layout.n_slots,
-            moves.all_binary,
-        )
+        self.noise_width = noise_width(layout)
+        self.n_sites, self.n_slots = layout.n_sites, layout.n_slots
         self._parts = (target, log_g, moves, share, dict(compile_kwargs or {}))
         self.runs = CompiledRuns(self._compile, compile_kwargs)
 
@@ -341,18 +321,13 @@ class CompiledPathSteps:
                 dtype=np.float64,
             ),
         )
+        if adapt is not None:
+            adapt = AdaptState(float(tuned[0]), float(tuned[1]), int(tuned[2]), bool(tuned[3]))
         return PathSteps(
             np.array(x_out),
             float(logp_out),
             np.array(deltas_out),
             float(sums[0]),
-            int(sums[1]),
-            int(sums[2]),
-            int(sums[3]),
-            int(sums[4]),
-            (
-                AdaptState(float(tuned[0]), float(tuned[1]), int(tuned[2]), bool(tuned[3]))
-                if adapt is not None
-                else None
-            ),
+            *(int(v) for v in sums[1:]),
+            adapt_state=adapt,
         )

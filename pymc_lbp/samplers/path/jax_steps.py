@@ -49,10 +49,11 @@ def path_steps_jax(
     from pymc_lbp.samplers.path.adaptation import tuning_inputs
     from pymc_lbp.samplers.path.graph import PathMoves, PathState, prepare, tuned_path_step
     from pymc_lbp.samplers.path.ops import register_backend
+    from pymc_lbp.samplers.path.reference import noise_width
 
     register_backend("jax")
     moves = PathMoves(layout)
-    width = moves.noise_width
+    width = noise_width(layout)
     x = pt.tensor("x", dtype="int64", shape=(layout.n_sites,))
     logp = pt.scalar("logp", dtype="float64")
     deltas = pt.tensor("deltas", dtype="float64", shape=(layout.n_slots,))
@@ -123,25 +124,18 @@ def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
 
     def run(key, x, values, state, tuning):
         tunes = bool(tuning and step.adaptive)
-        if step.adaptive:
-            scale = jnp.exp(state[0])
-        else:
-            scale = jnp.float64(step.fixed_path_scale)
+        scale = jnp.exp(state[0]) if step.adaptive else jnp.float64(step.fixed_path_scale)
         n_steps = jnp.int64(fixed) if fixed is not None else step.sweep_steps(scale, xp=jnp)
         res = run_steps(key, x, values, state, scale, jnp.bool_(tunes), n_steps)
         state = res.adapt if tunes else state
         per = jnp.maximum(n_steps, 1)
-        evals = 1 + res.n_evaluated
-        return (
-            res.x,
-            state,
-            {
-                **steps_stats(d, res.sum_accept, res.n_accepted, n_steps, evals, per),
-                "mean_path_length": (res.sum_length / per).astype(jnp.float64),
-                "sites_moved_per_step": (res.sum_moved / per).astype(jnp.float64),
-                "path_scale": scale.astype(jnp.float64),
-            },
-        )
+        stats = {
+            **steps_stats(d, res.sum_accept, res.n_accepted, n_steps, 1 + res.n_evaluated, per),
+            "mean_path_length": (res.sum_length / per).astype(jnp.float64),
+            "sites_moved_per_step": (res.sum_moved / per).astype(jnp.float64),
+            "path_scale": scale.astype(jnp.float64),
+        }
+        return res.x, state, stats
 
     def init():
         dtypes = (jnp.float64, jnp.float64, jnp.int64, jnp.bool_)

@@ -36,9 +36,11 @@ def _as_inputs(*args):
     return [pt.as_tensor_variable(a) for a in args]
 
 
-def _top(site_w: np.ndarray) -> float:
+def _linear(site_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(log_lin, lin)``: ``site_w - top`` and its exp, ``top = max site_w`` (0 if not finite)."""
     top = float(np.max(site_w)) if site_w.size else -np.inf
-    return top if np.isfinite(top) else 0.0
+    log_lin = site_w - (top if np.isfinite(top) else 0.0)
+    return log_lin, np.exp(log_lin)
 
 
 def order_terms(log_lin: np.ndarray, lin: np.ndarray, rest: float) -> float:
@@ -111,10 +113,20 @@ static npy_intp pas_length(PyArrayObject* length, npy_intp n) {
 """
 
 
-class PathRace(COp):
-    """``(site_w, exps, length) -> (path, picked, log_q, can_move)``: see the module docs."""
+class _PathOp(COp):
+    """What the two Ops share: no props, the C support code and its cache version."""
 
     __props__ = ()
+
+    def c_support_code(self, **kwargs):
+        return _SUPPORT
+
+    def c_code_cache_version(self):
+        return (4,)
+
+
+class PathRace(_PathOp):
+    """``(site_w, exps, length) -> (path, picked, log_q, can_move)``: see the module docs."""
 
     def make_node(self, site_w, exps, length):
         site_w, exps, length = _as_inputs(site_w, exps, length)
@@ -134,9 +146,7 @@ class PathRace(COp):
         site_w, exps, length = inputs
         n = site_w.shape[0]
         size = min(max(int(length), 0), n)
-        top = _top(site_w)
-        log_lin = site_w - top
-        lin = np.exp(log_lin)
+        log_lin, lin = _linear(site_w)
         with np.errstate(divide="ignore", invalid="ignore"):
             keys = exps / lin
         order = np.argsort(keys, kind="stable").astype(np.int64)
@@ -153,14 +163,8 @@ class PathRace(COp):
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[0], input_shapes[0], (), ()]
 
-    def c_support_code(self, **kwargs):
-        return _SUPPORT
-
     def c_headers(self, **kwargs):
         return ["<math.h>", "<stdlib.h>", "<string.h>"]
-
-    def c_code_cache_version(self):
-        return (4,)
 
     def c_code(self, node, name, inputs, outputs, sub):
         w, e, length = inputs
@@ -234,11 +238,9 @@ class PathRace(COp):
 """
 
 
-class ReversePathLogProb(COp):
+class ReversePathLogProb(_PathOp):
     """``(site_w, path, picked, length) -> log_q``: the log-probability under ``site_w`` of
     picking ``path[:length]`` in the reversed order (``picked`` its mask); see the module docs."""
-
-    __props__ = ()
 
     def make_node(self, site_w, path, picked, length):
         site_w, path, picked, length = _as_inputs(site_w, path, picked, length)
@@ -251,9 +253,7 @@ class ReversePathLogProb(COp):
     def perform(self, node, inputs, output_storage):
         site_w, path, picked, length = inputs
         size = min(max(int(length), 0), site_w.shape[0])
-        top = _top(site_w)
-        log_lin = site_w - top
-        lin = np.exp(log_lin)
+        log_lin, lin = _linear(site_w)
         back = path[:size][::-1]
         log_q = order_terms(log_lin[back], lin[back], float(np.sum(lin[~picked])))
         output_storage[0][0] = np.asarray(log_q, dtype=np.float64)
@@ -261,14 +261,8 @@ class ReversePathLogProb(COp):
     def infer_shape(self, fgraph, node, input_shapes):
         return [()]
 
-    def c_support_code(self, **kwargs):
-        return _SUPPORT
-
     def c_headers(self, **kwargs):
         return ["<math.h>", "<stdlib.h>"]
-
-    def c_code_cache_version(self):
-        return (4,)
 
     def c_code(self, node, name, inputs, outputs, sub):
         w, path, picked, length = inputs

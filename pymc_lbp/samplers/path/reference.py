@@ -99,23 +99,9 @@ def linear_weights(site: np.ndarray) -> tuple[np.ndarray, float, float, int]:
 
 
 def path_weights(deltas: np.ndarray, log_g: LogBalancing, layout: BlockLayout) -> PathWeights:
-    """Site weights and within-site slot probabilities from the neighbour differences.
-
-    Parameters
-    ----------
-    deltas : ndarray, shape (n_slots,)
-        ``log pi(x^(s)) - log pi(x)`` for every slot (``-inf`` for masked slots).
-    log_g : callable
-        Balancing function in log space. Slots with ``Delta = -inf`` (masked moves,
-        zero-probability neighbours) get weight 0 whatever ``g(0)`` is: such moves are never
-        proposed, in either direction.
-    layout : BlockLayout
-        Slot layout of the block.
-
-    Returns
-    -------
-    PathWeights
-    """
+    """:func:`site_weights` of the slot log-weights ``log g(e^Delta)`` of the neighbour
+    differences ``deltas`` (``-inf`` for masked slots and zero-probability neighbours, whatever
+    ``g(0)`` is: such moves are never proposed, in either direction)."""
     return site_weights(balanced_log_weights(np.asarray(deltas, dtype=float), log_g), layout)
 
 
@@ -152,11 +138,6 @@ def race(lin: np.ndarray, noise: np.ndarray, size: int) -> np.ndarray:
         return np.argsort(keys, kind="stable")[:size]
     top = np.argpartition(keys, size - 1)[:size]
     return top[np.lexsort((top, keys[top]))]
-
-
-def draw_sites(lin: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """:func:`race` with the exponentials drawn from ``rng``."""
-    return race(lin, rng.standard_exponential(lin.shape[0]), size)
 
 
 def draw_slots(
@@ -397,7 +378,6 @@ __all__ = [
     "PathWeights",
     "check_single_site_share",
     "draw_path_length",
-    "draw_sites",
     "draw_slots",
     "linear_weights",
     "log_prob_order",

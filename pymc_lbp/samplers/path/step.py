@@ -11,7 +11,12 @@ from pymc.step_methods.state import dataclass_state
 
 from pymc_lbp.samplers.balancing import LogBalancing, resolve_balancing
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
-from pymc_lbp.samplers.path.adaptation import AdaptState, PathLengthAdaptation, check_target_accept
+from pymc_lbp.samplers.path.adaptation import (
+    AdaptState,
+    PathLengthAdaptation,
+    check_target_accept,
+    is_number,
+)
 from pymc_lbp.samplers.path.graph import CompiledPathSteps
 from pymc_lbp.samplers.path.reference import check_single_site_share
 from pymc_lbp.samplers.single_site.graph import graph_balancing
@@ -81,9 +86,8 @@ class PathAuxiliaryLBP(NeighbourStep):
         the optimal rate of random-walk Metropolis.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
         The balancing function ``g`` (see :mod:`pymc_lbp.samplers.balancing`); a callable maps
-        log-ratios
-        ``d`` to ``log g(e^d)``, must be balanced, and must also work on pytensor tensors (the
-        compiled kernel applies it).
+        log-ratios ``d`` to ``log g(e^d)``, must be balanced, and must also work on pytensor
+        tensors (the compiled kernel applies it).
     differences : {"auto", "gradient", "exact"}, default "auto"
         Neighbour differences: first-order from the relaxed logp's gradient (one evaluation per
         step; exact on logps multilinear in the block), exact (one logp evaluation per
@@ -148,17 +152,13 @@ class PathAuxiliaryLBP(NeighbourStep):
         self.single_site_share = check_single_site_share(single_site_share)
         self.fixed_path_scale: float | None = None
         if path_scale is not None:
-            if isinstance(path_scale, bool) or not isinstance(
-                path_scale, int | float | np.integer | np.floating
-            ):
+            if not is_number(path_scale):
                 raise ValueError(f"path_scale must be None or a number >= 1, got {path_scale!r}")
             if not path_scale >= 1 or not math.isfinite(path_scale):
                 raise ValueError(f"path_scale must be a finite number >= 1, got {path_scale}")
             # one meaning whatever the type: the scale U (3 and 3.0 are the same setting)
             self.fixed_path_scale = float(path_scale)
-        if isinstance(initial_path_scale, bool) or not isinstance(
-            initial_path_scale, int | float | np.integer | np.floating
-        ):
+        if not is_number(initial_path_scale):
             raise ValueError(
                 f"initial_path_scale must be a number >= 1, got {initial_path_scale!r}"
             )
@@ -288,39 +288,28 @@ class PathAuxiliaryLBP(NeighbourStep):
         (``tests/samplers/path/test_compiled_path_kernel.py``). On a pairwise binary block every
         draw, tuning included, runs :mod:`pymc_lbp.samplers.pairwise.kernel` (no model evaluation
         per step)."""
-        if self.pairwise_ready():
-            return self._run_pairwise(x, logp, n_steps)
-        kernel = self.path_kernel
         tuning = self.adaptive and self.tune
+        if self.pairwise_ready():
+            draw, res = self.run_pairwise(
+                x,
+                logp,
+                n_steps,
+                share=self.single_site_share,
+                scale=self.path_scale,
+                adaptation=self.adaptation if tuning else None,
+                adapt_state=self.adapt_state(),
+            )
+            if tuning:
+                self.set_adapt_state((res.log_u, res.log_u_bar, res.adapt_count, res.doubling))
+            draw.extras.update(_path_extras(res, n_steps))
+            return draw
+        kernel = self.path_kernel
         adapt = AdaptState(*self.adapt_state()) if tuning else None
         noise = kernel.draw_noise(self.rng, n_steps)
         res = kernel(x, logp, deltas, noise, self.path_scale, adapt)
         if tuning:
             self.set_adapt_state(res.adapt_state)
-        extras = {
-            "mean_path_length": [res.sum_length / n_steps],
-            "sites_moved_per_step": [res.sum_moved / n_steps],
-        }
-        return self.draw_from_kernel(res, extras)
-
-    def _run_pairwise(self, x: np.ndarray, logp: float, n_steps: int) -> DrawResult:
-        tuning = self.adaptive and self.tune
-        draw, res = self.run_pairwise(
-            x,
-            logp,
-            n_steps,
-            share=self.single_site_share,
-            scale=self.path_scale,
-            adaptation=self.adaptation if tuning else None,
-            adapt_state=self.adapt_state(),
-        )
-        if tuning:
-            self.set_adapt_state((res.log_u, res.log_u_bar, res.adapt_count, res.doubling))
-        draw.extras.update(
-            mean_path_length=[res.sum_length / n_steps],
-            sites_moved_per_step=[res.sum_moved / n_steps],
-        )
-        return draw
+        return self.draw_from_kernel(res, _path_extras(res, n_steps))
 
     # -- the adaptation's state ----------------------------------------------------------------
     def adapt_state(self) -> tuple[float, float, int, bool]:
@@ -333,14 +322,15 @@ class PathAuxiliaryLBP(NeighbourStep):
         self.path_adapt_count, self.path_doubling = int(count), bool(doubling)
 
     def summarize_extras(self, extras: dict[str, list]) -> dict[str, Any]:
-        if not extras:  # a draw without path steps (integer sites only: their jumps)
-            return {
-                "mean_path_length": 0.0,
-                "sites_moved_per_step": 0.0,
-                "path_scale": self.path_scale,
-            }
-        return {
-            "mean_path_length": float(np.mean(extras["mean_path_length"])),
-            "sites_moved_per_step": float(np.mean(extras["sites_moved_per_step"])),
-            "path_scale": self.path_scale,
-        }
+        # no extras: a draw without path steps (integer sites only: their jumps)
+        means = {k: float(np.mean(extras[k])) if extras else 0.0 for k in _PATH_EXTRAS}
+        return {**means, "path_scale": self.path_scale}
+
+
+_PATH_EXTRAS = ("mean_path_length", "sites_moved_per_step")
+
+
+def _path_extras(res, n_steps: int) -> dict[str, list]:
+    """A draw's path statistics from a run's sums (compiled or pairwise kernel)."""
+    sums = (res.sum_length, res.sum_moved)
+    return {k: [v / n_steps] for k, v in zip(_PATH_EXTRAS, sums, strict=True)}

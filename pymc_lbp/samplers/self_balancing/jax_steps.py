@@ -82,14 +82,9 @@ def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
 
     def init():
         params, m, v, t = start
-        return (
-            jnp.zeros((n_particles, step.layout.n_sites), dtype=jnp.int64),
-            jnp.bool_(False),
-            jnp.asarray(params, jnp.float64),
-            jnp.asarray(m, jnp.float64),
-            jnp.asarray(v, jnp.float64),
-            jnp.float64(t),
-        )
+        rows = jnp.zeros((n_particles, step.layout.n_sites), dtype=jnp.int64)
+        arrays = (jnp.asarray(a, jnp.float64) for a in (params, m, v))
+        return (rows, jnp.bool_(False), *arrays, jnp.float64(t))
 
     def no_steps(key, x, values, state, tuning):  # a block whose sites all move by their jumps
         return x, state, {"lsb_params": state[2]}
@@ -111,6 +106,7 @@ def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
     fns = learned_chain_jax(step, to_jax, n_steps)
     n_updates = int(step.learning_steps)
     lr, clip = step.learner.learning_rate, step.learner.param_clip
+    weights = step.particle_weights
 
     def run(key, x, values, state, tuning):
         rows, started, params, m, v, t = state
@@ -128,20 +124,12 @@ def program_steps(step, model, to_jax: Callable) -> ProgramSteps:
                 return fns.log_g(dm, p, *values)[0]
 
             r_logp, r_deltas = target_rows(rows)
+            moves_kw = {"log_g": log_g, "layout": step.layout, "target_rows": target_rows}
 
             def learn(u, carry):
                 rows, r_logp, r_deltas, params, m, v, t = carry
                 res = batch_moves(
-                    u,
-                    rows,
-                    r_logp,
-                    r_deltas,
-                    params,
-                    log_g=log_g,
-                    layout=step.layout,
-                    target_rows=target_rows,
-                    particle_weights=step.particle_weights,
-                    xp=jnp,
+                    u, rows, r_logp, r_deltas, params, **moves_kw, particle_weights=weights, xp=jnp
                 )
                 out = fns.adam(params, m, v, t, lr, clip, *res.batch, *values)
                 loss, new, skipped = out[0], tuple(out[3:7]), out[7]

@@ -154,7 +154,10 @@ def _compiled_update(name: str, hidden: int, max_grad_norm: float, mode_key: str
     depend on the user's floatX).
     """
     with pytensor.config.change_flags(floatX="float64"):
-        return _build_update(name, hidden, max_grad_norm, mode_key)
+        inputs, outs = update_graph_io(make_parametrization(name, hidden), max_grad_norm)
+        fn = pm_compile(inputs, outs, on_unused_input="ignore", mode=mode_key)
+    fn.trust_input = True
+    return fn
 
 
 def adam_update_graph(
@@ -228,13 +231,6 @@ def update_graph_io(
     )
     outs = adam_update_graph(parametrization, state, lr, batch, max_grad_norm, clip)
     return [*state, lr, clip, *batch], list(outs)
-
-
-def _build_update(name: str, hidden: int, max_grad_norm: float, mode_key: str | None):
-    inputs, outs = update_graph_io(make_parametrization(name, hidden), max_grad_norm)
-    fn = pm_compile(inputs, outs, on_unused_input="ignore", mode=mode_key)
-    fn.trust_input = True
-    return fn
 
 
 class BatchMoves(NamedTuple):

@@ -126,8 +126,7 @@ class BalancingParametrization:
 
     def log_g_pt(self, d: Variable, params: Variable) -> Variable:
         """``log g(e^d)`` elementwise as a pytensor graph, with non-finite ``d`` masked to -inf."""
-        ok = pt.isinf(d) | pt.isnan(d)
-        ok = ~ok
+        ok = ~(pt.isinf(d) | pt.isnan(d))
         safe = pt.switch(ok, d, 0.0)
         return pt.switch(ok, self._log_g_pt(safe, params), -np.inf)
 

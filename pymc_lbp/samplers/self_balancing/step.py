@@ -31,7 +31,7 @@ from pymc_lbp.samplers.self_balancing.learning import (
 )
 from pymc_lbp.samplers.self_balancing.parametrizations import PARAMETRIZATIONS, make_parametrization
 from pymc_lbp.samplers.self_balancing.step_learned import SelfBalancingLearned
-from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
+from pymc_lbp.samplers.single_site.loop import CompiledSteps
 from pymc_lbp.samplers.single_site.reference import single_site_step
 from pymc_lbp.step_methods.base import DiscreteStepState, DrawResult, StepResult
 from pymc_lbp.step_methods.neighbour_step import NeighbourStep
@@ -192,11 +192,9 @@ class SelfBalancing(SelfBalancingLearned, NeighbourStep):
         if family not in PARAMETRIZATIONS:
             make_parametrization(family)  # raises the explanatory ValueError
         self.n_particles = _check_positive_int("n_particles", n_particles)
-        self._learning_steps = (
-            None
-            if learning_steps is None
-            else _check_positive_int("learning_steps", learning_steps)
-        )
+        if learning_steps is not None:
+            learning_steps = _check_positive_int("learning_steps", learning_steps)
+        self._learning_steps = learning_steps
         hidden = _check_positive_int("hidden", hidden)
         learned_hidden = hidden if family != "lsb1" else 0
         # the particle count and the network's size need no model: refuse before compiling
@@ -250,9 +248,7 @@ class SelfBalancing(SelfBalancingLearned, NeighbourStep):
             def log_g(d):
                 return param.log_g_pt(d, self._g_params)
 
-            self._kernel = compile_single_site_steps(
-                self.differences, self.layout, log_g, self._compile_kwargs
-            )
+            self._kernel = CompiledSteps(self.differences, self.layout, log_g, self._compile_kwargs)
         self._g_params.set_value(self._adam.params)
         return self._kernel
 

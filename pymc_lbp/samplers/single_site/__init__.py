@@ -11,8 +11,8 @@ graph
     ``single_site_kernel``: the same transition as a pure graph builder
     ``kernel(u, state) -> (state, info)``.
 loop
-    ``compile_steps`` / ``compile_single_site_steps``: a draw's steps in one pytensor ``scan``,
-    compiled with the step's backend.
+    ``CompiledSteps``: a draw's steps in one pytensor ``scan``, compiled with the step's
+    backend.
 numba
     ``pymc_lbp.samplers.pairwise.kernel`` on pairwise binary blocks.
 jax

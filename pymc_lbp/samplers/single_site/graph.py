@@ -102,9 +102,8 @@ def graph_balancing(name: str, fn: Callable) -> GraphBalancing:
     ValueError
         If the callable cannot be applied to a pytensor tensor, or disagrees with itself.
     """
-    builtin = graph_log_balancing(name) if name in BALANCING_FUNCTIONS else None
-    if builtin is not None and fn is BALANCING_FUNCTIONS[name]:
-        return builtin
+    if BALANCING_FUNCTIONS.get(name) is fn:
+        return graph_log_balancing(name)
     d = pt.vector("d", dtype="float64")
     try:
         out = fn(d)

@@ -52,9 +52,9 @@ def single_site_steps_jax(
     import jax.numpy as jnp
 
     from pymc_lbp.samplers.jax_driver import scan_kernel
-    from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
+    from pymc_lbp.samplers.single_site.loop import CompiledSteps
 
-    steps = compile_single_site_steps(differences, layout, log_g, compile_now=False)
+    steps = CompiledSteps(differences, layout, log_g, compile_now=False)
     # one step's graph in a jax.lax.scan, not the compiled kernel's pytensor scan: PyTensor's JAX
     # conversion of a Scan rewrites its inner graph at every conversion, while a plain graph's
     # rewrites are read from jaxify's store (the same kernel, step by step)

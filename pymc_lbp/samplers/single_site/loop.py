@@ -1,4 +1,4 @@
-"""Run a kernel for many steps inside one compiled call (the one pytensor driver,
+"""Run the single-site kernel for many steps inside one compiled call (the one pytensor driver,
 :func:`pymc_lbp.samplers.graph_driver.scan_kernel`).
 
 The compiled function maps ``(x, logp, deltas, U)`` to the state after ``U.shape[0]`` steps and
@@ -17,7 +17,6 @@ import pytensor.tensor as pt
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.samplers.graph_driver import CompiledRuns, StepsResult, scan_kernel
 from pymc_lbp.samplers.single_site.graph import (
-    Info,
     SingleSiteMoves,
     State,
     balanced_weights,
@@ -25,18 +24,20 @@ from pymc_lbp.samplers.single_site.graph import (
 )
 from pymc_lbp.samplers.traces import clear_traces
 
-Kernel = Callable[[pt.TensorVariable, State], tuple[State, Info]]
 
-
-def steps_graph(kernel: Kernel, state: State, uniforms: pt.TensorVariable):
-    """Graphs of ``[x, logp, deltas, sum_accept, n_accepted, n_evaluated]`` after one kernel step
-    per row of ``uniforms`` (the prepared weights stay inside the loop)."""
-    last, info = scan_kernel(kernel, state, uniforms)
-    return [last.x, last.logp, last.deltas, *info]
+def _block_inputs(n_sites, n_slots) -> tuple:
+    """Symbolic ``(x, logp, deltas)`` of the block, with these static sizes (None: any)."""
+    return (
+        pt.tensor("x", dtype="int64", shape=(n_sites,)),
+        pt.scalar("logp", dtype="float64"),
+        pt.tensor("deltas", dtype="float64", shape=(n_slots,)),
+    )
 
 
 class CompiledSteps:
-    """A kernel compiled to run ``n`` steps per call.
+    """:func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel` on a step's differences
+    and block layout, compiled to run ``n`` steps per call (LocallyBalanced, GibbsWithGradients,
+    SelfBalancing); each step consumes :attr:`n_uniforms` uniforms.
 
     With the JAX backend, which needs shapes known when it traces, the function is compiled on
     first use for the shapes of its arguments, once per number of steps (a step method's
@@ -45,14 +46,11 @@ class CompiledSteps:
 
     Parameters
     ----------
-    kernel : callable
-        ``(u, State) -> (State, Info)`` graph builder; ``u`` a row of ``n_uniforms`` uniforms.
-    n_uniforms : int
-        Uniforms one step consumes.
-    prepare : callable
-        ``deltas -> (log_w, cdf, log_z)`` graphs, the prepared weights of the starting state
-        (e.g. :func:`~pymc_lbp.samplers.single_site.graph.balanced_weights` with the balancing
-        bound).
+    differences : Differences
+        The step's differences (their ``graph`` is the kernel's target).
+    layout : BlockLayout
+    log_g : callable
+        The balancing function, a graph builder.
     compile_kwargs : dict, optional
         Passed to :func:`pymc.pytensorf.compile` (e.g. ``{"mode": "NUMBA"}``).
     compile_now : bool
@@ -60,15 +58,19 @@ class CompiledSteps:
         :meth:`step_graph` and :meth:`prepare_graph`).
     """
 
+    n_uniforms = 2
+
     def __init__(
         self,
-        kernel: Kernel,
-        n_uniforms: int,
-        prepare: Callable,
+        differences,
+        layout,
+        log_g: Callable,
         compile_kwargs: dict | None = None,
         compile_now: bool = True,
     ):
-        self.n_uniforms = int(n_uniforms)
+        moves = SingleSiteMoves(layout)
+        kernel = partial(single_site_kernel, target=differences.graph, log_g=log_g, moves=moves)
+        prepare = partial(balanced_weights, log_g=log_g)
         self._parts = (kernel, prepare, dict(compile_kwargs or {}))
         self.runs = CompiledRuns(self._compile, compile_kwargs, compile_now)
 
@@ -79,11 +81,11 @@ class CompiledSteps:
         loops :meth:`step_graph`, this scan's body, instead)."""
         kernel, prepare, _ = self._parts
         n_sites, n_slots, n_steps = shapes if shapes is not None else (None, None, None)
-        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-        logp = pt.scalar("logp", dtype="float64")
-        deltas = pt.tensor("deltas", dtype="float64", shape=(n_slots,))
+        x, logp, deltas = _block_inputs(n_sites, n_slots)
         uniforms = pt.tensor("uniforms", dtype="float64", shape=(n_steps, self.n_uniforms))
-        outs = steps_graph(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
+        # the prepared weights stay inside the loop
+        last, info = scan_kernel(kernel, State(x, logp, deltas, *prepare(deltas)), uniforms)
+        outs = [last.x, last.logp, last.deltas, *info]
         clear_traces(outs)
         return [x, logp, deltas, uniforms], outs
 
@@ -96,9 +98,7 @@ class CompiledSteps:
         of :meth:`graph`'s ``scan``."""
         kernel, _, _ = self._parts
         u = pt.tensor("u", dtype="float64", shape=(self.n_uniforms,))
-        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-        logp = pt.scalar("logp", dtype="float64")
-        deltas = pt.tensor("deltas", dtype="float64", shape=(n_slots,))
+        x, logp, deltas = _block_inputs(n_sites, n_slots)
         log_w = pt.tensor("log_w", dtype="float64", shape=(n_slots,))
         cdf = pt.tensor("cdf", dtype="float64", shape=(n_slots,))
         log_z = pt.scalar("log_z", dtype="float64")
@@ -143,34 +143,3 @@ class CompiledSteps:
             int(n_acc),
             int(n_eval),
         )
-
-
-def compile_steps(
-    kernel: Kernel,
-    n_uniforms: int,
-    prepare: Callable,
-    compile_kwargs: dict | None = None,
-    compile_now: bool = True,
-) -> CompiledSteps:
-    """Compile ``kernel`` to run many steps per call (see :class:`CompiledSteps`)."""
-    return CompiledSteps(kernel, n_uniforms, prepare, compile_kwargs, compile_now)
-
-
-def compile_single_site_steps(
-    differences,
-    layout,
-    log_g: Callable,
-    compile_kwargs: dict | None = None,
-    compile_now: bool = True,
-) -> CompiledSteps:
-    """:func:`~pymc_lbp.samplers.single_site.graph.single_site_kernel` on a step's differences and
-    block layout with the balancing function ``log_g`` (a graph builder), compiled to run many steps
-    per call (LocallyBalanced, GibbsWithGradients, SelfBalancing)."""
-    kernel = partial(
-        single_site_kernel,
-        target=differences.graph,
-        log_g=log_g,
-        moves=SingleSiteMoves(layout),
-    )
-    prepare = partial(balanced_weights, log_g=log_g)
-    return compile_steps(kernel, 2, prepare, compile_kwargs, compile_now)

@@ -10,7 +10,7 @@ from pymc_lbp.samplers.balancing import LogBalancing, balanced_log_weights, reso
 from pymc_lbp.samplers.common import prepare_weights
 from pymc_lbp.samplers.pairwise import kernel as pairwise_kernel
 from pymc_lbp.samplers.single_site.graph import graph_balancing
-from pymc_lbp.samplers.single_site.loop import compile_single_site_steps
+from pymc_lbp.samplers.single_site.loop import CompiledSteps
 from pymc_lbp.samplers.single_site.reference import Prepared
 from pymc_lbp.step_methods.base import DrawResult
 from pymc_lbp.step_methods.neighbour_step import NeighbourStep
@@ -39,9 +39,8 @@ class LocallyBalanced(NeighbourStep):
         Discrete variables (Bernoulli, Categorical, supported integer-valued ones); one block.
     balancing : {"sqrt", "barker", "min", "max"} or callable, default "sqrt"
         The balancing function ``g`` (see :mod:`pymc_lbp.samplers.balancing`); a callable maps
-        log-ratios
-        ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor tensors
-        (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
+        log-ratios ``d`` to ``log g(e^d)`` and must be balanced; it must also work on pytensor
+        tensors (arithmetic and ``pytensor.tensor`` functions), as the compiled kernel applies it.
     differences : {"auto", "exact", "gradient"}, default "auto"
         Exact neighbour differences (one logp evaluation per neighbour, batched, or local
         terms), first-order ones from the relaxed logp (one logp and one gradient evaluation per
@@ -102,11 +101,11 @@ class LocallyBalanced(NeighbourStep):
 
     @property
     def kernel(self):
-        """The compiled transition (:func:`pymc_lbp.samplers.single_site.loop.compile_steps`),
+        """The compiled transition (:class:`pymc_lbp.samplers.single_site.loop.CompiledSteps`),
         compiled on first use: a step built and never sampled (checked, inspected, replaced) costs
         no kernel compilation, and ``pm.sample(cores>1)`` ships the step without it."""
         if self._kernel is None:
-            self._kernel = compile_single_site_steps(
+            self._kernel = CompiledSteps(
                 self.differences,
                 self.layout,
                 graph_balancing(self.balancing, self.log_g),
