@@ -78,11 +78,7 @@ def linear_pieces(term: Variable, an: Analysis) -> list[Piece]:
         return an.deps.get(v) is not None
 
     def scaled(scale, factor):
-        if factor == 1.0:
-            return scale
-        if isinstance(scale, float):
-            return scale * factor
-        return scale * factor
+        return scale if factor == 1.0 else scale * factor
 
     def visit(v, scale):
         node = v.owner
@@ -238,19 +234,27 @@ def elementwise_checks(terms: list[Variable]) -> list[Variable]:
     return rewritten_clone(terms, _local_elementwise_check, _local_elementwise_check_switch)
 
 
-def term_dependencies(
-    model, replace: dict, x: Variable, n_sites: int, x0, max_term_sites: int = 32
-):
-    """Dependencies on the block's sites of every piece of the model's logp terms (a summed
-    term read as its elements, :func:`linear_pieces`): a list of :class:`Deps`, one per piece
-    that depends on the block, or None when the graph cannot be analysed."""
+def _dependent_pieces(model, replace, x, n_sites, x0, max_term_sites=32):
+    """``(piece, its Deps, whether its shape is fixed)`` for every piece of the model's terms
+    that depends on the block (:func:`linear_pieces`); None when the graph cannot be analysed."""
     terms = elementwise_checks(clone_replace(model_logp(model, sum=False), replace=replace))
     try:
         an = analyse_dependencies(terms, x, n_sites, x0, max_term_sites)
         pieces = [p for t in terms for p in linear_pieces(t, an)]
     except Exception:  # noqa: BLE001 - any failure of the analysis means: unknown structure
         return None
-    return [d for d in (an.deps.get(p.graph) for p in pieces) if d is not None]
+    dependent = [p for p in pieces if an.deps.get(p.graph) is not None]
+    return [(p, an.deps[p.graph], p.graph in an.shape_static) for p in dependent]
+
+
+def term_dependencies(
+    model, replace: dict, x: Variable, n_sites: int, x0, max_term_sites: int = 32
+):
+    """Dependencies on the block's sites of every piece of the model's logp terms (a summed
+    term read as its elements, :func:`linear_pieces`): a list of :class:`Deps`, one per piece
+    that depends on the block, or None when the graph cannot be analysed."""
+    found = _dependent_pieces(model, replace, x, n_sites, x0, max_term_sites)
+    return None if found is None else [d for _, d, _ in found]
 
 
 @dataclass
@@ -316,24 +320,11 @@ class SitePieces:
 def site_pieces(model, replace: dict, x: Variable, n_sites: int, x0) -> SitePieces | None:
     """:class:`SitePieces` of the model, or None when some piece that depends on the block
     couples sites the analysis cannot name (or the graph cannot be analysed)."""
-    terms = elementwise_checks(clone_replace(model_logp(model, sum=False), replace=replace))
-    try:
-        an = analyse_dependencies(terms, x, n_sites, x0)
-        pieces = [p for t in terms for p in linear_pieces(t, an)]
-    except Exception:  # noqa: BLE001 - any failure of the analysis means: no locality
+    found = _dependent_pieces(model, replace, x, n_sites, x0)
+    if not found or any(d.glob.any() or not fixed for _, d, fixed in found):
         return None
-    local = []
-    for p in pieces:
-        d = an.deps.get(p.graph)
-        if d is None:
-            continue
-        if d.glob.any() or p.graph not in an.shape_static:
-            return None
-        local.append((p, d))
-    if not local:
-        return None
-    elements = pt.concatenate([p.elements().ravel() for p, _ in local])
-    incidence = sp.vstack([d.rows for _, d in local], format="csr")
+    elements = pt.concatenate([p.elements().ravel() for p, _, _ in found])
+    incidence = sp.vstack([d.rows for _, d, _ in found], format="csr")
     return SitePieces(x, elements, incidence)
 
 
