@@ -1,13 +1,9 @@
 """Which sites of the block every element of every logp term depends on.
 
-:func:`analyse_dependencies` is a structural, conservative analysis of the model's graph (step 2
-of :mod:`pymc_lbp.logp.local_differences`). Dependencies (:class:`Deps`) are sparse
-(element x site) matrices propagated node by node: elementwise ops take the union over broadcast
-inputs, reductions the union over reduced elements, data-movement ops move dependency rows exactly
-as they move data (the op is run on element labels), gathers with value-dependent indices depend
-on their index elements, and any other op makes each output depend on everything its inputs
-depend on (the ``_rule_*`` functions). The result is an :class:`Analysis`;
-:class:`NotLocalError` says why a model has no usable locality.
+:func:`analyse_dependencies` is the structural, conservative analysis of step 2 of
+:mod:`pymc_lbp.logp.local_differences` (its rules in words there; here the ``_rule_*``
+functions). The result is an :class:`Analysis`; :class:`NotLocalError` says why a model has no
+usable locality.
 """
 
 from __future__ import annotations
@@ -125,6 +121,15 @@ def _constant_rows(n_out: int, cols: np.ndarray, n_sites: int) -> sp.csr_matrix:
     )
 
 
+def _stacked(deps, sizes, n_sites) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Rows and global flags of parts put one after the other (``None``: ``size`` free rows)."""
+    rows, glob = [], []
+    for d, n in zip(deps, sizes, strict=True):
+        rows.append(sp.csr_matrix((n, n_sites), dtype=np.float32) if d is None else d.rows)
+        glob.append(np.zeros(n, dtype=bool) if d is None else d.glob)
+    return sp.vstack(rows, format="csr"), np.concatenate(glob)
+
+
 def _probe_values(outputs, x, x0):
     """Values of every variable of the graph at ``x = x0`` (python linker, no rewrites)."""
     nodes = io_toposort([x], outputs)
@@ -219,13 +224,6 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
     an.deps[x] = Deps(eye, np.zeros(n_sites, dtype=bool))
     an.shape_static.add(x)
 
-    def dep(v):
-        if v is x:
-            return an.deps[x]
-        if v.owner is None:
-            return None
-        return an.deps.get(v)
-
     def is_static(v):
         return isinstance(v, Constant) or v in an.static
 
@@ -234,7 +232,7 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
 
     for node in nodes:
         op = node.op
-        in_deps = [dep(i) for i in node.inputs]
+        in_deps = [an.deps.get(i) for i in node.inputs]  # None: free of the block
         outs = node.outputs
         out_vals = [values.get(o) for o in outs]
         if all(d is None for d in in_deps):
@@ -268,15 +266,8 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
             result = _rule_reduce(node, in_deps[0], values, cap)
             static_shape = inputs_shape_static
         elif isinstance(op, MakeVector):
-            rows, glob = [], []
-            for d in in_deps:
-                if d is None:
-                    rows.append(sp.csr_matrix((1, n_sites), dtype=np.float32))
-                    glob.append(np.zeros(1, bool))
-                else:
-                    rows.append(d.rows)
-                    glob.append(d.glob)
-            result = [_cap(sp.vstack(rows, format="csr"), np.concatenate(glob), cap)]
+            rows, glob = _stacked(in_deps, [1] * len(in_deps), n_sites)
+            result = [_cap(rows, glob, cap)]
             static_shape = True
         elif isinstance(op, IncSubtensor | AdvancedIncSubtensor1 | AdvancedIncSubtensor):
             result, static_shape = _rule_inc(node, in_deps, values, cap, is_static, n_sites)
@@ -310,10 +301,16 @@ def _data_positions(node):
     """Inputs that a data-movement op copies (None for other ops)."""
     op = node.op
     if isinstance(
-        op, DimShuffle | Reshape | Subtensor | AdvancedSubtensor1 | AdvancedSubtensor | SpecifyShape
+        op,
+        DimShuffle
+        | Reshape
+        | Subtensor
+        | AdvancedSubtensor1
+        | AdvancedSubtensor
+        | SpecifyShape
+        | Alloc
+        | Split,
     ):
-        return {0}
-    if isinstance(op, Alloc | Split):
         return {0}
     if isinstance(op, Join):
         return set(range(1, len(node.inputs)))
@@ -357,18 +354,9 @@ def _rule_move(node, in_deps, data, values, cap, n_sites):
     labels = _run_on_labels(node, data, values)
     if labels is None:
         return None
-    rows, globs = [], []
-    for p in sorted(data):
-        d = in_deps[p]
-        n = _size(_shape_of(_value(node.inputs[p], values)))
-        if d is None:
-            rows.append(sp.csr_matrix((n, n_sites), dtype=np.float32))
-            globs.append(np.zeros(n, dtype=bool))
-        else:
-            rows.append(d.rows)
-            globs.append(d.glob)
-    stacked = sp.vstack(rows, format="csr")
-    glob = np.concatenate(globs)
+    data = sorted(data)
+    sizes = [_size(_shape_of(_value(node.inputs[p], values))) for p in data]
+    stacked, glob = _stacked([in_deps[p] for p in data], sizes, n_sites)
     return [_cap(stacked[lab.ravel()], glob[lab.ravel()], cap) for lab in labels]
 
 
