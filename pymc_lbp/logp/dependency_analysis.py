@@ -60,7 +60,7 @@ class Deps:
 class Analysis:
     """Result of :func:`analyse_dependencies`."""
 
-    deps: dict = field(default_factory=dict)  # var -> Deps or None
+    deps: dict = field(default_factory=dict)  # var -> Deps (absent: free of the block)
     values: dict = field(default_factory=dict)  # var -> value at the probe state
     static: set = field(default_factory=set)  # vars whose value is fixed (constants, shapes)
     shape_static: set = field(default_factory=set)  # vars whose shape cannot change
@@ -103,7 +103,7 @@ def _broadcast_rows(dep: Deps, in_shape, out_shape) -> tuple[sp.csr_matrix, np.n
     return dep.rows[labels], dep.glob[labels]
 
 
-def _union_all(deps: list[Deps], n_sites: int, cap: int) -> tuple[np.ndarray | None, bool]:
+def _union_all(deps: list[Deps], cap: int) -> tuple[np.ndarray | None, bool]:
     """Union of the sites of all elements; ``(sites, is_global)``."""
     if any(d.glob.any() for d in deps):
         return None, True
@@ -236,9 +236,7 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
         outs = node.outputs
         out_vals = [values.get(o) for o in outs]
         if all(d is None for d in in_deps):
-            # independent of the block
-            for o in outs:
-                an.deps[o] = None
+            for o in outs:  # independent of the block
                 if isinstance(op, Shape | Shape_i):
                     if all(is_shape_static(i) for i in node.inputs):
                         an.static.add(o)
@@ -250,7 +248,6 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
         if isinstance(op, Shape | Shape_i):
             (inp,) = node.inputs[:1]
             if is_shape_static(inp):
-                an.deps[outs[0]] = None
                 an.static.add(outs[0])
                 an.shape_static.add(outs[0])
             else:
@@ -393,7 +390,7 @@ def _rule_dynamic_gather(node, in_deps, values, cap, n_sites):
     rows, glob = total[expand], glob[expand]
     d_table = in_deps[0]
     if d_table is not None:
-        cols, is_glob = _union_all([d_table], n_sites, cap)
+        cols, is_glob = _union_all([d_table], cap)
         if is_glob:
             glob = np.ones_like(glob)
         elif cols.size:
@@ -445,7 +442,7 @@ def _rule_inc(node, in_deps, values, cap, is_static, n_sites):
 
 def _rule_generic(node, in_deps, values, cap, n_sites):
     """Every output element depends on everything the inputs depend on."""
-    cols, is_glob = _union_all([d for d in in_deps if d is not None], n_sites, cap)
+    cols, is_glob = _union_all([d for d in in_deps if d is not None], cap)
     result = []
     static_shape = True
     for o in node.outputs:

@@ -6,12 +6,9 @@ model logp at ``x`` (other variables held at their current, shared values) and
 (:mod:`pymc_lbp.logp.layout`; ``-inf`` for masked slots and for zero-probability neighbours,
 never NaN):
 
-* :class:`ExactDifferences` is exact. On blocks of 32 slots or more whose model terms are local
-  it uses :mod:`pymc_lbp.logp.local_differences` (only the terms that touch a site are
-  re-evaluated; cost: a few elementwise evaluations of the terms per call, see docs/differences.md);
-  otherwise it evaluates the logp at all neighbours in one compiled, batched call (the logp graph
-  vectorised over a leading axis with ``vectorize_graph``; chunked for large blocks). Cost: one logp
-  evaluation per slot.
+* :class:`ExactDifferences` is exact: local (:mod:`pymc_lbp.logp.local_differences`) where the
+  model's terms allow, else the logp at all neighbours in one compiled, batched call (the logp
+  graph vectorised over a leading axis; chunked for large blocks). See docs/differences.md.
 * :class:`GradientDifferences` uses the first-order estimate of Grathwohl et al. from the gradient
   of the relaxed logp (:mod:`pymc_lbp.logp.relax`). Cost: one logp and one gradient evaluation.
 

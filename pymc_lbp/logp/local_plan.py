@@ -152,12 +152,9 @@ def build_local_plan(
 
     # (slot, row, element) pairs
     Dc = sp.csc_matrix(D)
-    elem_of_site = [Dc.indices[Dc.indptr[i] : Dc.indptr[i + 1]] for i in range(n_sites)]
     p_slot, p_row, p_elem = [], [], []
     for site in range(n_sites):
-        es = elem_of_site[site]
-        if es.size == 0:
-            continue
+        es = Dc.indices[Dc.indptr[site] : Dc.indptr[site + 1]]
         for k in range(int(per_site[site])):
             slot = int(layout.site_offset[site]) + k
             p_slot.append(np.full(es.size, slot))

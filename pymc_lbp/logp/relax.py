@@ -166,7 +166,9 @@ def _in_term(name: str):
         raise NotRelaxableError(f"{exc} [in the logp term of `{name}`]") from exc
 
 
-def _floored(rep: _Rep | None, graph: Variable) -> Variable:
+def _floored(relaxer: _Relaxer, graph: Variable) -> Variable:
+    """The relaxed ``graph`` (a log-probability), floored at :data:`LOG_FLOOR`."""
+    rep = relaxer.relax(graph)
     if rep is None:
         return pt.maximum(graph, LOG_FLOOR)
     if rep.table is not None and rep.value is None:
@@ -181,13 +183,9 @@ def _own_term(model, spec, leaf, relaxer: _Relaxer) -> Variable:
     if isinstance(op, BernoulliRV | CategoricalRV):
         (p,) = model.replace_rvs_by_values(op.dist_params(rv.owner))
         if isinstance(op, BernoulliRV):
-            log_p1, log_p0 = pt.log(p), pt.log1p(-p)
-            lp1 = _floored(relaxer.relax(log_p1), log_p1)
-            lp0 = _floored(relaxer.relax(log_p0), log_p0)
+            lp1, lp0 = _floored(relaxer, pt.log(p)), _floored(relaxer, pt.log1p(-p))
             return pt.sum(leaf * lp1 + (1.0 - leaf) * lp0)
-        log_p = pt.log(p)
-        lp = _floored(relaxer.relax(log_p), log_p)
-        return pt.sum(leaf * lp)
+        return pt.sum(leaf * _floored(relaxer, pt.log(p)))
     # integer-valued variables: the model's own term, retyped onto the float value
     (term,) = model_logp(model, [rv], sum=False)
     return pt.sum(relaxer.value(term))
