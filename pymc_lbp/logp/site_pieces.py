@@ -1,13 +1,8 @@
 """The model's logp terms as sums of elements, and the sites each element touches.
 
-:class:`Piece` and :func:`linear_pieces` split a summed term into pieces whose elements add up to
-it (step 1 of :mod:`pymc_lbp.logp.local_differences`); :func:`elementwise_checks` first applies
-PyMC's parameter checks element by element (on a clone:
-:func:`~pymc_lbp.logp.graphs.rewritten_clone`). On top of
-:func:`~pymc_lbp.logp.dependency_analysis.analyse_dependencies`:
-:func:`term_dependencies` (dependencies of every piece), :class:`SitePieces` /
-:func:`site_pieces` (the elements and their site incidence, for evaluating one-site changes of
-many sites at once) and :func:`site_adjacency` (which sites share an element).
+Step 1 of :mod:`pymc_lbp.logp.local_differences` (:func:`linear_pieces`, after
+:func:`elementwise_checks`) and, on :func:`~pymc_lbp.logp.dependency_analysis.analyse_dependencies`,
+the sites of every piece (:func:`term_dependencies`, :func:`site_pieces`, :func:`site_adjacency`).
 """
 
 from __future__ import annotations
@@ -82,17 +77,12 @@ def linear_pieces(term: Variable, an: Analysis) -> list[Piece]:
 
     def visit(v, scale):
         node = v.owner
-        if node is None or not depends(v):
+        if node is None or not depends(v) or not sized(v) or not all(map(sized, node.inputs)):
             out.append(Piece(v, scale))
             return
         op = node.op
-        if not sized(v) or not all(sized(i) for i in node.inputs):
-            out.append(Piece(v, scale))
-            return
-        if isinstance(op, CAReduce) and isinstance(op.scalar_op, ps.Add):
-            visit(node.inputs[0], scale)
-            return
-        if isinstance(op, DimShuffle | Reshape | SpecifyShape):
+        summed = isinstance(op, CAReduce) and isinstance(op.scalar_op, ps.Add)
+        if summed or isinstance(op, DimShuffle | Reshape | SpecifyShape):
             visit(node.inputs[0], scale)
             return
         if isinstance(op, Alloc):
