@@ -50,8 +50,7 @@ def rows_graph(target: Target, X: Variable, vectorise: bool = True) -> tuple[Var
         clear_traces(out)
         return out
 
-    logp, deltas = pytensor.scan(body, sequences=[X], return_updates=False)
-    return logp, deltas
+    return tuple(pytensor.scan(body, sequences=[X], return_updates=False))
 
 
 def fits_vectorised(differences, n_rows: int) -> bool:

@@ -1,13 +1,9 @@
 """Which sites of the block every element of every logp term depends on.
 
-:func:`analyse_dependencies` is a structural, conservative analysis of the model's graph (step 2
-of :mod:`pymc_lbp.logp.local_differences`). Dependencies (:class:`Deps`) are sparse
-(element x site) matrices propagated node by node: elementwise ops take the union over broadcast
-inputs, reductions the union over reduced elements, data-movement ops move dependency rows exactly
-as they move data (the op is run on element labels), gathers with value-dependent indices depend
-on their index elements, and any other op makes each output depend on everything its inputs
-depend on (the ``_rule_*`` functions). The result is an :class:`Analysis`;
-:class:`NotLocalError` says why a model has no usable locality.
+:func:`analyse_dependencies` is the structural, conservative analysis of step 2 of
+:mod:`pymc_lbp.logp.local_differences` (its rules in words there; here the ``_rule_*``
+functions). The result is an :class:`Analysis`; :class:`NotLocalError` says why a model has no
+usable locality.
 """
 
 from __future__ import annotations
@@ -64,7 +60,7 @@ class Deps:
 class Analysis:
     """Result of :func:`analyse_dependencies`."""
 
-    deps: dict = field(default_factory=dict)  # var -> Deps or None
+    deps: dict = field(default_factory=dict)  # var -> Deps (absent: free of the block)
     values: dict = field(default_factory=dict)  # var -> value at the probe state
     static: set = field(default_factory=set)  # vars whose value is fixed (constants, shapes)
     shape_static: set = field(default_factory=set)  # vars whose shape cannot change
@@ -107,7 +103,7 @@ def _broadcast_rows(dep: Deps, in_shape, out_shape) -> tuple[sp.csr_matrix, np.n
     return dep.rows[labels], dep.glob[labels]
 
 
-def _union_all(deps: list[Deps], n_sites: int, cap: int) -> tuple[np.ndarray | None, bool]:
+def _union_all(deps: list[Deps], cap: int) -> tuple[np.ndarray | None, bool]:
     """Union of the sites of all elements; ``(sites, is_global)``."""
     if any(d.glob.any() for d in deps):
         return None, True
@@ -123,6 +119,15 @@ def _constant_rows(n_out: int, cols: np.ndarray, n_sites: int) -> sp.csr_matrix:
     return sp.csr_matrix(
         (np.ones(indices.size, np.float32), indices, indptr), shape=(n_out, n_sites)
     )
+
+
+def _stacked(deps, sizes, n_sites) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Rows and global flags of parts put one after the other (``None``: ``size`` free rows)."""
+    rows, glob = [], []
+    for d, n in zip(deps, sizes, strict=True):
+        rows.append(sp.csr_matrix((n, n_sites), dtype=np.float32) if d is None else d.rows)
+        glob.append(np.zeros(n, dtype=bool) if d is None else d.glob)
+    return sp.vstack(rows, format="csr"), np.concatenate(glob)
 
 
 def _probe_values(outputs, x, x0):
@@ -219,13 +224,6 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
     an.deps[x] = Deps(eye, np.zeros(n_sites, dtype=bool))
     an.shape_static.add(x)
 
-    def dep(v):
-        if v is x:
-            return an.deps[x]
-        if v.owner is None:
-            return None
-        return an.deps.get(v)
-
     def is_static(v):
         return isinstance(v, Constant) or v in an.static
 
@@ -234,13 +232,11 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
 
     for node in nodes:
         op = node.op
-        in_deps = [dep(i) for i in node.inputs]
+        in_deps = [an.deps.get(i) for i in node.inputs]  # None: free of the block
         outs = node.outputs
         out_vals = [values.get(o) for o in outs]
         if all(d is None for d in in_deps):
-            # independent of the block
-            for o in outs:
-                an.deps[o] = None
+            for o in outs:  # independent of the block
                 if isinstance(op, Shape | Shape_i):
                     if all(is_shape_static(i) for i in node.inputs):
                         an.static.add(o)
@@ -252,7 +248,6 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
         if isinstance(op, Shape | Shape_i):
             (inp,) = node.inputs[:1]
             if is_shape_static(inp):
-                an.deps[outs[0]] = None
                 an.static.add(outs[0])
                 an.shape_static.add(outs[0])
             else:
@@ -268,15 +263,8 @@ def analyse_dependencies(outputs, x, n_sites: int, x0, max_term_sites: int = 32)
             result = _rule_reduce(node, in_deps[0], values, cap)
             static_shape = inputs_shape_static
         elif isinstance(op, MakeVector):
-            rows, glob = [], []
-            for d in in_deps:
-                if d is None:
-                    rows.append(sp.csr_matrix((1, n_sites), dtype=np.float32))
-                    glob.append(np.zeros(1, bool))
-                else:
-                    rows.append(d.rows)
-                    glob.append(d.glob)
-            result = [_cap(sp.vstack(rows, format="csr"), np.concatenate(glob), cap)]
+            rows, glob = _stacked(in_deps, [1] * len(in_deps), n_sites)
+            result = [_cap(rows, glob, cap)]
             static_shape = True
         elif isinstance(op, IncSubtensor | AdvancedIncSubtensor1 | AdvancedIncSubtensor):
             result, static_shape = _rule_inc(node, in_deps, values, cap, is_static, n_sites)
@@ -310,10 +298,16 @@ def _data_positions(node):
     """Inputs that a data-movement op copies (None for other ops)."""
     op = node.op
     if isinstance(
-        op, DimShuffle | Reshape | Subtensor | AdvancedSubtensor1 | AdvancedSubtensor | SpecifyShape
+        op,
+        DimShuffle
+        | Reshape
+        | Subtensor
+        | AdvancedSubtensor1
+        | AdvancedSubtensor
+        | SpecifyShape
+        | Alloc
+        | Split,
     ):
-        return {0}
-    if isinstance(op, Alloc | Split):
         return {0}
     if isinstance(op, Join):
         return set(range(1, len(node.inputs)))
@@ -357,18 +351,9 @@ def _rule_move(node, in_deps, data, values, cap, n_sites):
     labels = _run_on_labels(node, data, values)
     if labels is None:
         return None
-    rows, globs = [], []
-    for p in sorted(data):
-        d = in_deps[p]
-        n = _size(_shape_of(_value(node.inputs[p], values)))
-        if d is None:
-            rows.append(sp.csr_matrix((n, n_sites), dtype=np.float32))
-            globs.append(np.zeros(n, dtype=bool))
-        else:
-            rows.append(d.rows)
-            globs.append(d.glob)
-    stacked = sp.vstack(rows, format="csr")
-    glob = np.concatenate(globs)
+    data = sorted(data)
+    sizes = [_size(_shape_of(_value(node.inputs[p], values))) for p in data]
+    stacked, glob = _stacked([in_deps[p] for p in data], sizes, n_sites)
     return [_cap(stacked[lab.ravel()], glob[lab.ravel()], cap) for lab in labels]
 
 
@@ -405,7 +390,7 @@ def _rule_dynamic_gather(node, in_deps, values, cap, n_sites):
     rows, glob = total[expand], glob[expand]
     d_table = in_deps[0]
     if d_table is not None:
-        cols, is_glob = _union_all([d_table], n_sites, cap)
+        cols, is_glob = _union_all([d_table], cap)
         if is_glob:
             glob = np.ones_like(glob)
         elif cols.size:
@@ -457,7 +442,7 @@ def _rule_inc(node, in_deps, values, cap, is_static, n_sites):
 
 def _rule_generic(node, in_deps, values, cap, n_sites):
     """Every output element depends on everything the inputs depend on."""
-    cols, is_glob = _union_all([d for d in in_deps if d is not None], n_sites, cap)
+    cols, is_glob = _union_all([d for d in in_deps if d is not None], cap)
     result = []
     static_shape = True
     for o in node.outputs:

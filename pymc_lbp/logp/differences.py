@@ -6,12 +6,9 @@ model logp at ``x`` (other variables held at their current, shared values) and
 (:mod:`pymc_lbp.logp.layout`; ``-inf`` for masked slots and for zero-probability neighbours,
 never NaN):
 
-* :class:`ExactDifferences` is exact. On blocks of 32 slots or more whose model terms are local
-  it uses :mod:`pymc_lbp.logp.local_differences` (only the terms that touch a site are
-  re-evaluated; cost: a few elementwise evaluations of the terms per call, see docs/differences.md);
-  otherwise it evaluates the logp at all neighbours in one compiled, batched call (the logp graph
-  vectorised over a leading axis with ``vectorize_graph``; chunked for large blocks). Cost: one logp
-  evaluation per slot.
+* :class:`ExactDifferences` is exact: local (:mod:`pymc_lbp.logp.local_differences`) where the
+  model's terms allow, else the logp at all neighbours in one compiled, batched call (the logp
+  graph vectorised over a leading axis; chunked for large blocks). See docs/differences.md.
 * :class:`GradientDifferences` uses the first-order estimate of Grathwohl et al. from the gradient
   of the relaxed logp (:mod:`pymc_lbp.logp.relax`). Cost: one logp and one gradient evaluation.
 
@@ -26,24 +23,19 @@ import warnings
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.basic import Constant, Variable
-from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.graph.replace import clone_replace
 from pytensor.graph.traversal import graph_inputs
 
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.dependency_analysis import NotLocalError
-from pymc_lbp.logp.graphs import repeated_rows, set_per_row, substitute
-from pymc_lbp.logp.layout import (
-    BINARY,
-    CATEGORICAL,
-    INTEGER,
-    block_state_graph,
-)
+from pymc_lbp.logp.graphs import substitute
+from pymc_lbp.logp.layout import block_state_graph
 from pymc_lbp.logp.local_differences import LocalCheckError, LocalDifferences
 from pymc_lbp.logp.local_plan import build_local_plan
 from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.relax import relaxed_logp
 from pymc_lbp.logp.relaxed_values import LOG_FLOOR
-from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
+from pymc_lbp.logp.vectorising import checks_per_row, one_site_rows
 from pymc_lbp.samplers.balancing import balanced_log_weights, graph_log_balancing
 from pymc_lbp.samplers.common import prepare_weights
 
@@ -77,9 +69,9 @@ class Differences:
         self._x = x
         self._replace = {**block_state_graph(specs, x), **shared}
         self._bounds = self._bounds_graph()
-        self._bounds_fn = None
         self._constant_bounds = self.bounds_are_constant()
         self._bounds_read = False
+        self._bounds_fn = None
         if self._bounds is not None:
             self._bounds_fn = pm_compile(
                 [self._x], list(self._bounds), on_unused_input="ignore", **self._compile_kwargs
@@ -109,21 +101,6 @@ class Differences:
         if self._bounds is None:
             return None
         return tuple(substitute(list(self._bounds), {self._x: x}))
-
-    def _valid_graph(self):
-        """Validity of every slot at ``x`` as a graph (see :meth:`BlockLayout.candidates`)."""
-        lay = self.layout
-        xs = self._x[lay.slot_site]
-        kind = pt.as_tensor_variable(lay.slot_kind)
-        arg = pt.as_tensor_variable(lay.slot_arg)
-        valid = pt.or_(pt.neq(kind, CATEGORICAL), pt.neq(arg, xs))
-        if self._bounds is not None:
-            lo, hi = self._bounds
-            new = xs + arg
-            site = pt.as_tensor_variable(lay.slot_site)
-            inside = pt.ge(new, lo[site]) & pt.le(new, hi[site])
-            valid = pt.switch(pt.eq(kind, INTEGER), inside, valid)
-        return valid
 
     def graph(self, x: Variable) -> tuple[Variable, Variable]:
         """``(logp_x, deltas)`` as pytensor graphs of a symbolic int64 block vector ``x``.
@@ -261,18 +238,13 @@ class ExactDifferences(Differences):
             logp = self._logp_graph
             sites = pt.vector("sites", dtype="int64")
             values = pt.vector("values", dtype="int64")
-            batch = repeated_rows(self._x, sites.shape[0])
-            batch = set_per_row(batch, sites, values)
-            X = pt.matrix("X", dtype="int64")
-            logp_batch = unblock_gathers(
-                vectorize_graph(checks_per_row(logp), replace={self._x: X})
-            )
-            logp_batch = clone_replace(logp_batch, replace={X: batch})
+            logp_batch = one_site_rows(checks_per_row(logp), self._x, sites, values)
             self._graph_parts = (logp, logp_batch, sites, values)
         return self._graph_parts
 
-    def _batched(self):
-        """The batched evaluation (compiled on first use when the local method is in use)."""
+    def site_logp_function(self):
+        """The compiled ``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] =
+        values[r] for every r)`` (the batched evaluation; compiled on first use)."""
         if self._fn is None:
             logp, logp_batch, sites, values = self._batched_graph()
             self._fn = pm_compile(
@@ -283,11 +255,6 @@ class ExactDifferences(Differences):
             )
             self._fn.trust_input = True
         return self._fn
-
-    def site_logp_function(self):
-        """The compiled ``(x, sites, values) -> (logp(x), logp at x with x[sites[r]] =
-        values[r] for every r)`` (the batched evaluation; compiled on first use)."""
-        return self._batched()
 
     def site_logp_graph(
         self, x: Variable, sites: Variable, values: Variable
@@ -311,12 +278,7 @@ class ExactDifferences(Differences):
         if lay.all_binary:
             new, valid = 1 - xs, None
         else:
-            kind = pt.as_tensor_variable(lay.slot_kind)
-            arg = pt.as_tensor_variable(lay.slot_arg)
-            new = pt.switch(
-                pt.eq(kind, BINARY), 1 - xs, pt.switch(pt.eq(kind, CATEGORICAL), arg, xs + arg)
-            )
-            valid = self._valid_graph()
+            new, valid = lay.candidates_graph(self._x, self._bounds)
             new = pt.switch(valid, new, xs)
         nb = clone_replace(
             logp_batch, replace={sites: pt.as_tensor_variable(lay.slot_site), values: new}
@@ -352,19 +314,16 @@ class ExactDifferences(Differences):
 
     def _batched_call(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         layout = self.layout
-        fn = self._batched()
+        fn = self.site_logp_function()
         new, valid = layout.candidates(x)
         values = np.where(valid, new, x[layout.slot_site]).astype(np.int64)
         sites = layout.slot_site
-        if layout.n_slots <= self._chunk:
-            logp_x, logp_nb = fn(x, sites, values)
-        else:
-            parts = []
-            for start in range(0, layout.n_slots, self._chunk):
-                stop = start + self._chunk
-                logp_x, part = fn(x, sites[start:stop], values[start:stop])
-                parts.append(part)
-            logp_nb = np.concatenate(parts)
+        parts = []
+        for start in range(0, max(layout.n_slots, 1), self._chunk):  # one call for no slots
+            stop = start + self._chunk
+            logp_x, part = fn(x, sites[start:stop], values[start:stop])
+            parts.append(part)
+        logp_nb = np.concatenate(parts)
         logp_x = float(logp_x)
         # float64 whatever floatX is: the difference of two float32 logps is exact in float64
         logp_nb = np.asarray(logp_nb, dtype=np.float64)
@@ -434,10 +393,9 @@ class GradientDifferences(Differences):
         # NaN, floored log 0 (see pymc_lbp.logp.relax) and masked slots mean "never propose"
         keep = pt.ge(deltas, 0.5 * LOG_FLOOR)
         if not layout.all_binary:
-            keep = keep & self._valid_graph()
+            keep = keep & layout.candidates_graph(self._x, self._bounds)[1]
         deltas = pt.switch(keep, deltas, -np.inf)
         outs = [pt.cast(model_logp(model), "float64"), pt.cast(deltas, "float64")]
-        self._graph_parts = clone_replace(outs, replace={**replace, **self._replace})
         log_g_graph = graph_log_balancing(self.balancing_name) if self.log_g else None
         self._fused = log_g_graph is not None
         if self._fused:
@@ -445,10 +403,12 @@ class GradientDifferences(Differences):
             top = pt.max(log_w)
             cdf = pt.cumsum(pt.exp(log_w - top))
             outs += [log_w, cdf, top + pt.log(cdf[-1])]
-        outs = clone_replace(outs, replace={**replace, **self._replace})
+        *outs, self._relaxed_graph = clone_replace(
+            [*outs, relaxed.logp], replace={**replace, **self._replace}
+        )
+        self._graph_parts = outs[:2]
         self._fn = pm_compile([self._x], outs, on_unused_input="ignore", **self._compile_kwargs)
         self._fn.trust_input = True
-        (self._relaxed_graph,) = clone_replace([relaxed.logp], replace={**replace, **self._replace})
         self._relaxed_fn = None
 
     def graph(self, x: Variable) -> tuple[Variable, Variable]:

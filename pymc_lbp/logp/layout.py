@@ -12,12 +12,9 @@ integer      2                       ``x_i -> x_i - 1`` and ``x_i -> x_i + 1``, 
                                      outside the variable's support
 ============ ======================= ==================================================
 
-Slots are laid out site by site. This module holds the kinds of sites (``BINARY``,
-``CATEGORICAL``, ``INTEGER``), :func:`integer_support` (the bounds of integer-valued
-distributions), :class:`VariableSpec` and :func:`describe_block` (which value variables form the
-block and what kind each is), :class:`BlockLayout` (sites, slots and their moves, in numpy) and
-:func:`block_state_graph` (the block's value variables as slices of ``x``). The differences
-``Delta_s(x)`` are in :mod:`pymc_lbp.logp.differences`.
+Slots are laid out site by site (:class:`BlockLayout`); :func:`describe_block` says which value
+variables form the block and what kind each is. The differences ``Delta_s(x)`` are in
+:mod:`pymc_lbp.logp.differences`.
 """
 
 from __future__ import annotations
@@ -245,23 +242,11 @@ class BlockLayout:
 
     def new_value(self, x: np.ndarray, slot: int) -> int:
         """Value that slot ``slot`` gives its site from state ``x``."""
-        site = self.slot_site[slot]
-        kind = self.slot_kind[slot]
-        if kind == BINARY:
-            return int(1 - x[site])
-        if kind == CATEGORICAL:
-            return int(self.slot_arg[slot])
-        return int(x[site] + self.slot_arg[slot])
+        return int(self.moves_of(slot, x[self.slot_site[slot]])[0])
 
     def reverse_slot(self, slot: int, old_value: int) -> int:
         """The slot that moves the site back to ``old_value`` after ``slot`` was applied."""
-        site = self.slot_site[slot]
-        kind = self.slot_kind[slot]
-        if kind == BINARY:
-            return int(slot)
-        if kind == CATEGORICAL:
-            return int(self.site_offset[site] + old_value)
-        return int(2 * self.site_offset[site] + 1 - slot)
+        return int(self.moves_of(slot, old_value)[1])
 
     def moves_of(self, slot: np.ndarray, old: np.ndarray, xp=np) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`new_value` and :meth:`reverse_slot` elementwise over arrays: the value each
@@ -276,6 +261,23 @@ class BlockLayout:
             kind == BINARY, slot, xp.where(kind == CATEGORICAL, offset + old, 2 * offset + 1 - slot)
         )
         return new, back
+
+    def candidates_graph(self, x: Variable, bounds=None) -> tuple[Variable, Variable]:
+        """:meth:`candidates` as graphs of a symbolic int64 block ``x`` (``bounds`` the sites'
+        ``(lower, upper)`` graphs; None when the block has no integer sites)."""
+        site = pt.as_tensor_variable(self.slot_site)
+        kind = pt.as_tensor_variable(self.slot_kind)
+        arg = pt.as_tensor_variable(self.slot_arg)
+        xs = x[site]
+        new = pt.switch(
+            pt.eq(kind, BINARY), 1 - xs, pt.switch(pt.eq(kind, CATEGORICAL), arg, xs + arg)
+        )
+        valid = pt.or_(pt.neq(kind, CATEGORICAL), pt.neq(arg, xs))
+        if bounds is not None:
+            lo, hi = bounds
+            inside = pt.ge(new, lo[site]) & pt.le(new, hi[site])
+            valid = pt.switch(pt.eq(kind, INTEGER), inside, valid)
+        return new, valid
 
     def slot_of(self, site: int, new_value: int, old_value: int) -> int:
         """The slot that moves ``site`` from ``old_value`` to ``new_value``."""

@@ -15,15 +15,14 @@ import numpy as np
 import pytensor.tensor as pt
 import scipy.sparse as sp
 from pytensor.graph.basic import Variable
-from pytensor.graph.replace import clone_replace, vectorize_graph
+from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.logp.dependency_analysis import NotLocalError, analyse_dependencies
-from pymc_lbp.logp.graphs import repeated_rows, set_per_row, substitute
+from pymc_lbp.logp.graphs import substitute
 from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.site_colouring import greedy_colouring
 from pymc_lbp.logp.site_pieces import elementwise_checks, linear_pieces
-
-BINARY, CATEGORICAL, INTEGER = 0, 1, 2  # as in pymc_lbp.logp.layout
+from pymc_lbp.logp.vectorising import one_site_rows
 
 
 @dataclass
@@ -56,10 +55,6 @@ class LocalPlan:
     n_pairs: int
     colours: np.ndarray
     reason: str
-
-
-def _per_site_slots(layout) -> np.ndarray:
-    return np.diff(np.append(layout.site_offset, layout.n_slots))
 
 
 def build_local_plan(
@@ -102,8 +97,7 @@ def build_local_plan(
         With the reason, when no useful locality was found.
     """
     n_sites = layout.n_sites
-    terms = model_logp(model, sum=False)
-    terms = elementwise_checks(clone_replace(terms, replace=replace))
+    terms = elementwise_checks(clone_replace(model_logp(model, sum=False), replace=replace))
     logp = clone_replace(model_logp(model), replace=replace)
     if x0 is None:
         x0 = np.zeros(n_sites, dtype=np.int64)
@@ -137,7 +131,7 @@ def build_local_plan(
 
     # elements, their sites, colouring; pieces whose elements couple so many sites that the
     # colouring gains nothing are evaluated at every neighbour instead (widest first)
-    per_site = _per_site_slots(layout)
+    per_site = np.diff(np.append(layout.site_offset, layout.n_slots))
     limit = max(2.0, max_rows_fraction * layout.n_slots)
     while True:
         D = sp.vstack([d.rows for _, d in local], format="csr")
@@ -158,12 +152,9 @@ def build_local_plan(
 
     # (slot, row, element) pairs
     Dc = sp.csc_matrix(D)
-    elem_of_site = [Dc.indices[Dc.indptr[i] : Dc.indptr[i + 1]] for i in range(n_sites)]
     p_slot, p_row, p_elem = [], [], []
     for site in range(n_sites):
-        es = elem_of_site[site]
-        if es.size == 0:
-            continue
+        es = Dc.indices[Dc.indptr[site] : Dc.indptr[site + 1]]
         for k in range(int(per_site[site])):
             slot = int(layout.site_offset[site]) + k
             p_slot.append(np.full(es.size, slot))
@@ -175,7 +166,7 @@ def build_local_plan(
 
     # graphs
     T = pt.concatenate([p.elements().ravel() for p, _ in local])
-    valid, new_value = _slot_moves(layout, x, bounds)
+    new_value, valid = layout.candidates_graph(x, bounds)
     moved = []
     for c_k, r in sorted(row_of.items(), key=lambda kv: kv[1]):
         sites = rows[r]
@@ -194,15 +185,8 @@ def build_local_plan(
         )
     if glob:
         G = pt.sum([pt.sum(p.elements()) for p in glob])
-        sites_all = layout.slot_site
-        batch = repeated_rows(x, layout.n_slots)
-        new_all = pt.switch(valid, new_value, x[sites_all])
-        batch = set_per_row(batch, sites_all, new_all)
-        X = pt.matrix("X_local", dtype="int64")
-        from pymc_lbp.logp.vectorising import unblock_gathers
-
-        G_batch = unblock_gathers(vectorize_graph(G, replace={x: X}))
-        G_batch = clone_replace(G_batch, replace={X: batch})
+        sites_all = pt.as_tensor_variable(layout.slot_site)
+        G_batch = one_site_rows(G, x, sites_all, pt.switch(valid, new_value, x[sites_all]))
         deltas = deltas + (pt.cast(G_batch, "float64") - pt.cast(G, "float64"))
     deltas = pt.switch(valid & ~pt.isnan(deltas), deltas, -np.inf)
     reason = (
@@ -244,14 +228,11 @@ def _segment_differences(TT, n_total, M, p_slot, p_row, p_elem, n_slots):
     order = np.argsort(p_slot, kind="stable")
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     within = np.arange(p_slot.size) - starts[p_slot[order]]
-    pad = n_total  # index of an appended zero
-    new_m = np.full((n_slots, width), -1, dtype=np.int64)
-    old_m = np.full((n_slots, width), -1, dtype=np.int64)
+    new_m = np.full((n_slots, width), n_total, dtype=np.int64)  # n_total: an appended zero
+    old_m = np.full((n_slots, width), n_total, dtype=np.int64)
     new_m[p_slot[order], within] = new_idx[order]
     old_m[p_slot[order], within] = p_elem[order]
     TTz = pt.concatenate([TT, pt.zeros(1, dtype="float64")])
-    new_m = np.where(new_m < 0, pad, new_m)
-    old_m = np.where(old_m < 0, pad, old_m)
     # (width, slots): the row sum runs over contiguous rows
     return pt.sum(TTz[new_m.T.copy()] - TTz[old_m.T.copy()], axis=0)
 
@@ -266,21 +247,6 @@ def _moved_rows(colours, per_site):
             row_of[(c, k)] = len(rows)
             rows.append(sites_c[per_site[sites_c] > k])
     return rows, row_of
-
-
-def _slot_moves(layout, x, bounds):
-    """Validity and new value of every slot's move, as graphs of ``x``."""
-    site = pt.as_tensor_variable(layout.slot_site)
-    kind = pt.as_tensor_variable(layout.slot_kind)
-    arg = pt.as_tensor_variable(layout.slot_arg)
-    xs = x[site]
-    new = pt.switch(pt.eq(kind, BINARY), 1 - xs, pt.switch(pt.eq(kind, CATEGORICAL), arg, xs + arg))
-    valid = pt.or_(pt.neq(kind, CATEGORICAL), pt.neq(arg, xs))
-    if bounds is not None:
-        lo, hi = bounds
-        inside = pt.ge(new, lo[site]) & pt.le(new, hi[site])
-        valid = pt.switch(pt.eq(kind, INTEGER), inside, valid)
-    return valid, pt.cast(new, "int64")
 
 
 __all__ = ["LocalPlan", "build_local_plan"]

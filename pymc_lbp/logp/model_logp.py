@@ -44,9 +44,7 @@ def _state(model: pm.Model) -> tuple:
 
 def _same(a: tuple, b: tuple) -> bool:
     """Element by element identity of two nested tuples of graph objects."""
-    if len(a) != len(b):
-        return False
-    return all(
+    return len(a) == len(b) and all(
         (_same(x, y) if isinstance(x, tuple) and isinstance(y, tuple) else x is y)
         for x, y in zip(a, b, strict=True)
     )

@@ -49,6 +49,7 @@ relaxed representation of a graph variable.
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -84,29 +85,6 @@ class RelaxedLogp:
     piecewise: list[str] = field(default_factory=list)
 
 
-def _leaf_reps(specs, inputs) -> dict[Variable, _Rep]:
-    leaves = {}
-    for spec, leaf in zip(specs, inputs, strict=True):
-        if spec.kind == "binary":
-            onehot = pt.stack([1.0 - leaf, leaf], axis=-1)
-            leaves[spec.value_var] = _Rep(value=leaf, onehot=onehot)
-        elif spec.kind == "categorical":
-            cats = pt.arange(spec.n_categories, dtype="float64")
-            leaves[spec.value_var] = _Rep(value=pt.sum(leaf * cats, axis=-1), onehot=leaf)
-        else:
-            leaves[spec.value_var] = _Rep(value=leaf)
-    return leaves
-
-
-def make_relaxed_inputs(specs) -> list[Variable]:
-    """Float leaf inputs of the relaxed logp, one per block variable (see :class:`RelaxedLogp`)."""
-    inputs = []
-    for spec in specs:
-        shape = tuple(spec.shape) + ((spec.n_categories,) if spec.kind == "categorical" else ())
-        inputs.append(pt.tensor(f"relaxed_{spec.name}", dtype="float64", shape=shape))
-    return inputs
-
-
 def relaxed_logp(model, specs) -> RelaxedLogp:
     """Build the relaxed logp of ``model`` over the block described by ``specs``.
 
@@ -126,8 +104,18 @@ def relaxed_logp(model, specs) -> RelaxedLogp:
     NotRelaxableError
         If some use of a block variable has no differentiable extension here.
     """
-    inputs = make_relaxed_inputs(specs)
-    leaves = _leaf_reps(specs, inputs)
+    inputs, leaves = [], {}
+    for spec in specs:
+        shape = tuple(spec.shape) + ((spec.n_categories,) if spec.kind == "categorical" else ())
+        leaf = pt.tensor(f"relaxed_{spec.name}", dtype="float64", shape=shape)
+        inputs.append(leaf)
+        if spec.kind == "binary":
+            leaves[spec.value_var] = _Rep(value=leaf, onehot=pt.stack([1.0 - leaf, leaf], axis=-1))
+        elif spec.kind == "categorical":
+            cats = pt.arange(spec.n_categories, dtype="float64")
+            leaves[spec.value_var] = _Rep(value=pt.sum(leaf * cats, axis=-1), onehot=leaf)
+        else:
+            leaves[spec.value_var] = _Rep(value=leaf)
     n_categories = {s.value_var: s.n_categories for s in specs if s.kind == "categorical"}
     relaxer = _Relaxer(leaves, n_categories)
 
@@ -167,22 +155,20 @@ def relaxed_logp(model, specs) -> RelaxedLogp:
     return RelaxedLogp(inputs=inputs, logp=total, piecewise=user_piecewise)
 
 
-class _in_term:
-    """Context that adds the model term being relaxed to a NotRelaxableError."""
-
-    def __init__(self, name: str):
-        self.name = name
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is NotRelaxableError and "in the logp term" not in str(exc):
-            raise NotRelaxableError(f"{exc} [in the logp term of `{self.name}`]") from exc
-        return False
+@contextmanager
+def _in_term(name: str):
+    """Adds the model term being relaxed to a NotRelaxableError."""
+    try:
+        yield
+    except NotRelaxableError as exc:
+        if "in the logp term" in str(exc):
+            raise
+        raise NotRelaxableError(f"{exc} [in the logp term of `{name}`]") from exc
 
 
-def _floored(rep: _Rep | None, graph: Variable) -> Variable:
+def _floored(relaxer: _Relaxer, graph: Variable) -> Variable:
+    """The relaxed ``graph`` (a log-probability), floored at :data:`LOG_FLOOR`."""
+    rep = relaxer.relax(graph)
     if rep is None:
         return pt.maximum(graph, LOG_FLOOR)
     if rep.table is not None and rep.value is None:
@@ -197,16 +183,12 @@ def _own_term(model, spec, leaf, relaxer: _Relaxer) -> Variable:
     if isinstance(op, BernoulliRV | CategoricalRV):
         (p,) = model.replace_rvs_by_values(op.dist_params(rv.owner))
         if isinstance(op, BernoulliRV):
-            log_p1, log_p0 = pt.log(p), pt.log1p(-p)
-            lp1 = _floored(relaxer.relax(log_p1), log_p1)
-            lp0 = _floored(relaxer.relax(log_p0), log_p0)
+            lp1, lp0 = _floored(relaxer, pt.log(p)), _floored(relaxer, pt.log1p(-p))
             return pt.sum(leaf * lp1 + (1.0 - leaf) * lp0)
-        log_p = pt.log(p)
-        lp = _floored(relaxer.relax(log_p), log_p)
-        return pt.sum(leaf * lp)
+        return pt.sum(leaf * _floored(relaxer, pt.log(p)))
     # integer-valued variables: the model's own term, retyped onto the float value
     (term,) = model_logp(model, [rv], sum=False)
     return pt.sum(relaxer.value(term))
 
 
-__all__ = ["RelaxedLogp", "make_relaxed_inputs", "relaxed_logp"]
+__all__ = ["RelaxedLogp", "relaxed_logp"]

@@ -1,11 +1,6 @@
-"""The vocabulary of the relaxed logp (:mod:`pymc_lbp.logp.relax`): its floor, its error, and how a
-relaxed graph variable is represented.
-
-:data:`LOG_FLOOR` (``log 0`` where it meets a relaxed weight), :class:`NotRelaxableError`, the
-groups of pytensor ops the relaxation treats alike (comparisons, non-differentiable integer
-functions, guards, shape reads, increments of subtensors), ``_Table`` (a lazy one-hot
-contraction) and ``_Rep`` (the relaxed representation of a graph variable that depends on the
-block).
+"""The vocabulary of the relaxed logp (:mod:`pymc_lbp.logp.relax`): :data:`LOG_FLOOR`,
+:class:`NotRelaxableError`, the groups of pytensor ops the relaxation treats alike, and how a
+relaxed graph variable is represented (``_Rep``, ``_Table``).
 """
 
 from __future__ import annotations

@@ -64,17 +64,9 @@ class _Relaxer(_IndexingRules):
             self.memo[var] = None
             return None
         op = node.op
-        if isinstance(op, _SHAPE_OPS):
-            for out in node.outputs:
-                self.memo[out] = None
-            return None
-        if isinstance(op, CheckAndRaise):
+        if isinstance(op, CheckAndRaise | SpecifyShape):
             rep = self.relax(node.inputs[0])
-            self.memo[var] = rep
-            return rep
-        if isinstance(op, SpecifyShape):
-            rep = self.relax(node.inputs[0])
-            if any(self.relax(i) is not None for i in node.inputs[1:]):
+            if isinstance(op, SpecifyShape) and any(self.relax(i) for i in node.inputs[1:]):
                 raise self._fail(node, "a discrete value determines a shape")
             self.memo[var] = rep
             return rep
@@ -85,7 +77,7 @@ class _Relaxer(_IndexingRules):
                 rep = _Rep(value=pt.second(node.inputs[0], rep.get_value()))
             self.memo[var] = rep
             return rep
-        reps = [self.relax(inp) for inp in node.inputs]
+        reps = [] if isinstance(op, _SHAPE_OPS) else [self.relax(inp) for inp in node.inputs]
         if all(r is None for r in reps):
             for out in node.outputs:
                 self.memo[out] = None
@@ -169,8 +161,8 @@ class _Relaxer(_IndexingRules):
             raise self._fail(node, "a non-differentiable function of a discrete value")
         inputs = [self.value(inp) for inp in node.inputs]
         out = node.op(*inputs)
-        if not out.dtype.startswith("float"):
-            out = pt.cast(out, "float64") if out.dtype == "bool" else out
+        if out.dtype == "bool":
+            out = pt.cast(out, "float64")
         if not out.dtype.startswith("float"):
             raise self._fail(node, f"the relaxed value would have integer dtype {out.dtype}")
         if isinstance(scalar_op, ps.Mul) and all(reps[i].indicator for i in dep):

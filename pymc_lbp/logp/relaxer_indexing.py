@@ -46,19 +46,12 @@ class _IndexingRules:
             if table is not None:
                 return _Rep(table=table, indicator=x_rep.indicator)
         value = node.op(x_rep.get_value(), *node.inputs[1:])
-        onehot = None
-        if x_rep.onehot is not None:
-            onehot = (
-                node.op(x_rep.onehot, *node.inputs[1:])
-                if not isinstance(node.op, Subtensor)
-                else self._subtensor_onehot(node, x_rep.onehot)
-            )
+        onehot = x_rep.onehot
+        if onehot is not None and isinstance(node.op, Subtensor):
+            onehot = onehot[tuple(indices_from_subtensor(node.inputs[1:], node.op.idx_list))]
+        elif onehot is not None:
+            onehot = node.op(onehot, *node.inputs[1:])
         return _Rep(value=value, onehot=onehot)
-
-    @staticmethod
-    def _subtensor_onehot(node, onehot):
-        indices = indices_from_subtensor(node.inputs[1:], node.op.idx_list)
-        return onehot[tuple(indices)]
 
     def _index_table(self, node, table: _Table) -> _Table | None:
         """Basic indexing (integers and slices) of a lazy table: applied to ``G`` and ``W`` alike.
@@ -105,18 +98,13 @@ class _IndexingRules:
         idx = list(idx)
         reps = list(idx_reps)
         # normalise to: tensor index arrays first, then only full slices
-        n_arrays = 0
-        for i in idx:
-            if isinstance(i.type, TensorType):
-                n_arrays += 1
-            else:
-                break
-        trailing = idx[n_arrays:]
-        for i in trailing:
-            if not (isinstance(i.type, SliceType) and _is_full_slice(i)):
-                raise self._fail(
-                    node, "discrete index arrays must come first, followed only by full slices"
-                )
+        n_arrays = next(
+            (k for k, i in enumerate(idx) if not isinstance(i.type, TensorType)), len(idx)
+        )
+        if not all(isinstance(i.type, SliceType) and _is_full_slice(i) for i in idx[n_arrays:]):
+            raise self._fail(
+                node, "discrete index arrays must come first, followed only by full slices"
+            )
         idx, reps = idx[:n_arrays], reps[:n_arrays]
         for i, r in zip(idx, reps, strict=True):
             if i.dtype == "bool":

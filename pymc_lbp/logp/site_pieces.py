@@ -1,13 +1,8 @@
 """The model's logp terms as sums of elements, and the sites each element touches.
 
-:class:`Piece` and :func:`linear_pieces` split a summed term into pieces whose elements add up to
-it (step 1 of :mod:`pymc_lbp.logp.local_differences`); :func:`elementwise_checks` first applies
-PyMC's parameter checks element by element (on a clone:
-:func:`~pymc_lbp.logp.graphs.rewritten_clone`). On top of
-:func:`~pymc_lbp.logp.dependency_analysis.analyse_dependencies`:
-:func:`term_dependencies` (dependencies of every piece), :class:`SitePieces` /
-:func:`site_pieces` (the elements and their site incidence, for evaluating one-site changes of
-many sites at once) and :func:`site_adjacency` (which sites share an element).
+Step 1 of :mod:`pymc_lbp.logp.local_differences` (:func:`linear_pieces`, after
+:func:`elementwise_checks`) and, on :func:`~pymc_lbp.logp.dependency_analysis.analyse_dependencies`,
+the sites of every piece (:func:`term_dependencies`, :func:`site_pieces`, :func:`site_adjacency`).
 """
 
 from __future__ import annotations
@@ -78,25 +73,16 @@ def linear_pieces(term: Variable, an: Analysis) -> list[Piece]:
         return an.deps.get(v) is not None
 
     def scaled(scale, factor):
-        if factor == 1.0:
-            return scale
-        if isinstance(scale, float):
-            return scale * factor
-        return scale * factor
+        return scale if factor == 1.0 else scale * factor
 
     def visit(v, scale):
         node = v.owner
-        if node is None or not depends(v):
+        if node is None or not depends(v) or not sized(v) or not all(map(sized, node.inputs)):
             out.append(Piece(v, scale))
             return
         op = node.op
-        if not sized(v) or not all(sized(i) for i in node.inputs):
-            out.append(Piece(v, scale))
-            return
-        if isinstance(op, CAReduce) and isinstance(op.scalar_op, ps.Add):
-            visit(node.inputs[0], scale)
-            return
-        if isinstance(op, DimShuffle | Reshape | SpecifyShape):
+        summed = isinstance(op, CAReduce) and isinstance(op.scalar_op, ps.Add)
+        if summed or isinstance(op, DimShuffle | Reshape | SpecifyShape):
             visit(node.inputs[0], scale)
             return
         if isinstance(op, Alloc):
@@ -238,19 +224,27 @@ def elementwise_checks(terms: list[Variable]) -> list[Variable]:
     return rewritten_clone(terms, _local_elementwise_check, _local_elementwise_check_switch)
 
 
-def term_dependencies(
-    model, replace: dict, x: Variable, n_sites: int, x0, max_term_sites: int = 32
-):
-    """Dependencies on the block's sites of every piece of the model's logp terms (a summed
-    term read as its elements, :func:`linear_pieces`): a list of :class:`Deps`, one per piece
-    that depends on the block, or None when the graph cannot be analysed."""
+def _dependent_pieces(model, replace, x, n_sites, x0, max_term_sites=32):
+    """``(piece, its Deps, whether its shape is fixed)`` for every piece of the model's terms
+    that depends on the block (:func:`linear_pieces`); None when the graph cannot be analysed."""
     terms = elementwise_checks(clone_replace(model_logp(model, sum=False), replace=replace))
     try:
         an = analyse_dependencies(terms, x, n_sites, x0, max_term_sites)
         pieces = [p for t in terms for p in linear_pieces(t, an)]
     except Exception:  # noqa: BLE001 - any failure of the analysis means: unknown structure
         return None
-    return [d for d in (an.deps.get(p.graph) for p in pieces) if d is not None]
+    dependent = [p for p in pieces if an.deps.get(p.graph) is not None]
+    return [(p, an.deps[p.graph], p.graph in an.shape_static) for p in dependent]
+
+
+def term_dependencies(
+    model, replace: dict, x: Variable, n_sites: int, x0, max_term_sites: int = 32
+):
+    """Dependencies on the block's sites of every piece of the model's logp terms (a summed
+    term read as its elements, :func:`linear_pieces`): a list of :class:`Deps`, one per piece
+    that depends on the block, or None when the graph cannot be analysed."""
+    found = _dependent_pieces(model, replace, x, n_sites, x0, max_term_sites)
+    return None if found is None else [d for _, d, _ in found]
 
 
 @dataclass
@@ -316,24 +310,11 @@ class SitePieces:
 def site_pieces(model, replace: dict, x: Variable, n_sites: int, x0) -> SitePieces | None:
     """:class:`SitePieces` of the model, or None when some piece that depends on the block
     couples sites the analysis cannot name (or the graph cannot be analysed)."""
-    terms = elementwise_checks(clone_replace(model_logp(model, sum=False), replace=replace))
-    try:
-        an = analyse_dependencies(terms, x, n_sites, x0)
-        pieces = [p for t in terms for p in linear_pieces(t, an)]
-    except Exception:  # noqa: BLE001 - any failure of the analysis means: no locality
+    found = _dependent_pieces(model, replace, x, n_sites, x0)
+    if not found or any(d.glob.any() or not fixed for _, d, fixed in found):
         return None
-    local = []
-    for p in pieces:
-        d = an.deps.get(p.graph)
-        if d is None:
-            continue
-        if d.glob.any() or p.graph not in an.shape_static:
-            return None
-        local.append((p, d))
-    if not local:
-        return None
-    elements = pt.concatenate([p.elements().ravel() for p, _ in local])
-    incidence = sp.vstack([d.rows for _, d in local], format="csr")
+    elements = pt.concatenate([p.elements().ravel() for p, _, _ in found])
+    incidence = sp.vstack([d.rows for _, d, _ in found], format="csr")
     return SitePieces(x, elements, incidence)
 
 

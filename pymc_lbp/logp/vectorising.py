@@ -2,7 +2,8 @@
 
 :func:`checks_per_row` turns PyMC's parameter checks into per-row switches before vectorising (so
 one impossible row does not void the batch); :func:`unblock_gathers` replaces the Python-looped
-``Blockwise`` gathers that ``vectorize_graph`` builds by plain advanced indexing.
+``Blockwise`` gathers that ``vectorize_graph`` builds by plain advanced indexing;
+:func:`one_site_rows` evaluates a graph at many one-site changes of a state.
 """
 
 from __future__ import annotations
@@ -10,9 +11,12 @@ from __future__ import annotations
 import pytensor.tensor as pt
 from pymc.logprob.utils import local_check_parameter_to_ninf_switch
 from pytensor.graph.basic import Variable
-from pytensor.graph.traversal import graph_inputs
+from pytensor.graph.replace import clone_replace, graph_replace, vectorize_graph
+from pytensor.graph.traversal import graph_inputs, io_toposort
+from pytensor.tensor.blockwise import Blockwise
+from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 
-from pymc_lbp.logp.graphs import rewritten_clone
+from pymc_lbp.logp.graphs import dim, repeated_rows, rewritten_clone, set_per_row
 
 
 def checks_per_row(logp: Variable) -> Variable:
@@ -37,8 +41,6 @@ def unblock_gathers(out: Variable) -> Variable:
     gather from a table without batch dimension (its leading axis broadcastable), and
     ``table[R, I, J]`` with the row numbers ``R`` (shape ``(B, 1, ...)``) from a batched one.
     """
-    from pytensor.graph.replace import graph_replace
-
     while True:  # one gather at a time: a replaced gather may read from another
         new = _unblock_one_gather(out)
         if new is None:
@@ -46,12 +48,17 @@ def unblock_gathers(out: Variable) -> Variable:
         out = graph_replace(out, new)
 
 
+def one_site_rows(graph: Variable, x: Variable, sites: Variable, values: Variable) -> Variable:
+    """``graph`` (of the block vector ``x``) at every row ``r``: ``x`` with ``x[sites[r]] =
+    values[r]``, vectorised over the rows."""
+    X = pt.matrix("X", dtype="int64")
+    batch = unblock_gathers(vectorize_graph(graph, replace={x: X}))
+    rows = set_per_row(repeated_rows(x, dim(sites, 0)), sites, values)
+    return clone_replace(batch, replace={X: rows})
+
+
 def _unblock_one_gather(out: Variable) -> dict | None:
     """``{batched gather: plain indexing}`` for the first rewritable gather of ``out`` (or None)."""
-    from pytensor.graph.traversal import io_toposort
-    from pytensor.tensor.blockwise import Blockwise
-    from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
-
     for node in io_toposort(graph_inputs([out]), [out]):
         op = node.op
         if not (
@@ -77,8 +84,5 @@ def _unblock_one_gather(out: Variable) -> dict | None:
         if table.type.shape[0] != 1:  # a batched table: its batch axis indexed by the row
             rows = pt.arange(table.shape[0]).reshape((-1,) + (1,) * (rank - 1))
             return {node.outputs[0]: table[(rows, *indices)]}
-        core_table = table[0]
-        if isinstance(op.core_op, AdvancedSubtensor1):
-            return {node.outputs[0]: core_table[indices[0]]}
-        return {node.outputs[0]: core_table[tuple(indices)]}
+        return {node.outputs[0]: table[0][tuple(indices)]}
     return None
