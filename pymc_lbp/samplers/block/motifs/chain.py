@@ -36,10 +36,10 @@ states (:func:`chain_motif_log_conditional`).
 from __future__ import annotations
 
 import functools
-import itertools
 
 import numpy as np
 
+from pymc_lbp.samplers.block.motifs.lattice_blocks import _starts
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock, MotifSpec
 from pymc_lbp.samplers.common import inverse_cdf
 
@@ -89,28 +89,21 @@ def chain_shape(motif: MotifSpec) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------- potentials
+@functools.cache
 def chain_reference_states(n_categories: int, length: int) -> np.ndarray:
     """Block states the potentials are read from: the reference (all 0), every one-site change
     ``(i, k)``, ``k >= 1``, in order, then every change of two consecutive sites
     ``(i, k, k')``, ``k, k' >= 1``; shape ``(1 + L (K-1) + (L-1)(K-1)^2, L)``, read-only."""
-    return _reference_states(int(n_categories), int(length))
-
-
-@functools.cache
-def _reference_states(K: int, L: int) -> np.ndarray:
-    rows = [np.zeros(L, np.int64)]
-    for i in range(L):
-        for k in range(1, K):
-            r = np.zeros(L, np.int64)
-            r[i] = k
-            rows.append(r)
-    for i in range(L - 1):
-        for k in range(1, K):
-            for k2 in range(1, K):
-                r = np.zeros(L, np.int64)
-                r[i], r[i + 1] = k, k2
-                rows.append(r)
-    out = np.stack(rows)
+    K, L = int(n_categories), int(length)
+    eye = np.eye(L, dtype=np.int64)
+    singles = [k * eye[i] for i in range(L) for k in range(1, K)]
+    pairs = [
+        k * eye[i] + k2 * eye[i + 1]
+        for i in range(L - 1)
+        for k in range(1, K)
+        for k2 in range(1, K)
+    ]
+    out = np.stack([np.zeros(L, np.int64), *singles, *pairs])
     out.setflags(write=False)
     return out
 
@@ -172,9 +165,7 @@ def split_chain_params(params: np.ndarray, n_categories: int, length: int):
 def chain_block_states(n_categories: int, length: int) -> np.ndarray:
     """Every joint state of the block, row ``j`` the base-``K`` digits of ``j`` (first site
     most significant); shape ``(K^L, L)``."""
-    return np.array(
-        list(itertools.product(range(int(n_categories)), repeat=int(length))), dtype=np.int64
-    )
+    return np.array(list(np.ndindex((int(n_categories),) * int(length))), dtype=np.int64)
 
 
 def chain_log_potential(params: np.ndarray, states: np.ndarray, n_categories: int) -> np.ndarray:
@@ -295,9 +286,6 @@ def chain_blocks(
     order = natural if order is None else np.asarray(order, dtype=np.int64)
     if np.sort(order).tolist() != natural.tolist():
         raise ValueError(f"order must list each of the {T} states of {variable!r} once")
-    starts = list(range(0, T - L + 1, stride))
-    if starts[-1] != T - L:
-        starts.append(T - L)
     in_order = bool(np.array_equal(order, natural))
     blocks = [
         MotifBlock(
@@ -305,7 +293,7 @@ def chain_blocks(
             np.zeros(0, np.int64),
             label=f"{variable}[{s}:{s + L}]" if in_order else f"{variable} chain[{s}:{s + L}]",
         )
-        for s in starts
+        for s in _starts(T, L, stride)
     ]
     return BlockSet(motif, blocks, "flat", (variable,), params_from=CHAIN_PARAMS_FROM)
 
