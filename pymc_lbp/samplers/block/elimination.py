@@ -272,8 +272,7 @@ class BlockSampler:
         overlap = set(self.evidence) & (set(block.variables) | set(block.cutset))
         if overlap:
             raise ValueError(f"evidence on block or cutset variables {sorted(overlap)}")
-        probe = dict(self.evidence)
-        probe.update(dict.fromkeys(block.cutset, 0))
+        probe = {**self.evidence, **dict.fromkeys(block.cutset, 0)}
         self.tree = _BucketTree(network, probe, block.plan)  # structure; tables reloaded per draw
         factors, self._log_constant = reduce_factors(network, self.evidence)
         where = {v: i for i, v in enumerate(block.cutset)}

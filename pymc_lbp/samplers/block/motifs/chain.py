@@ -9,28 +9,22 @@ Given the rest of the state, the block's conditional is then a chain of its own,
     log p(z_B | rest) = sum_i a_i(z_i) + sum_i b_i(z_i, z_{i+1}) + const,
 
 where the block's Markov blanket (``z_{s-1}`` and ``z_{s+L}``) enters through the first and last
-unary terms. The motif's local parameters are these log-potentials in a canonical form, so the
-motif has no conditioning variables: ``L K`` unary and ``(L - 1) K^2`` pairwise entries
+unary terms. The motif's local parameters are these log-potentials in a canonical form
+(:func:`canonical_chain_params`), so the motif has no conditioning variables
 (:func:`chain_motif`).
 
 **The potentials from the model** (:func:`chain_reference_states`,
 :func:`chain_potentials_from_reference`): the model logp at the *reference* state (the block set
 to category 0, the rest as it is), at every one-site change of it and at every change of two
 consecutive sites gives, by inclusion-exclusion, ``a_i(k) = F(r_i^k) - F(r)`` and
-``b_i(k, k') = F(r_{i,i+1}^{k,k'}) - F(r_i^k) - F(r_{i+1}^{k'}) + F(r)``: ``1 + L (K-1) +
-(L-1)(K-1)^2`` evaluations in one batched call, exact when the model is chain-structured in the
-block. They never depend on the block's current values, so a proposal built from them is an
-independence proposal for the block and the MH correction against the model's own logp keeps the
-sampler exact whatever the structure or the network.
+``b_i(k, k') = F(r_{i,i+1}^{k,k'}) - F(r_i^k) - F(r_{i+1}^{k'}) + F(r)`` in one batched call,
+exact when the model is chain-structured in the block. They never depend on the block's current
+values, so a proposal built from them is an independence proposal for the block and the MH
+correction against the model's own logp keeps the sampler exact whatever the structure or the
+network (an impossible transition, ``-inf``, is only a very unlikely one to the network).
 
-**Canonical form** (:func:`canonical_chain_params`): each pairwise table is double-centred (its
-row and column means go to the unary terms of its two sites), each unary row is centred, and
-entries are clipped to ``[-CLIP, CLIP]`` (an impossible transition, ``-inf``, counts as ``-BIG``
-first: the network sees a very unlikely state; the MH correction uses the true logp).
-
-**Training data** (:func:`chain_motif_samples`): random chain potentials resembling the blocks of
-HMMs and chain CRFs (documented there) with exact block samples by enumeration of the ``K^L``
-states (:func:`chain_motif_log_conditional`).
+Training data: :func:`chain_motif_samples`, with exact block conditionals by enumeration
+(:func:`chain_motif_log_conditional`).
 """
 
 from __future__ import annotations
