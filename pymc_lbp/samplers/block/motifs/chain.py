@@ -222,10 +222,10 @@ def chain_motif_samples(
         stay = rng.beta(4.0, 1.0, size=size[:-1] + (K,))
         other = rng.dirichlet(np.ones(K - 1), size=size) if K > 2 else np.ones(size + (1,))
         sticky = np.zeros(size + (K,))
-        for k in range(K):
-            rest = [j for j in range(K) if j != k]
-            sticky[..., k, k] = stay[..., k]
-            sticky[..., k, rest] = (1 - stay[..., k, None]) * other[..., k, :]
+        sticky[..., ~np.eye(K, dtype=bool)] = ((1 - stay[..., None]) * other).reshape(
+            *size[:-1], -1
+        )
+        sticky[..., range(K), range(K)] = stay
         use_sticky = rng.random(size[:-1] + (K, 1)) < 0.5
         return np.where(use_sticky, sticky, dense)
 
