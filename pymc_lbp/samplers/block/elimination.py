@@ -178,8 +178,7 @@ def elimination_blocks(
     cutsets: list[set[int]] = []
     plans: list[EliminationPlan] = []
     for k in range(n_blocks):
-        used = set().union(*cutsets)
-        avoid = set(used)
+        avoid = set().union(*cutsets)
         if k == n_blocks - 1:  # keep whole each deterministic scope no block holds whole yet
             for scope in scopes:
                 if all(scope & c for c in cutsets):
@@ -187,8 +186,7 @@ def elimination_blocks(
         cut, plan = _cutset(network, evidence, max_table_size, avoid)
         cutsets.append(cut)
         plans.append(plan)
-        if not cut:  # the whole network fits: one block draws everything
-            cutsets, plans = [cut], [plan]
+        if not cut:  # the whole network fits (only possible at k = 0): one block draws all
             break
     blocks = [
         EliminationBlock(tuple(v for v in free if v not in cut), tuple(sorted(cut)), plan)
