@@ -167,7 +167,7 @@ def grid_bn_blocks(network, *, stride: int = 3) -> BlockSet:
         raise ValueError(f"{network.name}: the grid-BN motif needs binary variables")
     cpt_index = {s[-1]: f for f, s in enumerate(network.scopes)}
     cpts = {(i, j): _grid_cpt(network, cpt_index, layout, i, j) for i in range(N) for j in range(N)}
-    missing_child = np.full((2, 2), 0.5)
+    missing_child = np.full((2, 2), 0.5)  # a child outside the grid: a constant factor
 
     def node(i, j):
         return int(layout[i, j]) if 0 <= i < N and 0 <= j < N else -1
@@ -177,10 +177,10 @@ def grid_bn_blocks(network, *, stride: int = 3) -> BlockSet:
         for c0 in _starts(N, 3, stride):
             block = [node(r0 + r, c0 + c) for r, c in _GRID_BLOCK]
             cond = [node(r0 + r, c0 + c) for r, c in _GRID_COND]
-            params = [cpts[(r0 + r, c0 + c)].ravel() for r, c in _GRID_BLOCK]
-            for r, c in _GRID_CHILDREN:
-                inside = 0 <= r0 + r < N and 0 <= c0 + c < N
-                params.append(cpts[(r0 + r, c0 + c)].ravel() if inside else missing_child.ravel())
+            params = [
+                cpts.get((r0 + r, c0 + c), missing_child).ravel()
+                for r, c in _GRID_BLOCK + _GRID_CHILDREN
+            ]
             blocks.append(
                 MotifBlock(
                     np.array(block), np.array(cond), np.concatenate(params), label=f"({r0}, {c0})"
