@@ -82,7 +82,6 @@ def chain_shape(motif: MotifSpec) -> tuple[int, int]:
     return K, L
 
 
-# ------------------------------------------------------------------------------- potentials
 @functools.cache
 def chain_reference_states(n_categories: int, length: int) -> np.ndarray:
     """Block states the potentials are read from: the reference (all 0), every one-site change
@@ -183,7 +182,6 @@ def chain_motif_log_conditional(params: np.ndarray, n_categories: int, length: i
     return lp - top - np.log(np.exp(lp - top).sum(axis=1, keepdims=True))
 
 
-# ------------------------------------------------------------------------------- training data
 def chain_motif_samples(
     n: int,
     rng: np.random.Generator | int | None = None,
@@ -251,7 +249,6 @@ def chain_motif_samples(
     return x_block, np.zeros((n, 0), np.int64), params
 
 
-# ------------------------------------------------------------------------------- blocks
 def chain_blocks(
     variable: str,
     n_states: int,

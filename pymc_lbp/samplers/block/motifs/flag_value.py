@@ -111,7 +111,6 @@ def canonical_flag_value_params(logp_grid: np.ndarray) -> np.ndarray:
     return np.clip(np.where(finite, lp - top, -CLIP), -CLIP, 0.0)
 
 
-# ------------------------------------------------------------------ the proposal's mixture
 def draw_flag_value(
     log_w: np.ndarray,
     log_tables: np.ndarray,
@@ -152,7 +151,6 @@ def flag_value_log_ratio(logp_x: float, logp_y: float, log_q_x: float, log_q_y: 
     return mh_log_ratio(logp_x, logp_y, log_q_y, log_q_x)  # the one MH rule
 
 
-# ------------------------------------------------------------------ training target
 def _log_segment_mass(d: np.ndarray) -> np.ndarray:
     """``log((exp(d) - 1) / d)``: log of a unit-width segment's mass when the log density rises
     by ``d`` along it (relative to its left end), stable for all ``d``."""

@@ -38,7 +38,6 @@ INDEX_SPACES = ("uai", "flat")
 PARAMS_FROM = ("fixed", "chain")
 
 
-# =============================================================================== data classes
 @dataclass(frozen=True)
 class MotifSpec:
     """The shape of a structural motif, which a proposal network is specific to.
