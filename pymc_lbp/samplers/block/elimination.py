@@ -235,6 +235,11 @@ def sample_block(
     fixed[variables] = False
     evidence = dict(zip(np.flatnonzero(fixed).tolist(), state[fixed].tolist(), strict=True))
     tree = _BucketTree(network, evidence, block.plan)
+    return _forward_and_sample(tree, state, variables, rng)
+
+
+def _forward_and_sample(tree: _BucketTree, state, variables: np.ndarray, rng) -> np.ndarray:
+    """The block variables' values drawn by the loaded ``tree`` given the rest of ``state``."""
     log_z = tree.forward() if math.isfinite(tree.log_constant) else -math.inf
     if not math.isfinite(log_z):
         raise ValueError(
@@ -321,15 +326,6 @@ class BlockSampler:
         for key in self._keys:
             static, extra = self._static.get(key), added.get(key)
             merged[key] = static if extra is None else extra if static is None else static + extra
-        tree = self.tree
-        tree.load(merged, log_constant, self._constant_steps if self._primed else None)
-        log_z = tree.forward() if math.isfinite(log_constant) else -math.inf
+        self.tree.load(merged, log_constant, self._constant_steps if self._primed else None)
         self._primed = math.isfinite(log_constant)
-        if not math.isfinite(log_z):
-            raise ValueError(
-                "elimination block update from a state of probability zero: no value of the "
-                f"block's {self.variables.size} variables is possible given the others"
-            )
-        out = state.copy()[None, :]
-        tree.sample(out, rng)
-        return out[0, self.variables]
+        return _forward_and_sample(self.tree, state, self.variables, rng)
