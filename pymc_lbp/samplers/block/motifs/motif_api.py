@@ -1,7 +1,5 @@
 """The motif API: the shape of a motif, its blocks and the block sets of a model.
 
-Structural motifs are blocks of discrete variables, their conditioning sets and local parameters.
-
 A *motif* (Wang et al. 2018) is a recurring local structure of a model: a block ``B`` of discrete
 variables that are proposed together, a conditioning set ``C`` (the block's Markov blanket or a
 superset) whose values the proposal sees, and a vector of local parameters (e.g. the CPTs around
