@@ -307,8 +307,6 @@ class NeuralBlock(DiscreteStep):
                 )
         if logp not in LOGP_MODES:
             raise ValueError(f"logp must be one of {LOGP_MODES}, got {logp!r}")
-        self._chain_sweep: CompiledChainSweep | None = None
-        self._random_scan: CompiledRandomScan | None = None
         self._scan_arrays: tuple | None = None  # (network version, the scan's network arrays)
         self.blockset = None if isinstance(blocks, str) else blocks
         self.proposal = proposal
@@ -792,19 +790,17 @@ class NeuralBlock(DiscreteStep):
                 return False
         return True
 
-    @property
+    @cached_property
     def chain_sweep(self) -> CompiledChainSweep:
         """The compiled sweep (:class:`pymc_lbp.samplers.block.sweep_graph.CompiledChainSweep`),
         compiled on first use."""
-        if self._chain_sweep is None:
-            self._chain_sweep = CompiledChainSweep(
-                self.chain_colours(),
-                self.layout.n_sites,
-                self.target.rows_graph,
-                self.proposal.net if isinstance(self.proposal, NeuralProposal) else None,
-                self.target._compile_kwargs,
-            )
-        return self._chain_sweep
+        return CompiledChainSweep(
+            self.chain_colours(),
+            self.layout.n_sites,
+            self.target.rows_graph,
+            self.proposal.net if isinstance(self.proposal, NeuralProposal) else None,
+            self.target._compile_kwargs,
+        )
 
     def chain_colours(self) -> list[ChainColour]:
         """The colour classes as the sweep's graph takes them (a step whose
@@ -884,24 +880,20 @@ class NeuralBlock(DiscreteStep):
                     slot[i, :f][u.factors.positions == site] = d
         return scan_units, ScanFactors(flat, offsets, positions, strides, slot)
 
-    @property
+    @cached_property
     def random_scan(self) -> CompiledRandomScan:
         """The compiled random scan
         (:class:`pymc_lbp.samplers.block.random_scan_graph.CompiledRandomScan`), compiled on first
         use."""
-        if self._random_scan is None:
-            units, factors = self.scan_units()
-            neural = isinstance(self.proposal, NeuralProposal)
-            self._random_scan = CompiledRandomScan(
-                units,
-                factors,
-                self.target.rows_graph,
-                self.layout.n_sites,
-                len(self._outside),
-                self.proposal.net if neural else None,
-                self.target._compile_kwargs,
-            )
-        return self._random_scan
+        neural = isinstance(self.proposal, NeuralProposal)
+        return CompiledRandomScan(
+            *self.scan_units(),
+            self.target.rows_graph,
+            self.layout.n_sites,
+            len(self._outside),
+            self.proposal.net if neural else None,
+            self.target._compile_kwargs,
+        )
 
     def _scan_network(self) -> list[np.ndarray]:
         """The network arrays of the compiled scan (:data:`~pymc_lbp.samplers.block.
