@@ -28,7 +28,6 @@ from pymc_lbp.samplers.common import (
 )
 
 __all__ = [
-    "block_log_prob",
     "block_log_probs",
     "blocks_log_probs",
     "clamp_mixture",
@@ -115,13 +114,8 @@ def logsumexp(comp: np.ndarray, axis: int) -> np.ndarray:
         return top + np.log(np.sum(np.exp(comp - top), axis=axis, keepdims=True))
 
 
-def block_log_prob(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarray) -> float:
-    """``log sum_k w_k prod_i q_{k,i}(values_i)`` for one block state."""
-    return float(block_log_probs(log_w, log_tables, np.asarray(values)[None])[0])
-
-
 def block_log_probs(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """:func:`block_log_prob` for several block states at once (rows of ``values``)."""
+    """``log sum_k w_k prod_i q_{k,i}(values_i)`` for block states (rows of ``values``)."""
     values = np.asarray(values, dtype=np.int64)
     D = values.shape[1]
     comp = log_w + log_tables[:, np.arange(D)[None, :], values].sum(axis=-1).T  # (S, K)

@@ -43,7 +43,6 @@ from pymc_lbp.samplers.block.motifs.motif_api import BlockSet
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan, ScanFactors, ScanUnits
 from pymc_lbp.samplers.block.reference import (
-    block_log_prob,
     block_log_probs,
     clamp_mixture,
     draw_blocks,
@@ -55,6 +54,7 @@ from pymc_lbp.samplers.block.sweep_graph import ChainColour, CompiledChainSweep
 from pymc_lbp.samplers.common import (
     mh_accept_probs,
     mh_log_ratio,
+    mh_log_ratios,
 )
 from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult, model_and_start
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
@@ -1018,18 +1018,12 @@ class NeuralBlock(DiscreteStep):
         if unit.kind != "neural":
             return Y, np.exp(exact_block_log_probs(lp))
         current = int(np.flatnonzero((states == x[unit.sites]).all(axis=1))[0])
-        log_w, log_tables = self.unit_proposal(u, x)
-        log_q_x = block_log_prob(log_w, log_tables, x[unit.sites])
-        probs = np.zeros(states.shape[0])
-        for s, new in enumerate(states):
-            log_q = block_log_prob(log_w, log_tables, new)
-            if s == current:
-                probs[s] += np.exp(log_q)
-                continue
-            ratio = mh_log_ratio(lp[current], float(lp[s]), log_q, log_q_x)
-            acc = float(mh_accept_probs(ratio))  # the one MH rule (+inf accepts)
-            probs[s] += np.exp(log_q) * acc
-            probs[current] += np.exp(log_q) * (1.0 - acc)
+        log_q = block_log_probs(*self.unit_proposal(u, x), states)
+        # the one MH rule (+inf accepts); proposing the current state keeps it
+        acc = mh_accept_probs(mh_log_ratios(lp[current], lp, log_q, log_q[current]))
+        acc[current] = 1.0
+        probs = np.exp(log_q) * acc
+        probs[current] += np.sum(np.exp(log_q) * (1.0 - acc))
         return Y, probs
 
     @classmethod
