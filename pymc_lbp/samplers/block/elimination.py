@@ -178,8 +178,7 @@ def elimination_blocks(
     cutsets: list[set[int]] = []
     plans: list[EliminationPlan] = []
     for k in range(n_blocks):
-        used = set().union(*cutsets)
-        avoid = set(used)
+        avoid = set().union(*cutsets)
         if k == n_blocks - 1:  # keep whole each deterministic scope no block holds whole yet
             for scope in scopes:
                 if all(scope & c for c in cutsets):
@@ -187,8 +186,7 @@ def elimination_blocks(
         cut, plan = _cutset(network, evidence, max_table_size, avoid)
         cutsets.append(cut)
         plans.append(plan)
-        if not cut:  # the whole network fits: one block draws everything
-            cutsets, plans = [cut], [plan]
+        if not cut:  # the whole network fits (only possible at k = 0): one block draws all
             break
     blocks = [
         EliminationBlock(tuple(v for v in free if v not in cut), tuple(sorted(cut)), plan)
@@ -237,6 +235,11 @@ def sample_block(
     fixed[variables] = False
     evidence = dict(zip(np.flatnonzero(fixed).tolist(), state[fixed].tolist(), strict=True))
     tree = _BucketTree(network, evidence, block.plan)
+    return _forward_and_sample(tree, state, variables, rng)
+
+
+def _forward_and_sample(tree: _BucketTree, state, variables: np.ndarray, rng) -> np.ndarray:
+    """The block variables' values drawn by the loaded ``tree`` given the rest of ``state``."""
     log_z = tree.forward() if math.isfinite(tree.log_constant) else -math.inf
     if not math.isfinite(log_z):
         raise ValueError(
@@ -272,8 +275,7 @@ class BlockSampler:
         overlap = set(self.evidence) & (set(block.variables) | set(block.cutset))
         if overlap:
             raise ValueError(f"evidence on block or cutset variables {sorted(overlap)}")
-        probe = dict(self.evidence)
-        probe.update(dict.fromkeys(block.cutset, 0))
+        probe = {**self.evidence, **dict.fromkeys(block.cutset, 0)}
         self.tree = _BucketTree(network, probe, block.plan)  # structure; tables reloaded per draw
         factors, self._log_constant = reduce_factors(network, self.evidence)
         where = {v: i for i, v in enumerate(block.cutset)}
@@ -324,15 +326,6 @@ class BlockSampler:
         for key in self._keys:
             static, extra = self._static.get(key), added.get(key)
             merged[key] = static if extra is None else extra if static is None else static + extra
-        tree = self.tree
-        tree.load(merged, log_constant, self._constant_steps if self._primed else None)
-        log_z = tree.forward() if math.isfinite(log_constant) else -math.inf
+        self.tree.load(merged, log_constant, self._constant_steps if self._primed else None)
         self._primed = math.isfinite(log_constant)
-        if not math.isfinite(log_z):
-            raise ValueError(
-                "elimination block update from a state of probability zero: no value of the "
-                f"block's {self.variables.size} variables is possible given the others"
-            )
-        out = state.copy()[None, :]
-        tree.sample(out, rng)
-        return out[0, self.variables]
+        return _forward_and_sample(self.tree, state, self.variables, rng)

@@ -27,14 +27,12 @@ from pytensor.graph.basic import Variable
 from pytensor.graph.replace import clone_replace
 
 from pymc_lbp.samplers.block.motifs.flag_value import CLIP
-from pymc_lbp.samplers.block.sweep_graph import pick_index_graph
+from pymc_lbp.samplers.block.sweep_graph import WEIGHT_NAMES, pick_index_graph
 from pymc_lbp.samplers.mh_graph import finite, mh_accept, mh_log_ratio
 
-NETWORK_NAMES = ("base", "W0p", "W1", "b1", "W2", "b2")
-"""The network inputs of the graph, as
-:meth:`~pymc_lbp.samplers.block.neural_proposal.NeuralProposal.graph_inputs` gives them: the
-first layer's pre-activation at zero parameters (``b0`` included), the parameters' rows of
-``W0``, then the other layers (float64)."""
+NETWORK_NAMES = WEIGHT_NAMES
+"""The network inputs of the graph: the compiled sweep's (float64, as
+:meth:`~pymc_lbp.samplers.block.neural_proposal.NeuralProposal.graph_inputs` gives them)."""
 
 
 def canonical_params_graph(logp_grid: Variable) -> Variable:

@@ -48,6 +48,7 @@ import pytensor.tensor as pt
 from pymc.variational.updates import adam
 
 from pymc_lbp.logp.graphs import dim
+from pymc_lbp.samplers.block.reference import logsumexp
 
 __all__ = [
     "LAYER_NAMES",
@@ -62,7 +63,8 @@ __all__ = [
 LAYER_NAMES = ("W0", "b0", "W1", "b1", "W2", "b2")
 
 
-def _positive_int(name: str, value) -> int:
+def positive_int(name: str, value) -> int:
+    """``value`` as an int, or a ``ValueError`` naming the option when it is not a positive int."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
     return int(value)
@@ -83,10 +85,6 @@ def _log_softmax_np(z: np.ndarray, axis: int = -1) -> np.ndarray:
     top = np.max(z, axis=axis, keepdims=True)
     shifted = z - top
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
-
-
-def _softplus_np(z: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0.0, z)
 
 
 def gaussian_log_density(v: np.ndarray, means: np.ndarray, sds: np.ndarray) -> np.ndarray:
@@ -131,10 +129,7 @@ def mixture_log_prob(
     comp = log_w + picked.sum(axis=-1)
     if gaussians is not None:
         comp = comp + gaussian_log_density(v, *gaussians)
-    top = np.max(comp, axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return (top + np.log(np.sum(np.exp(comp - top), axis=-1, keepdims=True)))[:, 0]
+    return logsumexp(comp, -1)[:, 0]
 
 
 def _log_softmax_graph(z):
@@ -150,13 +145,6 @@ MAX_TRAINING_BYTES = 2**31
 """Largest memory estimate (2 GiB) accepted for a network's training (see
 :meth:`MixtureDensityNetwork.training_memory_bytes`): sizes above it are refused at construction
 (weights) or when ``fit`` is called (minibatch)."""
-
-_BYTES_PER_WEIGHT = 32
-"""Training holds every weight four times in float64: value, gradient and Adam's two moments."""
-
-_ACTIVATION_COPIES = 6
-"""float64 copies of each minibatch activation in the training graph (forward values, ELU
-intermediates and their gradients)."""
 
 
 @dataclass
@@ -240,10 +228,10 @@ class MixtureDensityNetwork:
         cards = tuple(int(c) for c in cards)
         if not cards or min(cards) < 2:
             raise ValueError(f"cards must be a non-empty sequence of ints >= 2, got {cards}")
-        n_inputs = _positive_int("n_inputs", n_inputs)
-        n_components = _positive_int("n_components", n_components)
+        n_inputs = positive_int("n_inputs", n_inputs)
+        n_components = positive_int("n_components", n_components)
         if hidden is not None:
-            hidden = _positive_int("hidden", hidden)
+            hidden = positive_int("hidden", hidden)
         if not 0.0 < float(epsilon) < 1.0:
             raise ValueError(f"epsilon must be in (0, 1), got {epsilon}")
         if isinstance(n_continuous, bool) or not isinstance(n_continuous, int | np.integer):
@@ -289,17 +277,16 @@ class MixtureDensityNetwork:
     def training_memory_bytes(self, batch_size: int) -> int:
         """Estimated memory (bytes) of training with minibatches of ``batch_size`` rows.
 
-        ``32 * n_parameters`` (float64 weights, gradients and Adam's two moments) plus
-        ``6 * 8 * batch_size * (n_inputs + 2 * hidden + n_outputs + K * D * C)`` (each
-        minibatch activation, the one-hot targets and the per-component tables in float64,
-        forward and backward).
+        ``32 * n_parameters`` (every weight four times in float64: value, gradient and Adam's
+        two moments) plus ``6 * 8 * batch_size * (n_inputs + 2 * hidden + n_outputs + 2 K D C
+        + 4 K n_continuous)`` (six float64 copies of each minibatch activation, the one-hot
+        targets and the per-component tables: forward values, ELU intermediates and their
+        gradients).
         """
         K, D, C = self.n_components, len(self.cards), max(self.cards)
         width = self.n_inputs + 2 * self.hidden + self.n_outputs + 2 * K * D * C
         width += 4 * K * self.n_continuous
-        return _BYTES_PER_WEIGHT * self.n_parameters + (
-            _ACTIVATION_COPIES * 8 * int(batch_size) * width
-        )
+        return 32 * self.n_parameters + 6 * 8 * int(batch_size) * width
 
     def _init_weights(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
         shapes = self.layer_shapes
@@ -405,7 +392,7 @@ class MixtureDensityNetwork:
         start = self._n_table_outputs
         means = out[:, start : start + K * C].reshape(-1, K, C)
         raw = out[:, start + K * C :].reshape(-1, K, C)
-        return means, self.sd_floor + _softplus_np(raw)
+        return means, self.sd_floor + np.logaddexp(0.0, raw)  # softplus
 
     def _tables(self, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         K = self.n_components
@@ -566,8 +553,8 @@ class MixtureDensityNetwork:
         TrainingReport
             The per-step losses; the network holds the trained weights (rounded to float32).
         """
-        steps = _positive_int("steps", steps)
-        batch_size = _positive_int("batch_size", batch_size)
+        steps = positive_int("steps", steps)
+        batch_size = positive_int("batch_size", batch_size)
         for name, value in (
             ("learning_rate", learning_rate),
             ("final_learning_rate", final_learning_rate),

@@ -168,38 +168,34 @@ def _impossible_scopes(pieces, scopes, scope_elements, cards, x0, compile_kwargs
     batch = unblock_gathers(vectorize_graph(pieces.elements, replace={pieces.x: X}))
     fn = pm_compile([X], batch, on_unused_input="ignore", **compile_kwargs)
     base = np.asarray(x0, dtype=np.int64)
-    n_elements = max(1, int(pieces.element_sites.shape[0]))
-    chunk_rows = max(1, _CHUNK_ENTRIES // n_elements)
+    chunk_rows = max(1, _CHUNK_ENTRIES // max(1, int(pieces.element_sites.shape[0])))
+
+    def chunks():  # lazily: only one chunk of rows is held at a time
+        chunk, n_rows = [], 0
+        for scope in scopes:
+            states = enumerate_block_states(cards[list(scope)])
+            rows = np.repeat(base[None, :], states.shape[0], axis=0)
+            rows[:, list(scope)] = states
+            if chunk and n_rows + rows.shape[0] > chunk_rows:
+                yield chunk
+                chunk, n_rows = [], 0
+            chunk.append((scope, rows))
+            n_rows += rows.shape[0]
+        yield chunk
+
     found, failed = [], []
-    pending: list[tuple[tuple[int, ...], np.ndarray]] = []
-    n_pending = 0
-
-    def flush() -> None:
-        nonlocal n_pending
-        rows = np.concatenate([r for _, r in pending])
+    for chunk in chunks():
         try:
-            values = np.asarray(fn(rows))
+            values = np.asarray(fn(np.concatenate([r for _, r in chunk])))
         except Exception:  # noqa: BLE001 - a check that raises: these scopes stay unknown
-            failed.extend(scope for scope, _ in pending)
-        else:
-            start = 0
-            for scope, r in pending:
-                part = values[start : start + r.shape[0], scope_elements[scope]]
-                start += r.shape[0]
-                if np.any(np.isnan(part) | np.isneginf(part)):
-                    found.append(scope)
-        pending.clear()
-        n_pending = 0
-
-    for scope in scopes:
-        states = enumerate_block_states(cards[list(scope)])
-        rows = np.repeat(base[None, :], states.shape[0], axis=0)
-        rows[:, list(scope)] = states
-        if pending and n_pending + rows.shape[0] > chunk_rows:
-            flush()
-        pending.append((scope, rows))
-        n_pending += rows.shape[0]
-    flush()
+            failed.extend(scope for scope, _ in chunk)
+            continue
+        start = 0
+        for scope, r in chunk:
+            part = values[start : start + r.shape[0], scope_elements[scope]]
+            start += r.shape[0]
+            if np.any(np.isnan(part) | np.isneginf(part)):
+                found.append(scope)
     return found, failed
 
 

@@ -128,7 +128,6 @@ class NeuralProposal:
         )
         return cls(motif, net)
 
-    # ------------------------------------------------------------------ evaluation
     def mixture(self, x_cond: np.ndarray, params: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(log_w (n, K), log_tables (n, K, D, C))`` for conditioning values and parameters.
 
@@ -198,7 +197,6 @@ class NeuralProposal:
         u = self.motif.features(x_cond, params)
         return self.net.log_prob(u, np.asarray(x_block).reshape(u.shape[0], -1))
 
-    # ------------------------------------------------------------------ training
     def fit(
         self,
         data: Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -238,7 +236,6 @@ class NeuralProposal:
         self.metadata.setdefault("training", []).append(report.as_dict())
         return report
 
-    # ------------------------------------------------------------------ files
     def header(self) -> dict[str, Any]:
         """The JSON header written by :meth:`save`."""
         net = self.net

@@ -239,14 +239,7 @@ def _one_step(u, x_, logp_, outside, w, units: ScanUnits, factors, logp_rows, n_
                ((xn, xe), (ln, le), (pn, pe), (an, ae), (en, ee))]  # fmt: skip
     else:
         new = [xn, ln, pn, an, en] if has_neural else [xe, le, pe, ae, ee]
-    return (
-        new[0],
-        new[1],
-        pt.cast(new[2], "float64"),
-        pt.cast(new[3], "int64"),
-        pt.cast(new[4], "int64"),
-        j,
-    )
+    return (*new[:2], pt.cast(new[2], "float64"), *(pt.cast(v, "int64") for v in new[3:]), j)
 
 
 def random_scan_step_graph(

@@ -28,7 +28,6 @@ from pymc_lbp.samplers.common import (
 )
 
 __all__ = [
-    "block_log_prob",
     "block_log_probs",
     "blocks_log_probs",
     "clamp_mixture",
@@ -36,6 +35,7 @@ __all__ = [
     "draw_blocks",
     "enumerate_block_states",
     "exact_block_log_probs",
+    "logsumexp",
     "pick_index",
 ]
 
@@ -105,25 +105,21 @@ def draw_blocks(log_w: np.ndarray, log_tables: np.ndarray, u: np.ndarray) -> np.
     return pick_index(np.exp(tab - top), u[:, 1:]).astype(np.int64)
 
 
-def block_log_prob(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarray) -> float:
-    """``log sum_k w_k prod_i q_{k,i}(values_i)`` for one block state."""
-    values = np.asarray(values, dtype=np.int64)
-    comp = log_w + log_tables[:, np.arange(values.size), values].sum(axis=1)
-    top = np.max(comp)
-    if not np.isfinite(top):
-        return -np.inf
-    return float(top + np.log(np.sum(np.exp(comp - top))))
+def logsumexp(comp: np.ndarray, axis: int) -> np.ndarray:
+    """``log sum exp`` over ``axis`` (kept, as size 1), max-shifted; a non-finite maximum
+    counts as 0, so an all ``-inf`` slice gives ``-inf``."""
+    top = np.max(comp, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return top + np.log(np.sum(np.exp(comp - top), axis=axis, keepdims=True))
 
 
 def block_log_probs(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """:func:`block_log_prob` for several block states at once (rows of ``values``)."""
+    """``log sum_k w_k prod_i q_{k,i}(values_i)`` for block states (rows of ``values``)."""
     values = np.asarray(values, dtype=np.int64)
     D = values.shape[1]
     comp = log_w + log_tables[:, np.arange(D)[None, :], values].sum(axis=-1).T  # (S, K)
-    top = np.max(comp, axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return (top + np.log(np.sum(np.exp(comp - top), axis=-1, keepdims=True)))[:, 0]
+    return logsumexp(comp, -1)[:, 0]
 
 
 def blocks_log_probs(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -136,10 +132,7 @@ def blocks_log_probs(log_w: np.ndarray, log_tables: np.ndarray, values: np.ndarr
     d = np.arange(D)[None, None, None, :]
     picked = log_tables[b, k, d, values[:, None, :, :]]  # (B, K, S, D)
     comp = log_w[:, :, None] + picked.sum(axis=-1)  # (B, K, S)
-    top = np.max(comp, axis=1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return (top + np.log(np.sum(np.exp(comp - top), axis=1, keepdims=True)))[:, 0, :]
+    return logsumexp(comp, 1)[:, 0, :]
 
 
 def enumerate_block_states(cards: np.ndarray) -> np.ndarray:

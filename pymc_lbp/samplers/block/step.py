@@ -43,7 +43,6 @@ from pymc_lbp.samplers.block.motifs.motif_api import BlockSet
 from pymc_lbp.samplers.block.neural_proposal import NeuralProposal
 from pymc_lbp.samplers.block.random_scan_graph import CompiledRandomScan, ScanFactors, ScanUnits
 from pymc_lbp.samplers.block.reference import (
-    block_log_prob,
     block_log_probs,
     clamp_mixture,
     draw_blocks,
@@ -55,6 +54,7 @@ from pymc_lbp.samplers.block.sweep_graph import ChainColour, CompiledChainSweep
 from pymc_lbp.samplers.common import (
     mh_accept_probs,
     mh_log_ratio,
+    mh_log_ratios,
 )
 from pymc_lbp.step_methods.base import DiscreteStep, DrawResult, StepResult, model_and_start
 from pymc_lbp.step_methods.stats import document_stats, dtypes_shapes
@@ -103,13 +103,10 @@ class ModelLogp(Differences):
 
     def logp(self, x: np.ndarray) -> float:
         """Model logp at the block state ``x`` (other variables at their shared values)."""
-        return float(self._logp_function()(x))
-
-    def _logp_function(self):
         if self._fn is None:
             self._fn = pm_compile([self._x], self._logp_graph, **self._kw)
             self._fn.trust_input = True
-        return self._fn
+        return float(self._fn(x))
 
     def rows_graph(self, X_var):
         """Graph of the model logp at every row of the block-state matrix ``X_var``."""
@@ -310,8 +307,6 @@ class NeuralBlock(DiscreteStep):
                 )
         if logp not in LOGP_MODES:
             raise ValueError(f"logp must be one of {LOGP_MODES}, got {logp!r}")
-        self._chain_sweep: CompiledChainSweep | None = None
-        self._random_scan: CompiledRandomScan | None = None
         self._scan_arrays: tuple | None = None  # (network version, the scan's network arrays)
         self.blockset = None if isinstance(blocks, str) else blocks
         self.proposal = proposal
@@ -639,15 +634,25 @@ class NeuralBlock(DiscreteStep):
         :meth:`scan_step` in a loop."""
         sweeps = self.colours is not None and n_steps % len(self._units) == 0
         if sweeps and self.sweep_compilable:
-            evals0 = self._draw_evals
-            n_sweeps = n_steps // len(self._units)
-            x, logp, total_accept, n_accepted = self._run_compiled_sweeps(x, logp, n_sweeps)
-            extras = {"block": [int(self.colours[-1][-1])]}
-            evals = self._draw_evals - evals0
-            return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, 0, extras)
-        if self.scan_compilable:
-            return self._run_compiled_scan(x, logp, deltas, n_steps)
-        return super().run_steps(x, logp, deltas, n_steps)
+            sweep = self.chain_sweep
+            # the uniforms the reference colour_update takes, sweep by sweep, class by class
+            draws = [
+                [self.rng.random((c.sites.shape[0], c.uniform_width)) for c in sweep.colours]
+                for _ in range(n_steps // len(self._units))
+            ]
+            uniforms = [np.stack(per_class) for per_class in zip(*draws, strict=True)]
+            x, logp, accept, won, evals = sweep(x, logp, uniforms, self.sweep_weights())
+            last = [int(self.colours[-1][-1])]
+        elif self.scan_compilable:
+            noise = self.rng.random((n_steps, self.scan_width))  # the rows scan_step would draw
+            x, logp, accept, won, evals, unit = self.random_scan(
+                x, logp, self._outside_values, noise, self._scan_network()
+            )
+            last = [unit]
+        else:
+            return super().run_steps(x, logp, deltas, n_steps)
+        self._draw_evals += evals
+        return DrawResult(x, logp, deltas, accept, won, evals, 0, {"block": last})
 
     # ------------------------------------------------------------------ targets
     def _z(self, x: np.ndarray) -> np.ndarray:
@@ -660,16 +665,15 @@ class NeuralBlock(DiscreteStep):
             return -np.inf
         return float(lv[1] - lv[0])
 
-    def _target_states(self, unit: _Unit, x: np.ndarray, Y: np.ndarray) -> np.ndarray:
-        """``log pi`` (up to a constant shared by all rows) at states ``Y`` that differ from
-        ``x`` only on the unit's sites."""
+    def _target_states(self, unit: _Unit, x: np.ndarray, states: np.ndarray):
+        """``(Y, log pi(Y))``: ``x`` with the unit's sites set to each row of ``states``, and
+        the target there (up to a constant shared by all rows)."""
+        Y = np.repeat(x[None, :], states.shape[0], axis=0)
+        Y[:, unit.sites] = states
         if unit.factors is None:
-            return self.target.logp_batch(Y)
-        Z = np.concatenate(
-            [Y, np.broadcast_to(self._outside_values, (Y.shape[0], self._outside_values.size))],
-            axis=1,
-        )
-        return self._factors.log_value(unit.factors, Z)
+            return Y, self.target.logp_batch(Y)
+        outside = np.broadcast_to(self._outside_values, (Y.shape[0], self._outside_values.size))
+        return Y, self._factors.log_value(unit.factors, np.concatenate([Y, outside], axis=1))
 
     def unit_proposal(self, u: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The (clamped) mixture that unit ``u`` proposes its free entries from at state ``x``.
@@ -698,9 +702,7 @@ class NeuralBlock(DiscreteStep):
         only, never on the block's own values."""
         K, L = unit.chain
         ref = chain_reference_states(K, L)
-        Y = np.repeat(x[None, :], ref.shape[0], axis=0)
-        Y[:, unit.sites] = ref
-        lp = self._target_states(unit, x, Y)
+        _, lp = self._target_states(unit, x, ref)
         self._draw_evals += ref.shape[0]
         return canonical_chain_params(*chain_potentials_from_reference(lp, K, L))
 
@@ -755,9 +757,7 @@ class NeuralBlock(DiscreteStep):
         raise NotImplementedError(f"{type(self).__name__} has no elimination blocks")
 
     def _exact_step(self, unit: _Unit, x, logp, deltas, extra, u: float) -> StepResult:
-        Y = np.repeat(x[None, :], unit.states.shape[0], axis=0)
-        Y[:, unit.sites] = unit.states
-        lp = self._target_states(unit, x, Y)
+        Y, lp = self._target_states(unit, x, unit.states)
         self._draw_evals += Y.shape[0]
         lp = np.where(np.isnan(lp), -np.inf, lp)
         if not np.isfinite(lp).any():  # cannot happen from a feasible x
@@ -790,19 +790,17 @@ class NeuralBlock(DiscreteStep):
                 return False
         return True
 
-    @property
+    @cached_property
     def chain_sweep(self) -> CompiledChainSweep:
         """The compiled sweep (:class:`pymc_lbp.samplers.block.sweep_graph.CompiledChainSweep`),
         compiled on first use."""
-        if self._chain_sweep is None:
-            self._chain_sweep = CompiledChainSweep(
-                self.chain_colours(),
-                self.layout.n_sites,
-                self.target.rows_graph,
-                self.proposal.net if isinstance(self.proposal, NeuralProposal) else None,
-                self.target._compile_kwargs,
-            )
-        return self._chain_sweep
+        return CompiledChainSweep(
+            self.chain_colours(),
+            self.layout.n_sites,
+            self.target.rows_graph,
+            self.proposal.net if isinstance(self.proposal, NeuralProposal) else None,
+            self.target._compile_kwargs,
+        )
 
     def chain_colours(self) -> list[ChainColour]:
         """The colour classes as the sweep's graph takes them (a step whose
@@ -824,20 +822,6 @@ class NeuralBlock(DiscreteStep):
             return self.proposal.graph_inputs()
         return [np.zeros((1,) * nd) for nd in (1, 2, 2, 1, 2, 1)]
 
-    def _run_compiled_sweeps(self, x, logp, n_sweeps: int) -> tuple[np.ndarray, float, float, int]:
-        if n_sweeps == 0:
-            return x, logp, 0.0, 0
-        sweep = self.chain_sweep
-        # the uniforms the reference colour_update takes, sweep by sweep, class by class
-        draws = [
-            [self.rng.random((c.sites.shape[0], c.uniform_width)) for c in sweep.colours]
-            for _ in range(n_sweeps)
-        ]
-        uniforms = [np.stack(per_class) for per_class in zip(*draws, strict=True)]
-        x, logp, total_accept, n_accepted, evals = sweep(x, logp, uniforms, self.sweep_weights())
-        self._draw_evals += evals
-        return x, logp, total_accept, n_accepted
-
     # ------------------------------------------------------------------ compiled random scan
     @cached_property
     def scan_compilable(self) -> bool:
@@ -858,9 +842,8 @@ class NeuralBlock(DiscreteStep):
         block_idx = np.full((U, D), dummy, dtype=np.int64)
         free = np.zeros((U, D), dtype=bool)
         cond_idx = np.full((U, M), dummy, dtype=np.int64)
-        tables: dict[bytes, int] = {}
-        state_list, state_set = [], np.zeros(U, dtype=np.int64)
-        n_states = np.zeros(U, dtype=np.int64)
+        tables: dict[bytes, np.ndarray] = {}  # the distinct tables of joint states
+        state_set, n_states = np.zeros(U, dtype=np.int64), np.zeros(U, dtype=np.int64)
         for i, u in enumerate(units):
             if u.kind == "neural":
                 block_idx[i, : u.block_idx.size] = u.block_idx
@@ -870,10 +853,9 @@ class NeuralBlock(DiscreteStep):
             block_idx[i, : u.sites.size] = u.sites
             free[i, : u.sites.size] = True
             key = u.states.tobytes() + str(u.states.shape).encode()
-            if key not in tables:
-                tables[key] = len(state_list)
-                state_list.append(u.states)
-            state_set[i], n_states[i] = tables[key], u.states.shape[0]
+            tables.setdefault(key, u.states)
+            state_set[i], n_states[i] = list(tables).index(key), u.states.shape[0]
+        state_list = list(tables.values())
         S = max((t.shape[0] for t in state_list), default=1)
         states = np.zeros((max(len(state_list), 1), S, D), dtype=np.int64)
         for t, st in enumerate(state_list):
@@ -898,29 +880,24 @@ class NeuralBlock(DiscreteStep):
                     slot[i, :f][u.factors.positions == site] = d
         return scan_units, ScanFactors(flat, offsets, positions, strides, slot)
 
-    @property
+    @cached_property
     def random_scan(self) -> CompiledRandomScan:
         """The compiled random scan
         (:class:`pymc_lbp.samplers.block.random_scan_graph.CompiledRandomScan`), compiled on first
         use."""
-        if self._random_scan is None:
-            units, factors = self.scan_units()
-            neural = isinstance(self.proposal, NeuralProposal)
-            self._random_scan = CompiledRandomScan(
-                units,
-                factors,
-                self.target.rows_graph,
-                self.layout.n_sites,
-                len(self._outside),
-                self.proposal.net if neural else None,
-                self.target._compile_kwargs,
-            )
-        return self._random_scan
+        neural = isinstance(self.proposal, NeuralProposal)
+        return CompiledRandomScan(
+            *self.scan_units(),
+            self.target.rows_graph,
+            self.layout.n_sites,
+            len(self._outside),
+            self.proposal.net if neural else None,
+            self.target._compile_kwargs,
+        )
 
     def _scan_network(self) -> list[np.ndarray]:
-        """The network arrays of the compiled scan
-        (:data:`pymc_lbp.samplers.block.random_scan_graph. NETWORK_NAMES`) for the current
-        weights."""
+        """The network arrays of the compiled scan (:data:`~pymc_lbp.samplers.block.
+        random_scan_graph.NETWORK_NAMES`) for the current weights."""
         if not isinstance(self.proposal, NeuralProposal):
             return [np.zeros((1,) * nd) for nd in (2, 3, 2, 1, 2, 1)]
         version = self.proposal.net.version
@@ -933,14 +910,6 @@ class NeuralBlock(DiscreteStep):
             w = self.proposal.net._w64
             self._scan_arrays = (version, [prepared, R, w["W1"], w["b1"], w["W2"], w["b2"]])
         return self._scan_arrays[1]
-
-    def _run_compiled_scan(self, x, logp, deltas, n_steps: int) -> DrawResult:
-        noise = self.rng.random((n_steps, self.scan_width))  # the rows scan_step would draw
-        x, logp, total_accept, n_accepted, evals, last = self.random_scan(
-            x, logp, self._outside_values, noise, self._scan_network()
-        )
-        self._draw_evals += evals
-        return DrawResult(x, logp, deltas, total_accept, n_accepted, evals, 0, {"block": [last]})
 
     # ------------------------------------------------------------------ training data
     def motif_examples(self, idata, *, model=None, max_draws: int | None = None):
@@ -1045,24 +1014,16 @@ class NeuralBlock(DiscreteStep):
         unit = self._units[u]
         cards = self._site_cards()[unit.sites]
         states = unit.states if unit.states is not None else enumerate_block_states(cards)
-        Y = np.repeat(x[None, :], states.shape[0], axis=0)
-        Y[:, unit.sites] = states
-        lp = self._target_states(unit, x, Y)
+        Y, lp = self._target_states(unit, x, states)
         if unit.kind != "neural":
             return Y, np.exp(exact_block_log_probs(lp))
         current = int(np.flatnonzero((states == x[unit.sites]).all(axis=1))[0])
-        log_w, log_tables = self.unit_proposal(u, x)
-        log_q_x = block_log_prob(log_w, log_tables, x[unit.sites])
-        probs = np.zeros(states.shape[0])
-        for s, new in enumerate(states):
-            log_q = block_log_prob(log_w, log_tables, new)
-            if s == current:
-                probs[s] += np.exp(log_q)
-                continue
-            ratio = mh_log_ratio(lp[current], float(lp[s]), log_q, log_q_x)
-            acc = float(mh_accept_probs(ratio))  # the one MH rule (+inf accepts)
-            probs[s] += np.exp(log_q) * acc
-            probs[current] += np.exp(log_q) * (1.0 - acc)
+        log_q = block_log_probs(*self.unit_proposal(u, x), states)
+        # the one MH rule (+inf accepts); proposing the current state keeps it
+        acc = mh_accept_probs(mh_log_ratios(lp[current], lp, log_q, log_q[current]))
+        acc[current] = 1.0
+        probs = np.exp(log_q) * acc
+        probs[current] += np.sum(np.exp(log_q) * (1.0 - acc))
         return Y, probs
 
     @classmethod

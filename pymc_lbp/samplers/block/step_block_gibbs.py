@@ -2,14 +2,8 @@
 PyMC model.
 
 A thin step class on :class:`~pymc_lbp.samplers.block.step.NeuralBlock`'s exact updates
-(``proposal="exact"`` on a block set without a motif): this module only chooses the blocks. On a
-model built by :func:`~pymc_lbp.models.read_uai` (unchanged, every free variable in the step) they
-are elimination blocks (:mod:`pymc_lbp.samplers.block.elimination`: all variables but a small
-cutset, drawn jointly by bucket elimination), as ``python -m pymc_lbp mar --sampler block_gibbs``
-runs them, or on request :func:`~pymc_lbp.models.uai.uai_clusters` of its network; on any other
-model the clusters' algorithm (:func:`~pymc_lbp.factor_graph.clusters.graph_clusters`) runs on the
-interaction graph and the must-stay-together scopes read from the model's logp graph
-(:mod:`pymc_lbp.samplers.block.model_structure`), each cluster drawn by enumerating its states.
+(``proposal="exact"`` on a block set without a motif): this module only chooses the blocks (the
+class docstring says which).
 """
 
 from __future__ import annotations
@@ -22,7 +16,7 @@ import numpy as np
 from pymc.step_methods.compound import Competence
 from pytensor.tensor.random.basic import BernoulliRV, CategoricalRV
 
-from pymc_lbp.factor_graph.clusters import uai_clusters
+from pymc_lbp.factor_graph.clusters import deterministic_scopes, uai_clusters
 from pymc_lbp.factor_graph.model_info import UAIModelInfo
 from pymc_lbp.samplers.block.elimination import (
     BlockSampler,
@@ -212,8 +206,7 @@ class BlockGibbs(NeuralBlock):
         return max(1, self.max_states // CLUSTER_SHARE)
 
     def _check_block_options(self, layout, specs) -> None:
-        kinds = {s.name: s.kind for s in specs}
-        bad = [name for name, kind in kinds.items() if kind == "integer"]
+        bad = [s.name for s in specs if s.kind == "integer"]
         if bad:
             raise ValueError(
                 f"BlockGibbs samples Bernoulli and categorical variables; {bad} are "
@@ -257,9 +250,7 @@ class BlockGibbs(NeuralBlock):
         self.scopes = list(self.structure.scopes)
         clusters = structure_clusters(self.structure, self.cluster_states)
         self._check_sizes(clusters, cards)
-        mb = [MotifBlock(np.asarray(c), np.zeros(0, np.int64), label=f"cluster {k} {list(c)}")
-              for k, c in enumerate(clusters)]  # fmt: skip
-        blockset = BlockSet(None, tuple(mb), index="flat", variables=self._var_names())
+        blockset = self._flat_blockset(clusters, "cluster")
         reason = (
             f"{len(clusters)} clusters of at most {self.cluster_states} joint states (min-fill on "
             f"the model's interaction graph): {self.structure.reason}"
@@ -333,8 +324,6 @@ class BlockGibbs(NeuralBlock):
 
     def _uai_blocks(self, info: UAIModelInfo) -> tuple[BlockSet, str]:
         """The CLI's ``block_gibbs`` blocks: uai_clusters of the network and its evidence."""
-        from pymc_lbp.factor_graph.clusters import deterministic_scopes
-
         network = info.network
         clusters = uai_clusters(network, info.evidence, max_states=self.cluster_states)
         self._check_sizes(clusters, network.cards)
@@ -358,7 +347,10 @@ class BlockGibbs(NeuralBlock):
                     f"raveled {self._var_names()})"
                 )
         self._check_sizes(blocks, self._site_cards())
-        mb = [MotifBlock(np.asarray(b), np.zeros(0, np.int64), label=f"block {k} {b}")
+        return self._flat_blockset(blocks, "block")
+
+    def _flat_blockset(self, blocks, label: str) -> BlockSet:
+        mb = [MotifBlock(np.asarray(b), np.zeros(0, np.int64), label=f"{label} {k} {list(b)}")
               for k, b in enumerate(blocks)]  # fmt: skip
         return BlockSet(None, tuple(mb), index="flat", variables=self._var_names())
 

@@ -20,6 +20,7 @@ from pytensor.tensor.random.basic import BernoulliRV
 from pymc_lbp.compiling import pm_compile
 from pymc_lbp.logp.model_logp import model_logp
 from pymc_lbp.logp.vectorising import checks_per_row, unblock_gathers
+from pymc_lbp.samplers.block.mdn import positive_int
 from pymc_lbp.samplers.block.motifs.flag_value import (
     HALF_WIDTH,
     canonical_flag_value_params,
@@ -136,11 +137,7 @@ class NeuralMixedBlock(ArrayStepShared):
         )
         if steps_per_draw is None:
             steps_per_draw = self.n_pairs
-        if isinstance(steps_per_draw, bool) or not isinstance(steps_per_draw, int | np.integer):
-            raise ValueError(f"steps_per_draw must be a positive int, got {steps_per_draw!r}")
-        if steps_per_draw < 1:
-            raise ValueError(f"steps_per_draw must be a positive int, got {steps_per_draw!r}")
-        self.steps_per_draw = int(steps_per_draw)
+        self.steps_per_draw = positive_int("steps_per_draw", steps_per_draw)
 
         vars = [flag, value]
         shared = pm.make_shared_replacements(initial_point, vars, model)

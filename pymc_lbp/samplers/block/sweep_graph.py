@@ -76,15 +76,6 @@ def chain_params_graph(lp: Variable, K: int, L: int) -> Variable:
     return pt.clip(flat, -CLIP, CLIP)
 
 
-def mixture_graph(params: Variable, weights: dict, net) -> tuple[Variable, Variable]:
-    """``(log_w (B, Kc), log_tables (B, Kc, D, C))`` of the network ``net`` at the parameter rows
-    ``params`` (a motif without conditioning entries): the first layer from ``base`` and
-    ``W0p``, the rest :meth:`~pymc_lbp.samplers.block.mdn.MixtureDensityNetwork.
-    mixture_graph_from_preactivation`."""
-    a0 = weights["base"] + pt.dot(params, weights["W0p"])
-    return net.mixture_graph_from_preactivation(a0, weights)
-
-
 def pick_index_graph(weights: Variable, u: Variable) -> Variable:
     """:func:`pymc_lbp.samplers.block.reference.pick_index` as a graph."""
     cdf = pt.cumsum(weights, axis=-1)
@@ -190,8 +181,9 @@ def colour_update_graph(
     R = ref.shape[0]
     # 1. the logp at every block's reference states
     lp_ref = logp_rows(every_block_at(x, sites, ref)).reshape((B, R))
-    # 2-3. parameters, network, mixture
-    log_w, log_tables = mixture_graph(chain_params_graph(lp_ref, K, L), weights, net)
+    # 2-3. parameters, network (the first layer from base and W0p: no conditioning entries)
+    a0 = weights["base"] + pt.dot(chain_params_graph(lp_ref, K, L), weights["W0p"])
+    log_w, log_tables = net.mixture_graph_from_preactivation(a0, weights)
     # 4. proposals
     new = draw_blocks_graph(log_w, log_tables, u[:, :-1])
     old = x[sites]
@@ -224,9 +216,18 @@ def sweep_step(us, state, weights: dict, colours: list[ChainColour], logp_rows, 
     return (x, logp), (pt.cast(accept, "float64"), pt.cast(won, "int64"), pt.cast(evals, "int64"))
 
 
-def _weights() -> dict:
-    return {name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
-            for name, nd in zip(WEIGHT_NAMES, (1, 2, 2, 1, 2, 1), strict=True)}  # fmt: skip
+def _inputs(colours: list[ChainColour], n_sites: int, lead: tuple = ()):
+    """``x``, ``logp``, one uniform array per class (shape ``lead + (blocks,
+    ChainColour.uniform_width)``) and the network arrays of :data:`WEIGHT_NAMES` (a dict)."""
+    x = pt.tensor("x", dtype="int64", shape=(n_sites,))
+    logp = pt.scalar("logp", dtype="float64")
+    us = [
+        pt.tensor(f"u{c}", dtype="float64", shape=(*lead, col.sites.shape[0], col.uniform_width))
+        for c, col in enumerate(colours)
+    ]
+    weights = {name: pt.tensor(name, dtype="float64", shape=(None,) * nd)
+               for name, nd in zip(WEIGHT_NAMES, (1, 2, 2, 1, 2, 1), strict=True)}  # fmt: skip
+    return x, logp, us, weights
 
 
 def chain_sweep_graph(colours: list[ChainColour], n_sites: int, logp_rows, net):
@@ -242,13 +243,7 @@ def chain_sweep_graph(colours: list[ChainColour], n_sites: int, logp_rows, net):
         ``x``, its logp, the sum of acceptance probabilities, the accepted blocks and the model
         evaluations.
     """
-    x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-    logp = pt.scalar("logp", dtype="float64")
-    us = [
-        pt.matrix(f"u{c}", dtype="float64", shape=(col.sites.shape[0], col.uniform_width))
-        for c, col in enumerate(colours)
-    ]
-    weights = _weights()
+    x, logp, us, weights = _inputs(colours, n_sites)
     state, info = sweep_step(us, (x, logp), weights, colours, logp_rows, net)
     return [x, logp, *us, *weights.values()], [*state, *info]
 
@@ -276,15 +271,7 @@ class CompiledChainSweep:
     def _compile(self, n_sweeps: int | None):
         n_sites, logp_rows, net, compile_kwargs = self._parts
         colours = self.colours
-        x = pt.tensor("x", dtype="int64", shape=(n_sites,))
-        logp = pt.scalar("logp", dtype="float64")
-        us = [
-            pt.tensor(
-                f"u{c}", dtype="float64", shape=(n_sweeps, col.sites.shape[0], col.uniform_width)
-            )
-            for c, col in enumerate(colours)
-        ]
-        weights = _weights()
+        x, logp, us, weights = _inputs(colours, n_sites, (n_sweeps,))
         names = list(weights)
 
         def step(u, state, *arrays):

@@ -9,37 +9,31 @@ Given the rest of the state, the block's conditional is then a chain of its own,
     log p(z_B | rest) = sum_i a_i(z_i) + sum_i b_i(z_i, z_{i+1}) + const,
 
 where the block's Markov blanket (``z_{s-1}`` and ``z_{s+L}``) enters through the first and last
-unary terms. The motif's local parameters are these log-potentials in a canonical form, so the
-motif has no conditioning variables: ``L K`` unary and ``(L - 1) K^2`` pairwise entries
+unary terms. The motif's local parameters are these log-potentials in a canonical form
+(:func:`canonical_chain_params`), so the motif has no conditioning variables
 (:func:`chain_motif`).
 
 **The potentials from the model** (:func:`chain_reference_states`,
 :func:`chain_potentials_from_reference`): the model logp at the *reference* state (the block set
 to category 0, the rest as it is), at every one-site change of it and at every change of two
 consecutive sites gives, by inclusion-exclusion, ``a_i(k) = F(r_i^k) - F(r)`` and
-``b_i(k, k') = F(r_{i,i+1}^{k,k'}) - F(r_i^k) - F(r_{i+1}^{k'}) + F(r)``: ``1 + L (K-1) +
-(L-1)(K-1)^2`` evaluations in one batched call, exact when the model is chain-structured in the
-block. They never depend on the block's current values, so a proposal built from them is an
-independence proposal for the block and the MH correction against the model's own logp keeps the
-sampler exact whatever the structure or the network.
+``b_i(k, k') = F(r_{i,i+1}^{k,k'}) - F(r_i^k) - F(r_{i+1}^{k'}) + F(r)`` in one batched call,
+exact when the model is chain-structured in the block. They never depend on the block's current
+values, so a proposal built from them is an independence proposal for the block and the MH
+correction against the model's own logp keeps the sampler exact whatever the structure or the
+network (an impossible transition, ``-inf``, is only a very unlikely one to the network).
 
-**Canonical form** (:func:`canonical_chain_params`): each pairwise table is double-centred (its
-row and column means go to the unary terms of its two sites), each unary row is centred, and
-entries are clipped to ``[-CLIP, CLIP]`` (an impossible transition, ``-inf``, counts as ``-BIG``
-first: the network sees a very unlikely state; the MH correction uses the true logp).
-
-**Training data** (:func:`chain_motif_samples`): random chain potentials resembling the blocks of
-HMMs and chain CRFs (documented there) with exact block samples by enumeration of the ``K^L``
-states (:func:`chain_motif_log_conditional`).
+Training data: :func:`chain_motif_samples`, with exact block conditionals by enumeration
+(:func:`chain_motif_log_conditional`).
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 
 import numpy as np
 
+from pymc_lbp.samplers.block.motifs.lattice_blocks import _starts
 from pymc_lbp.samplers.block.motifs.motif_api import BlockSet, MotifBlock, MotifSpec
 from pymc_lbp.samplers.common import inverse_cdf
 
@@ -88,29 +82,21 @@ def chain_shape(motif: MotifSpec) -> tuple[int, int]:
     return K, L
 
 
-# ------------------------------------------------------------------------------- potentials
+@functools.cache
 def chain_reference_states(n_categories: int, length: int) -> np.ndarray:
     """Block states the potentials are read from: the reference (all 0), every one-site change
     ``(i, k)``, ``k >= 1``, in order, then every change of two consecutive sites
     ``(i, k, k')``, ``k, k' >= 1``; shape ``(1 + L (K-1) + (L-1)(K-1)^2, L)``, read-only."""
-    return _reference_states(int(n_categories), int(length))
-
-
-@functools.cache
-def _reference_states(K: int, L: int) -> np.ndarray:
-    rows = [np.zeros(L, np.int64)]
-    for i in range(L):
-        for k in range(1, K):
-            r = np.zeros(L, np.int64)
-            r[i] = k
-            rows.append(r)
-    for i in range(L - 1):
-        for k in range(1, K):
-            for k2 in range(1, K):
-                r = np.zeros(L, np.int64)
-                r[i], r[i + 1] = k, k2
-                rows.append(r)
-    out = np.stack(rows)
+    K, L = int(n_categories), int(length)
+    eye = np.eye(L, dtype=np.int64)
+    singles = [k * eye[i] for i in range(L) for k in range(1, K)]
+    pairs = [
+        k * eye[i] + k2 * eye[i + 1]
+        for i in range(L - 1)
+        for k in range(1, K)
+        for k2 in range(1, K)
+    ]
+    out = np.stack([np.zeros(L, np.int64), *singles, *pairs])
     out.setflags(write=False)
     return out
 
@@ -172,9 +158,7 @@ def split_chain_params(params: np.ndarray, n_categories: int, length: int):
 def chain_block_states(n_categories: int, length: int) -> np.ndarray:
     """Every joint state of the block, row ``j`` the base-``K`` digits of ``j`` (first site
     most significant); shape ``(K^L, L)``."""
-    return np.array(
-        list(itertools.product(range(int(n_categories)), repeat=int(length))), dtype=np.int64
-    )
+    return np.array(list(np.ndindex((int(n_categories),) * int(length))), dtype=np.int64)
 
 
 def chain_log_potential(params: np.ndarray, states: np.ndarray, n_categories: int) -> np.ndarray:
@@ -198,7 +182,6 @@ def chain_motif_log_conditional(params: np.ndarray, n_categories: int, length: i
     return lp - top - np.log(np.exp(lp - top).sum(axis=1, keepdims=True))
 
 
-# ------------------------------------------------------------------------------- training data
 def chain_motif_samples(
     n: int,
     rng: np.random.Generator | int | None = None,
@@ -237,10 +220,10 @@ def chain_motif_samples(
         stay = rng.beta(4.0, 1.0, size=size[:-1] + (K,))
         other = rng.dirichlet(np.ones(K - 1), size=size) if K > 2 else np.ones(size + (1,))
         sticky = np.zeros(size + (K,))
-        for k in range(K):
-            rest = [j for j in range(K) if j != k]
-            sticky[..., k, k] = stay[..., k]
-            sticky[..., k, rest] = (1 - stay[..., k, None]) * other[..., k, :]
+        sticky[..., ~np.eye(K, dtype=bool)] = ((1 - stay[..., None]) * other).reshape(
+            *size[:-1], -1
+        )
+        sticky[..., range(K), range(K)] = stay
         use_sticky = rng.random(size[:-1] + (K, 1)) < 0.5
         return np.where(use_sticky, sticky, dense)
 
@@ -266,7 +249,6 @@ def chain_motif_samples(
     return x_block, np.zeros((n, 0), np.int64), params
 
 
-# ------------------------------------------------------------------------------- blocks
 def chain_blocks(
     variable: str,
     n_states: int,
@@ -295,9 +277,6 @@ def chain_blocks(
     order = natural if order is None else np.asarray(order, dtype=np.int64)
     if np.sort(order).tolist() != natural.tolist():
         raise ValueError(f"order must list each of the {T} states of {variable!r} once")
-    starts = list(range(0, T - L + 1, stride))
-    if starts[-1] != T - L:
-        starts.append(T - L)
     in_order = bool(np.array_equal(order, natural))
     blocks = [
         MotifBlock(
@@ -305,7 +284,7 @@ def chain_blocks(
             np.zeros(0, np.int64),
             label=f"{variable}[{s}:{s + L}]" if in_order else f"{variable} chain[{s}:{s + L}]",
         )
-        for s in starts
+        for s in _starts(T, L, stride)
     ]
     return BlockSet(motif, blocks, "flat", (variable,), params_from=CHAIN_PARAMS_FROM)
 

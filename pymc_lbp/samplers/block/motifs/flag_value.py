@@ -111,7 +111,6 @@ def canonical_flag_value_params(logp_grid: np.ndarray) -> np.ndarray:
     return np.clip(np.where(finite, lp - top, -CLIP), -CLIP, 0.0)
 
 
-# ------------------------------------------------------------------ the proposal's mixture
 def draw_flag_value(
     log_w: np.ndarray,
     log_tables: np.ndarray,
@@ -152,20 +151,15 @@ def flag_value_log_ratio(logp_x: float, logp_y: float, log_q_x: float, log_q_y: 
     return mh_log_ratio(logp_x, logp_y, log_q_y, log_q_x)  # the one MH rule
 
 
-# ------------------------------------------------------------------ training target
 def _log_segment_mass(d: np.ndarray) -> np.ndarray:
     """``log((exp(d) - 1) / d)``: log of a unit-width segment's mass when the log density rises
     by ``d`` along it (relative to its left end), stable for all ``d``."""
     d = np.asarray(d, dtype=np.float64)
     small = np.abs(d) < 1e-8
     safe = np.where(small, 1.0, d)
-    pos = safe > 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(
-            pos,
-            safe + np.log(-np.expm1(-np.abs(safe)) / np.abs(safe)),
-            np.log(np.expm1(-np.abs(safe)) / -np.abs(safe)),
-        )
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        pos = safe + np.log(-np.expm1(-safe) / safe)
+        out = np.where(safe > 0, pos, np.log(np.expm1(safe) / safe))
     return np.where(small, d / 2, out)
 
 
@@ -253,8 +247,8 @@ def draw_from_target(rng: np.random.Generator, params: np.ndarray) -> np.ndarray
     small = np.abs(dd) < 1e-8
     safe = np.where(small, 1.0, dd)
     with np.errstate(over="ignore", invalid="ignore"):
-        s_pos = 1.0 + np.log(u + (1.0 - u) * np.exp(-np.abs(safe))) / np.abs(safe)
-        s_neg = np.log1p(u * np.expm1(-np.abs(safe))) / -np.abs(safe)
+        s_pos = 1.0 + np.log(u + (1.0 - u) * np.exp(-safe)) / safe
+        s_neg = np.log1p(u * np.expm1(safe)) / safe
     s = np.where(small, u, np.where(safe > 0, s_pos, s_neg))
     t = grid[j] + h * np.clip(s, 0.0, 1.0)
     return np.column_stack([flag.astype(np.float64), t])

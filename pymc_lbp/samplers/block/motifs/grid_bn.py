@@ -9,8 +9,6 @@ conditional :func:`grid_bn_motif_log_conditional`.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from pymc_lbp.samplers.block.motifs.lattice_blocks import _starts
@@ -122,26 +120,20 @@ def grid_bn_layout(network) -> np.ndarray:
 
 def _grid_cpt(network, cpt_index: dict[int, int], layout: np.ndarray, i: int, j: int):
     """``p[up, left] = P(node(i, j) = 1 | up, left)`` with the missing-parent convention."""
-    N = layout.shape[0]
-    v = int(layout[i, j])
-    f = cpt_index[v]
-    scope = network.scopes[f]
+    f = cpt_index[int(layout[i, j])]
     table = network.tables[f]
     sums = table.sum(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         p1 = np.where(sums > 0, table / sums, 0.5)[..., 1]
-    up = int(layout[i - 1, j]) if i > 0 else None
-    left = int(layout[i, j - 1]) if j > 0 else None
-    axes = {u: a for a, u in enumerate(scope[:-1])}
+    axes = {u: a for a, u in enumerate(network.scopes[f][:-1])}
     p = np.empty((2, 2))
-    for a, b in itertools.product(range(2), range(2)):
+    for a, b in np.ndindex(2, 2):
         idx = [0] * len(axes)
-        if up is not None:
-            idx[axes[up]] = a
-        if left is not None:
-            idx[axes[left]] = b
+        if i > 0:
+            idx[axes[int(layout[i - 1, j])]] = a
+        if j > 0:
+            idx[axes[int(layout[i, j - 1])]] = b
         p[a, b] = p1[tuple(idx)]
-    del N
     return p
 
 
@@ -175,7 +167,7 @@ def grid_bn_blocks(network, *, stride: int = 3) -> BlockSet:
         raise ValueError(f"{network.name}: the grid-BN motif needs binary variables")
     cpt_index = {s[-1]: f for f, s in enumerate(network.scopes)}
     cpts = {(i, j): _grid_cpt(network, cpt_index, layout, i, j) for i in range(N) for j in range(N)}
-    missing_child = np.full((2, 2), 0.5)
+    missing_child = np.full((2, 2), 0.5)  # a child outside the grid: a constant factor
 
     def node(i, j):
         return int(layout[i, j]) if 0 <= i < N and 0 <= j < N else -1
@@ -185,10 +177,10 @@ def grid_bn_blocks(network, *, stride: int = 3) -> BlockSet:
         for c0 in _starts(N, 3, stride):
             block = [node(r0 + r, c0 + c) for r, c in _GRID_BLOCK]
             cond = [node(r0 + r, c0 + c) for r, c in _GRID_COND]
-            params = [cpts[(r0 + r, c0 + c)].ravel() for r, c in _GRID_BLOCK]
-            for r, c in _GRID_CHILDREN:
-                inside = 0 <= r0 + r < N and 0 <= c0 + c < N
-                params.append(cpts[(r0 + r, c0 + c)].ravel() if inside else missing_child.ravel())
+            params = [
+                cpts.get((r0 + r, c0 + c), missing_child).ravel()
+                for r, c in _GRID_BLOCK + _GRID_CHILDREN
+            ]
             blocks.append(
                 MotifBlock(
                     np.array(block), np.array(cond), np.concatenate(params), label=f"({r0}, {c0})"
@@ -210,7 +202,7 @@ def uai_grid_blocks(source, *, stride: int = 3) -> BlockSet:
 
     See :func:`grid_bn_blocks` for the parameters.
     """
-    return grid_bn_blocks(_as_network(source), stride=stride)
+    return grid_bn_blocks(source, stride=stride)
 
 
 def _cpt_rows(rng: np.random.Generator, size, det_prob: float) -> np.ndarray:
@@ -284,7 +276,7 @@ def grid_bn_motif_samples(
     return x_block, x_cond, np.concatenate(params, axis=1)
 
 
-_ALL_BLOCK_STATES = np.array(list(itertools.product(range(2), repeat=9)), dtype=np.int64)
+_ALL_BLOCK_STATES = np.array(list(np.ndindex((2,) * 9)), dtype=np.int64)
 
 
 def grid_bn_motif_log_conditional(x_cond: np.ndarray, params: np.ndarray) -> np.ndarray:

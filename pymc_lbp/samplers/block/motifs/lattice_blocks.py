@@ -67,12 +67,8 @@ def lattice_blocks(
         for c0 in _starts(W, k, stride):
             rows, cols = np.meshgrid(np.arange(r0, r0 + k), np.arange(c0, c0 + k), indexing="ij")
             block = (rows * W + cols).ravel()
-            cells = (
-                [(r0 - 1, c0 + j) for j in range(k)]
-                + [(r0 + k, c0 + j) for j in range(k)]
-                + [(r0 + i, c0 - 1) for i in range(k)]
-                + [(r0 + i, c0 + k) for i in range(k)]
-            )
+            cells = [(r, c0 + j) for r in (r0 - 1, r0 + k) for j in range(k)]
+            cells += [(r0 + i, c) for c in (c0 - 1, c0 + k) for i in range(k)]
             cond = []
             for r, c in cells:
                 if periodic:

@@ -1,7 +1,5 @@
 """The motif API: the shape of a motif, its blocks and the block sets of a model.
 
-Structural motifs are blocks of discrete variables, their conditioning sets and local parameters.
-
 A *motif* (Wang et al. 2018) is a recurring local structure of a model: a block ``B`` of discrete
 variables that are proposed together, a conditioning set ``C`` (the block's Markov blanket or a
 superset) whose values the proposal sees, and a vector of local parameters (e.g. the CPTs around
@@ -23,19 +21,13 @@ A conditioning entry ``-1`` is a *padded dummy*: a variable that does not exist 
 (outside a lattice or grid border) and always takes the value in ``MotifBlock.pad``. The motif's
 local parameters make the dummy irrelevant (see
 :func:`~pymc_lbp.samplers.block.motifs.grid_bn.grid_bn_blocks`).
-
-Helpers build blocks for lattices (:mod:`~pymc_lbp.samplers.block.motifs.lattice_blocks`,
-``k x k`` patches of Ising/Potts models), compute Markov blankets of UAI networks
-(:mod:`~pymc_lbp.samplers.block.motifs.uai_blocks`), and build the grid-BN motif of Wang et al.
-(:mod:`~pymc_lbp.samplers.block.motifs.grid_bn`): a 3 x 3 block of proposed variables and the 14
-conditioning variables around it. Training data:
-:mod:`~pymc_lbp.samplers.block.motifs.training_samples`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -44,7 +36,6 @@ INDEX_SPACES = ("uai", "flat")
 PARAMS_FROM = ("fixed", "chain")
 
 
-# =============================================================================== data classes
 @dataclass(frozen=True)
 class MotifSpec:
     """The shape of a structural motif, which a proposal network is specific to.
@@ -123,8 +114,6 @@ class MotifSpec:
         n = x_cond.shape[0] if self.cond_size else params.shape[0]
         x_cond = x_cond.reshape(n, self.cond_size)
         params = params.reshape(n, self.n_params)
-        if all(c == 2 for c in self.cond_cards):
-            return np.concatenate([2.0 * x_cond - 1.0, params], axis=1)
         parts = []
         for j, c in enumerate(self.cond_cards):
             if c == 2:
@@ -137,12 +126,9 @@ class MotifSpec:
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
         return {
-            "name": self.name,
+            **asdict(self),
             "block_cards": list(self.block_cards),
             "cond_cards": list(self.cond_cards),
-            "n_params": self.n_params,
-            "description": self.description,
-            "n_continuous": self.n_continuous,
         }
 
     @classmethod
@@ -159,12 +145,8 @@ class MotifSpec:
 
     def same_shape(self, other: MotifSpec) -> bool:
         """Whether a proposal for ``other`` can be used for this motif (same shapes)."""
-        return (
-            self.block_cards == other.block_cards
-            and self.cond_cards == other.cond_cards
-            and self.n_params == other.n_params
-            and self.n_continuous == other.n_continuous
-        )
+        shape = attrgetter("block_cards", "cond_cards", "n_params", "n_continuous")
+        return shape(self) == shape(other)
 
 
 @dataclass(frozen=True, eq=False)

@@ -31,21 +31,17 @@ def _entry_locations(blockset: BlockSet, model) -> dict[int, tuple[str, int, int
             out[i] = (loc.name, loc.position, loc.fixed_value)
         return out
     point = model.initial_point()
-    offset = 0
-    starts = []
-    for name in blockset.variables:
+    names = blockset.variables
+    for name in names:
         if name not in point:
             raise ValueError(f"{name!r} is not a free variable of the model")
-        size = int(np.size(point[name]))
-        starts.append((name, offset, size))
-        offset += size
+    sizes = [int(np.size(point[name])) for name in names]
+    ends = np.cumsum(sizes)
     for i in sorted(entries):
-        for name, start, size in starts:
-            if start <= i < start + size:
-                out[i] = (name, i - start, -1)
-                break
-        else:
-            raise ValueError(f"block entry {i} is outside the {offset} indexed sites")
+        k = int(np.searchsorted(ends, i, side="right"))
+        if k == len(names):
+            raise ValueError(f"block entry {i} is outside the {int(ends[-1])} indexed sites")
+        out[i] = (names[k], i - int(ends[k] - sizes[k]), -1)
     return out
 
 
